@@ -1,0 +1,139 @@
+"""The device memory of one simulated NPU: a lazily committed arena of host RAM.
+
+The arena is one anonymous mapping of the SoC's full capacity made with MAP_NORESERVE, so a
+64 GiB device maps on a machine with less RAM: pages cost RAM only once touched, and
+`madvise(MADV_DONTNEED)` hands them back when the driver unmaps a range. The driver hands
+out page-granular ranges ("physical" allocations, 4 KiB, 2 MiB or 1 GiB pages); the
+runtime's caching pool carves those into user blocks.
+"""
+from __future__ import annotations
+
+import bisect
+import mmap
+import threading
+
+import numpy as np
+
+MAP_NORESERVE = 0x4000  # Linux value; Python's mmap module does not export the name
+
+NORMAL_PAGE = 4 << 10
+HUGE_PAGE = 2 << 20
+HUGE1G_PAGE = 1 << 30
+
+PAGE_KINDS = {NORMAL_PAGE: "normal", HUGE_PAGE: "huge", HUGE1G_PAGE: "huge1g"}
+
+
+def align_up(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+class HbmArena:
+    """Capacity-sized mapping plus a first-fit page allocator over it (offsets, not VAs)."""
+
+    def __init__(self, capacity: int):
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE
+        try:
+            self._mm = mmap.mmap(-1, capacity, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except OSError as exc:  # e.g. vm.overcommit_memory=2 refuses even NORESERVE mappings
+            raise OSError(
+                f"cannot map a {capacity >> 30} GiB simulated device memory arena ({exc}); "
+                "choose a smaller SoC with NPURT_SOC or allow overcommit (vm.overcommit_memory=0)"
+            ) from exc
+        self.capacity = capacity
+        self.mem = np.frombuffer(self._mm, dtype=np.uint8)
+        self.host_address = self.mem.ctypes.data
+        self._lock = threading.Lock()
+        self._free_starts = [0]          # sorted starts of free ranges
+        self._free_sizes = {0: capacity}  # start -> size
+        self.committed = {kind: 0 for kind in PAGE_KINDS.values()}
+
+    # ------------------------------------------------------------ page allocation
+    def map_pages(self, size: int, page: int) -> int | None:
+        """Reserve `size` bytes (rounded up to `page`) aligned to `page`; the offset, or None
+        when no free range is large enough."""
+        size = align_up(size, page)
+        with self._lock:
+            for start in self._free_starts:
+                free = self._free_sizes[start]
+                offset = align_up(start, page)
+                if offset + size > start + free:
+                    continue
+                self._take(start, free, offset, size)
+                self.committed[PAGE_KINDS[page]] += size
+                return offset
+        return None
+
+    def unmap_pages(self, offset: int, size: int, page: int) -> None:
+        """Give a range back: its pages return to the OS and its space to the free list."""
+        size = align_up(size, page)
+        self._mm.madvise(mmap.MADV_DONTNEED, offset, size)
+        with self._lock:
+            self.committed[PAGE_KINDS[page]] -= size
+            self._give(offset, size)
+
+    def release_all(self) -> None:
+        """Return every page to the OS (device reset / finalize)."""
+        self._mm.madvise(mmap.MADV_DONTNEED, 0, self.capacity)
+        with self._lock:
+            self._free_starts = [0]
+            self._free_sizes = {0: self.capacity}
+            self.committed = {kind: 0 for kind in PAGE_KINDS.values()}
+
+    @property
+    def committed_bytes(self) -> int:
+        return sum(self.committed.values())
+
+    @property
+    def free_bytes(self) -> int:
+        return self.capacity - self.committed_bytes
+
+    def largest_free(self, page: int) -> int:
+        """Largest `page`-aligned range that one map_pages call could still get."""
+        best = 0
+        with self._lock:
+            for start, free in self._free_sizes.items():
+                aligned = align_up(start, page)
+                best = max(best, (start + free - aligned) // page * page)
+        return best
+
+    def resident_bytes(self) -> int:
+        """RAM the kernel really backs this arena with now (Rss from /proc/self/smaps)."""
+        header = f"{self.host_address:x}-"
+        with open("/proc/self/smaps") as f:
+            inside = False
+            for line in f:
+                if not inside:
+                    inside = line.startswith(header)
+                elif line.startswith("Rss:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    # ------------------------------------------------------------ free-list bookkeeping
+    def _take(self, start: int, free: int, offset: int, size: int) -> None:
+        i = bisect.bisect_left(self._free_starts, start)
+        del self._free_starts[i]
+        del self._free_sizes[start]
+        if offset > start:
+            self._insert(start, offset - start)
+        end, free_end = offset + size, start + free
+        if free_end > end:
+            self._insert(end, free_end - end)
+
+    def _insert(self, start: int, size: int) -> None:
+        bisect.insort(self._free_starts, start)
+        self._free_sizes[start] = size
+
+    def _give(self, offset: int, size: int) -> None:
+        i = bisect.bisect_left(self._free_starts, offset)
+        # merge with the following range
+        if i < len(self._free_starts) and self._free_starts[i] == offset + size:
+            nxt = self._free_starts.pop(i)
+            size += self._free_sizes.pop(nxt)
+        # merge with the preceding range
+        if i > 0:
+            prev = self._free_starts[i - 1]
+            if prev + self._free_sizes[prev] == offset:
+                self._free_sizes[prev] += size
+                return
+        self._free_starts.insert(i, offset)
+        self._free_sizes[offset] = size

@@ -1,0 +1,66 @@
+"""The catalog of simulated SoCs: the hardware facts a driver reports.
+
+Figures are public ones for each part (vendor datasheets and product pages); where a part
+ships in several board variants, the most common board is used. The runtime never reads
+these directly for policy: it asks the driver, so a real-hardware driver can supply its own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GiB = 1 << 30
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class SocSpec:
+    """Hardware facts of one NPU model."""
+
+    name: str                 # what acl.get_soc_name() returns
+    memory_kind: str          # "HBM" or "DDR": which aclrtMemAttr family get_mem_info answers
+    memory_bytes: int         # device memory capacity
+    memory_bandwidth: float   # bytes/s, device memory
+    host_link_bandwidth: float  # bytes/s, host <-> device (PCIe)
+    aicore_num: int           # AI (cube) cores: the kernel launch limit per block dimension
+    vector_core_num: int
+    aicpu_num: int
+    l2_size: int
+    max_streams: int          # per device, default streams included
+    max_events: int           # per device
+    npu_arch: int             # ACL_DEV_ATTR_NPU_ARCH
+    max_block_dim: int = 65535  # launch_kernel num_blocks upper bound
+
+
+SOCS: dict[str, SocSpec] = {
+    # Atlas 800T A2 training card part: 64 GB HBM2e at 1.6 TB/s, PCIe 5.0 x16.
+    "Ascend910B3": SocSpec(
+        name="Ascend910B3", memory_kind="HBM", memory_bytes=64 * GiB,
+        memory_bandwidth=1.6e12, host_link_bandwidth=64e9,
+        aicore_num=20, vector_core_num=40, aicpu_num=6, l2_size=192 * MiB,
+        max_streams=1984, max_events=65536, npu_arch=2201,
+    ),
+    # Atlas 300I Pro inference card part: 24 GB LPDDR4X at 204.8 GB/s, PCIe 4.0 x16.
+    "Ascend310P3": SocSpec(
+        name="Ascend310P3", memory_kind="DDR", memory_bytes=24 * GiB,
+        memory_bandwidth=204.8e9, host_link_bandwidth=32e9,
+        aicore_num=8, vector_core_num=7, aicpu_num=4, l2_size=96 * MiB,
+        max_streams=1024, max_events=65536, npu_arch=2002,
+    ),
+    # First-generation Ascend 910: 32 GB HBM2 at 1.2 TB/s, PCIe 4.0 x16.
+    "Ascend910A": SocSpec(
+        name="Ascend910A", memory_kind="HBM", memory_bytes=32 * GiB,
+        memory_bandwidth=1.2e12, host_link_bandwidth=32e9,
+        aicore_num=32, vector_core_num=0, aicpu_num=14, l2_size=32 * MiB,
+        max_streams=2024, max_events=65536, npu_arch=1001,
+    ),
+}
+
+DEFAULT_SOC = "Ascend910B3"
+
+
+def soc_by_name(name: str) -> SocSpec:
+    """Look up a SoC by name (case-insensitive); the error lists the known names."""
+    for key, spec in SOCS.items():
+        if key.lower() == name.lower():
+            return spec
+    raise KeyError(f"unknown SoC {name!r}; known SoCs: {', '.join(SOCS)}")

@@ -1,0 +1,66 @@
+"""Contexts: per-device owners of streams, current per host thread.
+
+As in ACL: `set_device` creates (once) the device's default context and makes it current
+for the calling thread; `create_context` makes an explicit one. Each context has a default
+stream. Which context is current is thread-local.
+"""
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from .errors import ContextError, NotInitializedError
+
+if TYPE_CHECKING:
+    from .device import Device
+    from .stream import Stream
+
+
+class Context:
+    """A device context: its default stream, the streams created in it, its options."""
+
+    def __init__(self, device: "Device", is_default: bool):
+        self.device = device
+        self.is_default = is_default
+        self.alive = True
+        self.handle = 0
+        self.streams: set[Stream] = set()
+        self.stop_on_failure = False
+        self.sys_params: dict[int, int] = {}
+        self.default_stream: Stream = device.new_stream(self, is_default=True)
+
+    def __repr__(self) -> str:
+        kind = "default" if self.is_default else "explicit"
+        return f"<npurt {kind} context of device {self.device.id}{'' if self.alive else ' (destroyed)'}>"
+
+
+class _ThreadState(threading.local):
+    context: Context | None = None
+
+
+_thread = _ThreadState()
+
+
+def current_context() -> Context:
+    """The calling thread's current context; a clear error if there is none."""
+    ctx = _thread.context
+    if ctx is not None and ctx.alive:
+        return ctx
+    from .runtime import RUNTIME
+    if not RUNTIME.initialized:
+        raise NotInitializedError("the runtime is not initialized: call acl.init() first "
+                                  "(the Pythonic API initializes on first use)")
+    if ctx is None:
+        raise ContextError("this thread has no current context: call set_device(device_id) or "
+                           "set_context(context) first (every new thread starts without one)")
+    raise ContextError(f"the current context of this thread belonged to device {ctx.device.id}, "
+                       "which was reset or whose context was destroyed; call set_device again")
+
+
+def peek_context() -> Context | None:
+    ctx = _thread.context
+    return ctx if ctx is not None and ctx.alive else None
+
+
+def bind(ctx: Context | None) -> None:
+    _thread.context = ctx

@@ -1,0 +1,78 @@
+"""A logical device: its driver device, memory manager, scheduler, contexts and limits."""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from .errors import ResourceExhaustedError
+from .memory import DeviceMemory
+from .scheduler import Scheduler
+
+if TYPE_CHECKING:
+    from ..driver import DeviceBackend
+    from .context import Context
+    from .runtime import Runtime
+    from .stream import Stream
+
+
+class Device:
+    """One visible device (logical id = index in ASCEND_RT_VISIBLE_DEVICES order)."""
+
+    def __init__(self, runtime: "Runtime", logical_id: int, backend: "DeviceBackend"):
+        settings = runtime.settings
+        self.runtime = runtime
+        self.id = logical_id
+        self.backend = backend
+        self.spec = backend.spec
+        self.memory = DeviceMemory(backend, poison=settings.poison_freed)
+        self.scheduler = Scheduler(self, settings.workers)
+        self.lock = threading.RLock()
+        self.default_context: Context | None = None
+        self.set_count = 0          # set_device reference count
+        self.contexts: set[Context] = set()
+        self.events: set = set()
+        self.max_streams = settings.max_streams or self.spec.max_streams
+        self.max_events = self.spec.max_events
+        self.stream_count = 0
+        self.event_count = 0
+        self.stream_ids = itertools.count(0)
+        self.event_ids = itertools.count(0)
+        self.peer_access: set[int] = set()   # logical ids this device may access
+        self.boot_ns = time.perf_counter_ns()
+        self.last_task_error = None
+        self.sat_mode = 1  # ACL_RT_OVERFLOW_MODE_INFNAN
+
+    def __repr__(self) -> str:
+        return f"<npurt device {self.id} ({self.spec.name}, physical {self.backend.physical_id})>"
+
+    def new_stream(self, context: "Context", priority: int = 0, flags: int = 0,
+                   is_default: bool = False) -> "Stream":
+        from .stream import Stream
+        with self.lock:
+            if self.stream_count >= self.max_streams:
+                raise ResourceExhaustedError(
+                    f"device {self.id} has no stream left: {self.stream_count} of "
+                    f"{self.max_streams} are in use (default streams included). Destroy streams "
+                    "you no longer need, or raise the limit with NPURT_MAX_STREAMS.")
+            self.stream_count += 1
+        stream = Stream(context, priority, flags, is_default)
+        stream.handle = self.runtime.streams.add(stream)
+        if not is_default:
+            context.streams.add(stream)
+        return stream
+
+    def release_stream(self, stream: "Stream") -> None:
+        with self.lock:
+            self.stream_count -= 1
+        stream.destroyed = True
+        stream.context.streams.discard(stream)
+        self.runtime.streams.remove(stream.handle)
+
+    def all_streams(self) -> list["Stream"]:
+        streams = []
+        for ctx in list(self.contexts):
+            streams.append(ctx.default_stream)
+            streams.extend(list(ctx.streams))
+        return streams

@@ -1,0 +1,184 @@
+"""Host memory the runtime knows about: page-locked allocations and registered ranges.
+
+`malloc_host` returns real, page-aligned host memory from its own anonymous mapping (its
+address is a usable host pointer). `host_register` marks an existing host range as
+page-locked and gives it a device-side alias that only device code (kernel arguments) may
+use. Both count as *pinned*: memcpy_async from or to them is truly asynchronous.
+"""
+from __future__ import annotations
+
+import bisect
+import mmap
+import threading
+
+import numpy as np
+
+from . import address
+from . import constants as C
+from .errors import InvalidValueError, NpuError, OutOfMemoryError
+
+PAGE = mmap.PAGESIZE
+
+
+class HostRange:
+    """A pinned host range: a malloc_host allocation or a registered buffer."""
+
+    __slots__ = ("addr", "size", "mm", "registered", "alias", "device_id", "flags")
+
+    def __init__(self, addr: int, size: int, mm=None, registered=False, alias=0, device_id=-1, flags=0):
+        self.addr, self.size, self.mm = addr, size, mm
+        self.registered, self.alias, self.device_id, self.flags = registered, alias, device_id, flags
+
+    def __repr__(self) -> str:
+        what = "registered host range" if self.registered else "malloc_host allocation"
+        return f"<{what} 0x{self.addr:x} {self.size} B>"
+
+
+class HostMemory:
+    """The process's pinned host ranges."""
+
+    def __init__(self) -> None:
+        self.ranges: dict[int, HostRange] = {}   # start -> range
+        self.starts: list[int] = []
+        self.aliases: dict[int, HostRange] = {}  # alias start -> registered range
+        self.alias_next: dict[int, int] = {}     # device -> next free alias offset
+        self.lock = threading.Lock()
+
+    # ------------------------------------------------------------ malloc_host
+    def malloc(self, size: int) -> int:
+        if type(size) is not int or size <= 0:
+            raise InvalidValueError(f"malloc_host size must be a positive int, got {size!r}")
+        length = (size + PAGE - 1) // PAGE * PAGE
+        try:
+            mm = mmap.mmap(-1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        except (OSError, OverflowError, MemoryError) as exc:
+            raise OutOfMemoryError(f"malloc_host({size}): the host cannot provide this memory ({exc})",
+                                   C.ACL_ERROR_BAD_ALLOC) from None
+        addr = np.frombuffer(mm, np.uint8).ctypes.data
+        self._add(HostRange(addr, size, mm=mm))
+        return addr
+
+    def free(self, addr: int) -> None:
+        rng = self.ranges.get(addr)
+        if rng is None or rng.registered:
+            raise InvalidValueError(self._not_ours(addr, "free_host", "malloc_host"))
+        self._remove(rng)
+        try:
+            rng.mm.close()
+        except BufferError:  # a view (ptr_to_numpy) is still alive; the mapping goes with it
+            pass
+
+    # ------------------------------------------------------------ registration
+    def register(self, addr: int, size: int, device, flags: int) -> HostRange:
+        if type(addr) is not int or addr <= 0 or addr >= address.HOST_LIMIT:
+            raise InvalidValueError(f"host_register: 0x{addr:x} is not a host address" if isinstance(addr, int)
+                                    else f"host_register expects an int address, got {type(addr).__name__}")
+        if addr % 4096:
+            raise InvalidValueError(f"host_register: 0x{addr:x} is not 4 KiB aligned (the range to "
+                                    "register must start on a page boundary)")
+        if type(size) is not int or size <= 0:
+            raise InvalidValueError(f"host_register size must be a positive int, got {size!r}")
+        if not address.host_range_mapped(addr, size):
+            raise InvalidValueError(f"host_register: [0x{addr:x}, +{size}) is not mapped host memory")
+        with self.lock:
+            hit = self._find(addr, size)
+            if hit is not None or self._overlaps(addr, size):
+                raise NpuError(f"host_register: [0x{addr:x}, +{size}) overlaps a range that is already "
+                               "registered or allocated with malloc_host", C.ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+            offset = self.alias_next.get(device.id, 0)
+            alias = device.backend.alias_base + offset
+            self.alias_next[device.id] = offset + (size + PAGE - 1) // PAGE * PAGE
+            rng = HostRange(addr, size, registered=True, alias=alias, device_id=device.id, flags=flags)
+            self._add(rng, locked=True)
+            self.aliases[alias] = rng
+        return rng
+
+    def unregister(self, addr: int) -> None:
+        rng = self.ranges.get(addr)
+        if rng is None or not rng.registered:
+            raise NpuError(f"host_unregister(0x{addr:x}): this address was not registered with host_register"
+                           if isinstance(addr, int) else "host_unregister expects an int address",
+                           C.ACL_ERROR_HOST_MEMORY_NOT_REGISTERED)
+        self._remove(rng)
+        self.aliases.pop(rng.alias, None)
+
+    def alias_target(self, alias: int, nbytes: int) -> int:
+        """Host address behind a device alias (for kernels); errors if out of range."""
+        keys = sorted(self.aliases)
+        i = bisect.bisect_right(keys, alias) - 1
+        if i >= 0:
+            rng = self.aliases[keys[i]]
+            if alias + nbytes <= rng.alias + rng.size:
+                return rng.addr + (alias - rng.alias)
+        raise InvalidValueError(f"0x{alias:x} is not inside a registered host range's device alias")
+
+    # ------------------------------------------------------------ lookup
+    def find(self, addr: int, nbytes: int = 1) -> HostRange | None:
+        """The pinned range holding `addr` (None for pageable memory). Raises if the access
+        starts inside a pinned range but runs past its end."""
+        rng = self.ranges.get(addr)
+        if rng is None:
+            if not self.starts:
+                return None
+            rng = self._find(addr, 1)
+            if rng is None:
+                return None
+        if addr + nbytes > rng.addr + rng.size:
+            raise InvalidValueError(
+                f"{nbytes} bytes at 0x{addr:x} run past the end of the {rng!r} "
+                f"by {addr + nbytes - rng.addr - rng.size} bytes")
+        return rng
+
+    def _find(self, addr: int, nbytes: int) -> HostRange | None:
+        i = bisect.bisect_right(self.starts, addr) - 1
+        if i < 0:
+            return None
+        try:
+            rng = self.ranges.get(self.starts[i])
+        except IndexError:
+            return None
+        if rng is not None and addr < rng.addr + rng.size:
+            return rng
+        return None
+
+    def _overlaps(self, addr: int, size: int) -> bool:
+        i = bisect.bisect_left(self.starts, addr)
+        return i < len(self.starts) and self.starts[i] < addr + size
+
+    def _add(self, rng: HostRange, locked: bool = False) -> None:
+        if locked:
+            self.ranges[rng.addr] = rng
+            bisect.insort(self.starts, rng.addr)
+            return
+        with self.lock:
+            self.ranges[rng.addr] = rng
+            bisect.insort(self.starts, rng.addr)
+
+    def _remove(self, rng: HostRange) -> None:
+        with self.lock:
+            del self.ranges[rng.addr]
+            del self.starts[bisect.bisect_left(self.starts, rng.addr)]
+
+    def _not_ours(self, addr, call: str, origin: str) -> str:
+        if not isinstance(addr, int):
+            return f"{call} expects an int address, got {type(addr).__name__}"
+        if address.is_device(addr):
+            return (f"{call}(0x{addr:x}): that is a device address; free device memory with "
+                    "free(), host memory from malloc_host with free_host()")
+        rng = self._find(addr, 1)
+        if rng is not None:
+            return (f"{call}(0x{addr:x}): address is {addr - rng.addr} bytes inside {rng!r}; pass "
+                    f"the start address {origin} returned")
+        return f"{call}(0x{addr:x}): not an address returned by {origin} (or already freed)"
+
+    def release_all(self) -> None:
+        with self.lock:
+            for rng in self.ranges.values():
+                if rng.mm is not None:
+                    try:
+                        rng.mm.close()
+                    except BufferError:
+                        pass
+            self.ranges.clear()
+            self.starts.clear()
+            self.aliases.clear()

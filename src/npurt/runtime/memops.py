@@ -1,0 +1,242 @@
+"""Copies and sets: where the two addresses really are, whether the call may do what it
+asks, and the copy itself.
+
+Every address is located before anything moves: device addresses must lie inside a live
+allocation of a visible device (for the whole length), host addresses must be mapped, and
+the memcpy kind must match what the addresses are (unless NPURT_MEMCPY_KIND=infer). Errors
+name what each address really is. Copies are single numpy copies over byte views, which
+run at memory bandwidth and release the GIL.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import address
+from . import constants as C
+from .errors import AddressUnalignedError, FeatureNotSupportedError, InvalidValueError
+from .memory import LIVE, PENDING
+from .tasks import Copy2dTask, CopyTask, MemsetTask, copy2d
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+    from .stream import Stream
+
+H2H, H2D, D2H, D2D = (C.ACL_MEMCPY_HOST_TO_HOST, C.ACL_MEMCPY_HOST_TO_DEVICE,
+                      C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_MEMCPY_DEVICE_TO_DEVICE)
+KIND_NAMES = {
+    C.ACL_MEMCPY_HOST_TO_HOST: "ACL_MEMCPY_HOST_TO_HOST",
+    C.ACL_MEMCPY_HOST_TO_DEVICE: "ACL_MEMCPY_HOST_TO_DEVICE",
+    C.ACL_MEMCPY_DEVICE_TO_HOST: "ACL_MEMCPY_DEVICE_TO_HOST",
+    C.ACL_MEMCPY_DEVICE_TO_DEVICE: "ACL_MEMCPY_DEVICE_TO_DEVICE",
+    C.ACL_MEMCPY_DEFAULT: "ACL_MEMCPY_DEFAULT",
+    C.ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE: "ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE",
+    C.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE: "ACL_MEMCPY_INNER_DEVICE_TO_DEVICE",
+    C.ACL_MEMCPY_INTER_DEVICE_TO_DEVICE: "ACL_MEMCPY_INTER_DEVICE_TO_DEVICE",
+}
+# what each kind asserts about (dst, src); DEFAULT asserts nothing
+_KIND_DIRECTION = {0: H2H, 1: H2D, 2: D2H, 3: D2D, 5: H2D, 6: D2D, 7: D2D}
+SHORT = {H2H: "H2H", H2D: "H2D", D2H: "D2H", D2D: "D2D"}
+
+
+class Span:
+    """A located address: host (device is None) or device memory, and what holds it."""
+
+    __slots__ = ("addr", "device", "block", "pinned")
+
+    def __init__(self, addr, device, block, pinned):
+        self.addr, self.device, self.block, self.pinned = addr, device, block, pinned
+
+    def describe(self) -> str:
+        if self.device is None:
+            return f"0x{self.addr:x} is {'pinned' if self.pinned else 'pageable'} host memory"
+        return f"0x{self.addr:x} is device memory of device {self.device.id}"
+
+
+def locate(rt: "Runtime", addr, nbytes: int, role: str) -> Span:
+    """Find where [addr, addr + nbytes) lives; a clear error if it is not usable memory."""
+    if type(addr) is not int:
+        if isinstance(addr, int) and not isinstance(addr, bool):
+            addr = int(addr)
+        else:
+            raise InvalidValueError(f"the {role} address must be an int, got {type(addr).__name__}")
+    if addr >= address.VA_BASE:
+        device = rt.device_by_physical.get(address.physical_device(addr))
+        if device is None:
+            raise InvalidValueError(f"the {role} address 0x{addr:x} belongs to no visible device")
+        if address.is_host_alias(addr):
+            raise InvalidValueError(
+                f"the {role} address 0x{addr:x} is the device alias of registered host memory; "
+                "it is for device code (kernel arguments) only. Copy from or to the host pointer itself")
+        memory = device.memory
+        block = memory.live.get(addr)
+        if block is None:
+            block = memory.find(addr)
+            if block is None or block.state != LIVE:
+                raise InvalidValueError(dead_address_message(device, addr, block, role))
+        if addr + nbytes > block.addr + block.requested:
+            raise InvalidValueError(
+                f"{nbytes} bytes at the {role} address 0x{addr:x} run past the end of its allocation "
+                f"(0x{block.addr:x}, {block.requested} bytes) by "
+                f"{addr + nbytes - block.addr - block.requested} bytes")
+        return Span(addr, device, block, True)
+    if addr <= 0:
+        raise InvalidValueError(f"the {role} address is {'null' if addr == 0 else 'negative'}")
+    rng = rt.host.find(addr, nbytes)
+    if rng is None and not address.host_range_mapped(addr, nbytes):
+        raise InvalidValueError(
+            f"the {role} address 0x{addr:x} (+{nbytes} bytes) is not mapped host memory in this "
+            "process: a stale pointer, a freed buffer, or a number that is not an address")
+    return Span(addr, None, rng, rng is not None)
+
+
+def dead_address_message(device, addr: int, block, role: str) -> str:
+    released = device.memory.released.get(addr)
+    if released:
+        return f"the {role} address 0x{addr:x} was released by {released}"
+    if block is None:
+        return f"the {role} address 0x{addr:x} is not inside any allocation of device {device.id}"
+    if block.state == PENDING or block.addr == addr:
+        return f"the {role} address 0x{addr:x} lies in device memory that was freed (use after free)"
+    return f"the {role} address 0x{addr:x} lies in device memory that was freed (use after free)"
+
+
+def _direction(dst: Span, src: Span) -> int:
+    if dst.device is None:
+        return H2H if src.device is None else D2H
+    return H2D if src.device is None else D2D
+
+
+def check_kind(rt: "Runtime", kind, dst: Span, src: Span) -> int:
+    """The copy's real direction; an error if `kind` contradicts it (strict mode)."""
+    if type(kind) is not int or kind not in KIND_NAMES:
+        raise InvalidValueError(f"unknown memcpy kind {kind!r}; use ACL_MEMCPY_HOST_TO_HOST (0), "
+                                "HOST_TO_DEVICE (1), DEVICE_TO_HOST (2), DEVICE_TO_DEVICE (3) or DEFAULT (4)")
+    actual = _direction(dst, src)
+    claimed = _KIND_DIRECTION.get(kind)
+    if claimed is not None and claimed != actual and rt.settings.memcpy_kind == "strict":
+        raise InvalidValueError(
+            f"memcpy kind {KIND_NAMES[kind]} ({kind}) does not match the addresses: destination "
+            f"{dst.describe()}, source {src.describe()}; this copy is {KIND_NAMES[actual]} "
+            f"({actual}). Pass that kind or ACL_MEMCPY_DEFAULT (set NPURT_MEMCPY_KIND=infer to "
+            "treat the kind as advisory, as newer CANN releases do)")
+    if actual == D2D and src.device is not dst.device:
+        a, b = src.device, dst.device
+        if b.id not in a.peer_access and a.id not in b.peer_access:
+            raise InvalidValueError(
+                f"copy between device {a.id} and device {b.id} needs peer access: call "
+                f"device_enable_peer_access({b.id}, 0) with device {a.id} current (or the reverse)")
+    return actual
+
+
+def _check_counts(dest_max, count) -> None:
+    for name, value in (("dest_max", dest_max), ("count", count)):
+        if type(value) is not int or value < 0:
+            raise InvalidValueError(f"{name} must be a non-negative int, got {value!r}")
+    if count > dest_max:
+        raise InvalidValueError(f"count ({count}) is larger than dest_max ({dest_max}), the capacity "
+                                "of the destination")
+
+
+def record_use(span: Span, stream: "Stream", seq: int) -> None:
+    """Remember that task `seq` of `stream` uses this device block (stream-ordered free)."""
+    block = span.block
+    if span.device is None or block is None:
+        return
+    uses = block.uses
+    if uses is None:
+        block.uses = {stream: seq}
+    else:
+        uses[stream] = seq
+
+
+# ---------------------------------------------------------------- synchronous
+def memcpy(rt: "Runtime", dst, dest_max, src, count, kind) -> None:
+    """Immediate copy in the calling thread (no implicit stream synchronization)."""
+    _check_counts(dest_max, count)
+    d = locate(rt, dst, count, "destination")
+    s = locate(rt, src, count, "source")
+    check_kind(rt, kind, d, s)
+    if count:
+        np.copyto(address.view(d.addr, count), address.view(s.addr, count))
+
+
+def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, stream=None,
+             allowed=(H2D, D2H)) -> None:
+    d, s, direction = _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed)
+    if stream is None:
+        copy2d(d.addr, dpitch, s.addr, spitch, width, height)
+        return
+    host_keep = None
+    seq = stream.enqueue(Copy2dTask(d.addr, dpitch, s.addr, spitch, width, height, SHORT[direction], host_keep))
+    record_use(d, stream, seq)
+    record_use(s, stream, seq)
+    if not (d.pinned and s.pinned):
+        stream.synchronize(until=seq)
+
+
+def _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed):
+    for name, value in (("dpitch", dpitch), ("spitch", spitch), ("width", width), ("height", height)):
+        if type(value) is not int or value < 0:
+            raise InvalidValueError(f"{name} must be a non-negative int, got {value!r}")
+    if width > dpitch or width > spitch:
+        raise InvalidValueError(f"width ({width}) must not exceed dpitch ({dpitch}) or spitch ({spitch})")
+    if width > 5_000_000 or height > 5_242_880:
+        raise InvalidValueError(f"memcpy2d limits: width <= 5000000 and height <= 5242880 "
+                                f"(got {width} x {height})")
+    dspan = dpitch * (height - 1) + width if height else 0
+    sspan = spitch * (height - 1) + width if height else 0
+    d = locate(rt, dst, dspan, "destination")
+    s = locate(rt, src, sspan, "source")
+    direction = check_kind(rt, kind, d, s)
+    if direction not in allowed:
+        names = " and ".join(KIND_NAMES[k] for k in allowed)
+        raise InvalidValueError(f"memcpy2d supports only {names}; this copy is {KIND_NAMES[direction]}")
+    return d, s, direction
+
+
+def memset(rt: "Runtime", ptr, max_count, value, count) -> None:
+    span, byte = _check_set(rt, ptr, max_count, value, count)
+    if count:
+        address.view(span.addr, count).fill(byte)
+
+
+def _check_set(rt, ptr, max_count, value, count):
+    _check_counts(max_count, count)
+    if type(value) is not int or not -(1 << 31) <= value < (1 << 31):
+        raise InvalidValueError(f"memset value must be an int32, got {value!r}")
+    return locate(rt, ptr, count, "memset"), value & 0xFF
+
+
+# ---------------------------------------------------------------- asynchronous
+def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream",
+                 require_aligned: bool = True, keep=None) -> int:
+    """Enqueue a copy. With pageable host memory (not malloc_host / host_register) the call
+    returns only once the copy is done, as ACL's does, unless `keep` holds the host buffer
+    alive (the Pythonic API's choice). Returns the task's sequence number."""
+    _check_counts(dest_max, count)
+    d = locate(rt, dst, count, "destination")
+    s = locate(rt, src, count, "source")
+    direction = check_kind(rt, kind, d, s)
+    if direction == H2H:
+        raise FeatureNotSupportedError(
+            "memcpy_async host to host is not supported on a host-attached (EP) device; use memcpy")
+    if require_aligned and ((d.addr | s.addr) & 63):
+        bad = "destination" if d.addr & 63 else "source"
+        raise AddressUnalignedError(
+            f"memcpy_async needs 64-byte aligned addresses; the {bad} 0x{(d.addr if bad == 'destination' else s.addr):x} "
+            "is not (malloc and malloc_host return aligned memory; keep offsets multiples of 64)")
+    seq = stream.enqueue(CopyTask(d.addr, s.addr, count, SHORT[direction], keep))
+    record_use(d, stream, seq)
+    record_use(s, stream, seq)
+    if keep is None and not (d.pinned and s.pinned):
+        stream.synchronize(until=seq)
+    return seq
+
+
+def memset_async(rt: "Runtime", ptr, max_count, value, count, stream: "Stream") -> int:
+    span, byte = _check_set(rt, ptr, max_count, value, count)
+    seq = stream.enqueue(MemsetTask(span.addr, byte, count))
+    record_use(span, stream, seq)
+    return seq

@@ -1,0 +1,468 @@
+"""Device memory: the runtime's caching pool over the driver's page allocations.
+
+Two levels, as in the real runtime:
+
+* the driver maps page-granular *segments* (4 KiB pages, 2 MiB huge pages, 1 GiB pages);
+* the pool carves segments into *blocks* and serves malloc/free from blocks it has cached,
+  so the hot path never reaches the driver.
+
+Fast path (malloc of a size that has a cached block of exactly that size, free of a block no
+queued work uses) is a handful of single dict/list operations and no lock. It relies on the
+GIL in CPython 3.11 making each of `list.pop()`, `list.append()`, `dict.pop()` and
+`dict[k] = v` atomic, and on the rule below:
+
+    A free block belongs to whoever removes it from its bin list.
+
+`list.pop()` (fast malloc) and `list.remove()` (the locked slow path: best fit, coalescing,
+giving segments back) are both atomic, so exactly one of two racing claimers gets a block.
+Counters are plain attribute updates; CPython 3.11 only switches threads at calls and
+backward jumps, never inside `obj.attr += n` on a slotted attribute, so they stay exact.
+
+Stream-ordered reuse: tasks that touch a block record (stream -> sequence number) in
+`block.uses`. `free` of a block whose recorded work has not finished parks it as *pending*;
+it returns to the cache only once that work has completed, so new allocations never alias
+memory that queued work still reads or writes.
+"""
+from __future__ import annotations
+
+import bisect
+import threading
+from typing import TYPE_CHECKING
+
+from . import constants as C
+from .config import POISON_BYTE
+from .errors import InvalidValueError, OutOfMemoryError
+
+if TYPE_CHECKING:
+    from ..driver import DeviceBackend
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+NORMAL_PAGE, HUGE_PAGE, HUGE1G_PAGE = 4 * KiB, 2 * MiB, 1 * GiB
+SIZE_CLASS = 512            # every block size is a multiple of this
+SMALL_REQUEST = 1 * MiB     # requests up to this share 2 MiB segments
+SMALL_SEGMENT = 2 * MiB
+
+# block states
+FREE, LIVE, PENDING = 0, 1, 2
+
+_BASE_POLICIES = {
+    C.ACL_MEM_MALLOC_HUGE_FIRST: ("huge_first", False),
+    C.ACL_MEM_MALLOC_HUGE_ONLY: ("huge_only", False),
+    C.ACL_MEM_MALLOC_NORMAL_ONLY: ("normal_only", False),
+    C.ACL_MEM_MALLOC_HUGE_FIRST_P2P: ("huge_first", True),
+    C.ACL_MEM_MALLOC_HUGE_ONLY_P2P: ("huge_only", True),
+    C.ACL_MEM_MALLOC_NORMAL_ONLY_P2P: ("normal_only", True),
+    C.ACL_MEM_MALLOC_HUGE1G_ONLY: ("huge1g_only", False),
+    C.ACL_MEM_MALLOC_HUGE1G_ONLY_P2P: ("huge1g_only", True),
+}
+_MODIFIER_BITS = (C.ACL_MEM_TYPE_LOW_BAND_WIDTH | C.ACL_MEM_TYPE_HIGH_BAND_WIDTH
+                  | C.ACL_MEM_ACCESS_USER_SPACE_READONLY)
+
+
+def align_up(value: int, alignment: int) -> int:
+    return (value + alignment - 1) // alignment * alignment
+
+
+def parse_policy(policy: int, size: int) -> tuple[str, bool]:
+    """(placement, p2p) of an aclrtMemMallocPolicy value.
+
+    A base policy may be OR-ed with one bandwidth type and the read-only bit (the policy
+    page allows it). A value with no known base is treated as the real runtime does: huge
+    pages for 2 MiB and more, normal pages below.
+    """
+    if not isinstance(policy, int) or policy < 0:
+        raise InvalidValueError(f"malloc policy {policy!r} is not a non-negative int "
+                                "(use ACL_MEM_MALLOC_HUGE_FIRST = 0, HUGE_ONLY = 1, NORMAL_ONLY = 2, ...)")
+    if (policy & C.ACL_MEM_TYPE_LOW_BAND_WIDTH) and (policy & C.ACL_MEM_TYPE_HIGH_BAND_WIDTH):
+        raise InvalidValueError("malloc policy combines ACL_MEM_TYPE_LOW_BAND_WIDTH and "
+                                "ACL_MEM_TYPE_HIGH_BAND_WIDTH; pick one")
+    base = policy & ~_MODIFIER_BITS
+    if base in _BASE_POLICIES:
+        return _BASE_POLICIES[base]
+    return ("huge_only" if size >= 2 * MiB else "normal_only"), False
+
+
+class Segment:
+    """One driver allocation: `size` bytes of `page`-sized pages at device address `va`."""
+
+    __slots__ = ("va", "size", "page", "first")
+
+    def __init__(self, va: int, size: int, page: int):
+        self.va, self.size, self.page = va, size, page
+        self.first: Block | None = None
+
+
+class Block:
+    """A piece of a segment: cached (FREE), handed out (LIVE), or freed while queued work
+    still uses it (PENDING)."""
+
+    __slots__ = ("addr", "size", "requested", "segment", "prev", "next", "state", "uses", "pool")
+
+    def __init__(self, addr: int, size: int, segment: Segment, pool: "PagePool"):
+        self.addr, self.size, self.segment, self.pool = addr, size, segment, pool
+        self.requested = 0
+        self.prev: Block | None = None
+        self.next: Block | None = None
+        self.state = FREE
+        self.uses: dict | None = None  # stream -> last sequence number that uses this block
+
+    def contains(self, addr: int, nbytes: int) -> bool:
+        return self.addr <= addr and addr + nbytes <= self.addr + self.requested
+
+    def work_pending(self) -> bool:
+        uses = self.uses
+        if not uses:
+            return False
+        for stream, seq in list(uses.items()):
+            if stream.completed_seq < seq:
+                return True
+        uses.clear()
+        return False
+
+    def __repr__(self) -> str:
+        state = ("free", "live", "pending-free")[self.state]
+        return f"<Block 0x{self.addr:x} {self.requested}/{self.size} B {state}>"
+
+
+class PagePool:
+    """Cached blocks carved from segments of one page size. Bins map an exact block size to
+    a list of free blocks of that size."""
+
+    def __init__(self, owner: "DeviceMemory", page: int):
+        self.owner, self.page = owner, page
+        self.bins: dict[int, list[Block]] = {}
+        self.bin_sizes: list[int] = []  # sorted keys of bins (may include empty bins)
+        self.segments: dict[int, Segment] = {}
+
+    def push(self, block: Block) -> None:
+        """Return a block to its bin (the fast path when the bin exists)."""
+        lst = self.bins.get(block.size)
+        if lst is None:
+            with self.owner.lock:
+                lst = self.bins.get(block.size)
+                if lst is None:
+                    lst = self.bins[block.size] = []
+                    bisect.insort(self.bin_sizes, block.size)
+        block.state = FREE
+        lst.append(block)
+
+    def claim(self, block: Block) -> bool:
+        """Take a specific free block out of its bin; False if someone else holds it."""
+        lst = self.bins.get(block.size)
+        if lst is None:
+            return False
+        try:
+            lst.remove(block)
+        except ValueError:
+            return False
+        return True
+
+    def best_fit(self, size: int) -> Block | None:
+        """Smallest cached block of at least `size` (caller holds the lock)."""
+        i = bisect.bisect_left(self.bin_sizes, size)
+        for bsize in self.bin_sizes[i:]:
+            lst = self.bins[bsize]
+            while lst:
+                try:
+                    return lst.pop()
+                except IndexError:
+                    break
+        return None
+
+
+class DeviceMemory:
+    """The memory manager of one device: pools per page size, the live-block table, stats."""
+
+    def __init__(self, backend: "DeviceBackend", poison: bool = False):
+        self.backend = backend
+        self.poison = poison
+        self.lock = threading.RLock()
+        self.pools = {p: PagePool(self, p) for p in (NORMAL_PAGE, HUGE_PAGE, HUGE1G_PAGE)}
+        self.live: dict[int, Block] = {}          # start address -> LIVE block
+        self.blocks: dict[int, Block] = {}        # start address -> every block
+        self.starts: list[int] = []               # sorted keys of `blocks`
+        self.pending: list[Block] = []            # freed, waiting for queued work
+        self.released: dict[int, str] = {}        # addresses invalidated by reset, for messages
+        # statistics (see memory_stats)
+        self.allocated = 0
+        self.peak = 0
+        self.reserved = 0
+        self.num_allocs = 0
+        self.num_frees = 0
+        self.pool_hits = 0
+        self.segment_maps = 0
+        self.segment_unmaps = 0
+        self.num_ooms = 0
+
+    # ------------------------------------------------------------ malloc / free
+    def malloc(self, size: int, policy: int, align32: bool = False) -> int:
+        """Allocate `size` bytes; returns a 64-byte aligned device address."""
+        if type(size) is not int or size <= 0:
+            raise InvalidValueError(f"malloc size must be a positive int, got {size!r}")
+        # ACL's rounding rule: up to 32, plus 32 bytes (not for malloc_align32)
+        rounded = (size + 31) & ~31
+        if not align32:
+            rounded += 32
+        bsize = (rounded + SIZE_CLASS - 1) & ~(SIZE_CLASS - 1)
+        if policy == 0 and bsize <= SMALL_REQUEST:
+            pool = self.pools[NORMAL_PAGE]  # the common case, decided without parse_policy
+        else:
+            pool = self._pool_for(policy, bsize)
+        lst = pool.bins.get(bsize)
+        if lst:
+            try:
+                block = lst.pop()
+            except IndexError:
+                block = None
+            if block is not None:
+                block.state = LIVE
+                block.requested = size
+                self.live[block.addr] = block
+                self.pool_hits += 1
+                self.num_allocs += 1
+                self.allocated += bsize
+                if self.allocated > self.peak:
+                    self.peak = self.allocated
+                return block.addr
+        return self._malloc_slow(size, bsize, pool, policy)
+
+    def free(self, addr: int) -> None:
+        """Free a block. If queued work still uses it, it returns to the cache only when that
+        work has finished (stream-ordered reuse)."""
+        block = self.live.pop(addr, None)
+        if block is None:
+            raise self._bad_free(addr)
+        self.num_frees += 1
+        self.allocated -= block.size
+        if block.uses and block.work_pending():
+            block.state = PENDING
+            with self.lock:
+                self.pending.append(block)
+            return
+        if self.poison:
+            self.backend.view(block.addr, block.size).fill(POISON_BYTE)
+        block.pool.push(block)
+
+    def _pool_for(self, policy: int, bsize: int) -> PagePool:
+        placement, _p2p = parse_policy(policy, bsize)
+        if placement == "huge_first":
+            return self.pools[HUGE_PAGE if bsize > SMALL_REQUEST else NORMAL_PAGE]
+        if placement == "huge_only":
+            return self.pools[HUGE_PAGE]
+        if placement == "huge1g_only":
+            return self.pools[HUGE1G_PAGE]
+        return self.pools[NORMAL_PAGE]
+
+    def _malloc_slow(self, size: int, bsize: int, pool: PagePool, policy: int) -> int:
+        with self.lock:
+            self.collect_pending()
+            block = pool.best_fit(bsize)
+            cached = block is not None
+            if block is None:
+                block = self._new_segment(pool, bsize)
+            if block is None:  # coalesce the cache and try again
+                self._coalesce(pool, release_empty=False)
+                block = pool.best_fit(bsize)
+                cached = block is not None
+            if block is None:  # give every cached segment back to the driver, then retry
+                self.empty_cache()
+                block = self._new_segment(pool, bsize)
+            if block is None and pool.page == HUGE_PAGE and parse_policy(policy, bsize)[0] == "huge_first":
+                pool = self.pools[NORMAL_PAGE]  # HUGE_FIRST falls back to normal pages
+                block = pool.best_fit(bsize) or self._new_segment(pool, bsize)
+            if block is None:
+                self.num_ooms += 1
+                raise self._oom(size, pool.page)
+            if block.size - bsize >= SIZE_CLASS:
+                self._split(block, bsize)
+            block.state = LIVE
+            block.requested = size
+            self.live[block.addr] = block
+            self.pool_hits += cached
+            self.num_allocs += 1
+            self.allocated += block.size
+            self.peak = max(self.peak, self.allocated)
+            return block.addr
+
+    def _new_segment(self, pool: PagePool, bsize: int) -> Block | None:
+        page = pool.page
+        if page == NORMAL_PAGE and bsize <= SMALL_REQUEST:
+            seg_size = SMALL_SEGMENT
+        else:
+            seg_size = align_up(bsize, max(page, SMALL_SEGMENT) if page != NORMAL_PAGE else page)
+        va = self.backend.map_pages(seg_size, page)
+        if va is None:
+            return None
+        seg = Segment(va, seg_size, page)
+        block = Block(va, seg_size, seg, pool)
+        seg.first = block
+        pool.segments[va] = seg
+        self._index(block)
+        self.reserved += seg_size
+        self.segment_maps += 1
+        return block
+
+    def _split(self, block: Block, bsize: int) -> None:
+        rest = Block(block.addr + bsize, block.size - bsize, block.segment, block.pool)
+        rest.prev, rest.next = block, block.next
+        if block.next is not None:
+            block.next.prev = rest
+        block.next = rest
+        block.size = bsize
+        self._index(rest)
+        block.pool.push(rest)
+
+    def _index(self, block: Block) -> None:
+        self.blocks[block.addr] = block
+        bisect.insort(self.starts, block.addr)
+
+    def _unindex(self, block: Block) -> None:
+        del self.blocks[block.addr]
+        i = bisect.bisect_left(self.starts, block.addr)
+        del self.starts[i]
+
+    def _coalesce(self, pool: PagePool, release_empty: bool) -> None:
+        """Merge runs of adjacent free blocks; with `release_empty`, unmap segments that are
+        entirely free. Caller holds the lock."""
+        for seg in list(pool.segments.values()):
+            block = seg.first
+            while block is not None:
+                if block.state != FREE or not pool.claim(block):
+                    block = block.next
+                    continue
+                # `block` is claimed; absorb following free blocks we can claim
+                nxt = block.next
+                while nxt is not None and nxt.state == FREE and pool.claim(nxt):
+                    block.size += nxt.size
+                    block.next = nxt.next
+                    if nxt.next is not None:
+                        nxt.next.prev = block
+                    self._unindex(nxt)
+                    nxt = block.next
+                if release_empty and block is seg.first and block.next is None:
+                    self._unmap(pool, seg)
+                    break
+                pool.push(block)
+                block = block.next
+
+    def _unmap(self, pool: PagePool, seg: Segment) -> None:
+        self._unindex(seg.first)
+        del pool.segments[seg.va]
+        self.backend.unmap_pages(seg.va, seg.size, seg.page)
+        self.reserved -= seg.size
+        self.segment_unmaps += 1
+
+    # ------------------------------------------------------------ cache management
+    def collect_pending(self) -> int:
+        """Return pending-free blocks whose work has finished to the cache; how many."""
+        if not self.pending:
+            return 0
+        with self.lock:
+            done = [b for b in self.pending if not b.work_pending()]
+            if done:
+                self.pending = [b for b in self.pending if b.state == PENDING and b not in done]
+                for block in done:
+                    if self.poison:
+                        self.backend.view(block.addr, block.size).fill(POISON_BYTE)
+                    block.pool.push(block)
+            return len(done)
+
+    def empty_cache(self) -> None:
+        """Give every cached segment that holds no live block back to the driver (its pages
+        go back to the OS)."""
+        with self.lock:
+            self.collect_pending()
+            for pool in self.pools.values():
+                self._coalesce(pool, release_empty=True)
+            for pool in self.pools.values():
+                pool.bin_sizes = [s for s in pool.bin_sizes if pool.bins[s]]
+                pool.bins = {s: pool.bins[s] for s in pool.bin_sizes}
+
+    def release_all(self, reason: str) -> list[Block]:
+        """Device reset: forget every block and segment; returns the blocks that were live.
+        The driver's arena is reset by the caller."""
+        with self.lock:
+            leaked = list(self.live.values())
+            for addr in self.live:
+                self.released[addr] = reason
+            if len(self.released) > 100_000:  # bounded memory for diagnostics
+                self.released.clear()
+            self.live.clear()
+            self.blocks.clear()
+            self.starts.clear()
+            self.pending.clear()
+            for page, pool in self.pools.items():
+                self.pools[page] = PagePool(self, page)
+            self.allocated = self.reserved = 0
+            return leaked
+
+    # ------------------------------------------------------------ lookup
+    def find(self, addr: int) -> Block | None:
+        """The block whose [addr, addr + size) holds `addr`, in any state, or None."""
+        block = self.blocks.get(addr)
+        if block is not None:
+            return block
+        for _ in range(3):  # the index may change under us; retry on inconsistency
+            i = bisect.bisect_right(self.starts, addr) - 1
+            if i < 0:
+                return None
+            try:
+                block = self.blocks.get(self.starts[i])
+            except IndexError:
+                continue
+            if block is not None and block.addr <= addr:
+                return block if addr < block.addr + block.size else None
+        with self.lock:
+            i = bisect.bisect_right(self.starts, addr) - 1
+            block = self.blocks.get(self.starts[i]) if i >= 0 else None
+            return block if block is not None and addr < block.addr + block.size else None
+
+    def stats(self) -> dict:
+        """Counters of this device's memory, PyTorch-style names."""
+        committed = self.backend.arena.committed_bytes if hasattr(self.backend, "arena") else self.reserved
+        return {
+            "allocated_bytes": self.allocated,
+            "peak_allocated_bytes": self.peak,
+            "reserved_bytes": self.reserved,
+            "committed_bytes": committed,
+            "active_blocks": len(self.live),
+            "pending_free_blocks": len(self.pending),
+            "num_allocs": self.num_allocs,
+            "num_frees": self.num_frees,
+            "pool_hits": self.pool_hits,
+            "segment_maps": self.segment_maps,
+            "segment_unmaps": self.segment_unmaps,
+            "num_ooms": self.num_ooms,
+        }
+
+    def reset_peak(self) -> None:
+        self.peak = self.allocated
+
+    # ------------------------------------------------------------ error messages
+    def _bad_free(self, addr: int) -> InvalidValueError:
+        if not isinstance(addr, int):
+            return InvalidValueError(f"free expects a device address int, got {type(addr).__name__}")
+        if addr in self.released:
+            return InvalidValueError(
+                f"free(0x{addr:x}): this allocation was already released by {self.released[addr]}")
+        block = self.find(addr)
+        if block is None:
+            return InvalidValueError(
+                f"free(0x{addr:x}): no allocation of this device starts here; pass the exact "
+                "address malloc returned")
+        if block.state in (FREE, PENDING) and block.addr == addr:
+            return InvalidValueError(f"free(0x{addr:x}): double free; this block was already freed")
+        return InvalidValueError(
+            f"free(0x{addr:x}): address is {addr - block.addr} bytes inside the allocation at "
+            f"0x{block.addr:x}; pass the start address malloc returned")
+
+    def _oom(self, size: int, page: int) -> OutOfMemoryError:
+        arena = getattr(self.backend, "arena", None)
+        free = arena.free_bytes if arena is not None else 0
+        total = arena.capacity if arena is not None else 0
+        kind = {NORMAL_PAGE: "normal", HUGE_PAGE: "huge (2 MiB)", HUGE1G_PAGE: "1 GiB"}[page]
+        return OutOfMemoryError(
+            f"out of device memory: cannot allocate {size} bytes with {kind} pages "
+            f"(device free {free} of {total} bytes; {self.allocated} bytes allocated in "
+            f"{len(self.live)} blocks, {self.reserved} reserved by the pool). Free memory you "
+            "no longer need, or allocate less.")

@@ -1,0 +1,268 @@
+"""The process-wide runtime state: settings, driver, devices, handle tables, lifecycle.
+
+There is one `RUNTIME`. `init()` reads the settings and creates the driver; devices are
+created on first use; `finalize()` tears everything down so a later `init()` starts fresh.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import warnings
+from collections import deque
+
+from ..driver import SimulatedNpu, soc_by_name
+from . import address
+from . import constants as C
+from .config import Settings
+from .context import Context, bind
+from .device import Device
+from .errors import (InvalidDeviceError, InvalidValueError, NotInitializedError, NpuError,
+                     SubscriptionError, SyncTimeoutError)
+from .handles import table
+from .hostmem import HostMemory
+
+log = logging.getLogger("npurt")
+
+
+class ExceptionInfo:
+    """What the exception-info callback learns about a failed task."""
+
+    __slots__ = ("task_id", "stream_id", "thread_id", "device_id", "error_code", "message")
+
+    def __init__(self, task_id, stream_id, thread_id, device_id, error_code, message):
+        self.task_id, self.stream_id, self.thread_id = task_id, stream_id, thread_id
+        self.device_id, self.error_code, self.message = device_id, error_code, message
+
+
+class ReportQueue:
+    """Callbacks waiting for one subscribed host thread to run them in process_report."""
+
+    def __init__(self, device_id: int):
+        self.device_id = device_id
+        self.items: deque = deque()
+        self.cond = threading.Condition()
+        self.streams: set = set()
+
+
+class Runtime:
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.initialized = False
+        self.init_count = 0
+        self.settings: Settings | None = None
+        self.driver = None
+        self.devices: list[Device | None] = []
+        self.device_by_physical: dict[int, Device] = {}
+        self.default_device: int | None = None
+        self.config: dict = {}
+        self.host = HostMemory()
+        self.contexts = table("context")
+        self.streams = table("stream")
+        self.events = table("event")
+        self.binaries = table("binary")
+        self.functions = table("function")
+        self.args = table("args")
+        self.exception_infos = table("exception info")
+        self.exception_callback = None
+        self.report_queues: dict[int, ReportQueue] = {}
+        self.op_wait_timeout_s = 0
+        self.op_execute_timeout_us = 0
+        self.sys_params: dict[int, int] = {}
+        self.device_limits: dict[int, int] = {}
+
+    # ------------------------------------------------------------ lifecycle
+    def init(self, config_path: str | None = None) -> None:
+        with self.lock:
+            if self.initialized:
+                self.init_count += 1
+                raise NpuError("acl.init was already called; this call only counted a reference "
+                               "(the first call's configuration stays)", C.ACL_ERROR_REPEAT_INITIALIZE)
+            config = _read_config(config_path)
+            settings = Settings.from_env()
+            try:
+                spec = soc_by_name(settings.soc)
+            except KeyError as exc:
+                raise InvalidValueError(f"NPURT_SOC: {exc.args[0]}") from None
+            self.settings = settings
+            self.config = config
+            self.driver = SimulatedNpu(spec, settings.physical_devices)
+            self.devices = [None] * len(settings.visible_devices)
+            self.device_by_physical = {}
+            default = config.get("defaultDevice", {}).get("default_device") if isinstance(
+                config.get("defaultDevice"), dict) else None
+            self.default_device = int(default) if default is not None and str(default).isdigit() else None
+            self.initialized = True
+            self.init_count = 1
+            # create the visible devices' address mapping now: copies resolve addresses by it
+            for logical in range(len(self.devices)):
+                self.device(logical)
+
+    def ensure_initialized(self) -> None:
+        if not self.initialized:
+            try:
+                self.init()
+            except NpuError as exc:
+                if exc.code != C.ACL_ERROR_REPEAT_INITIALIZE:
+                    raise
+
+    def finalize(self, timeout_s: float = 30.0) -> None:
+        with self.lock:
+            if not self.initialized:
+                raise NpuError("acl.finalize was called but the runtime is not initialized "
+                               "(finalized already, or never initialized)", C.ACL_ERROR_REPEAT_FINALIZE)
+            for device in self.devices:
+                if device is not None:
+                    self._release_device(device, "acl.finalize", timeout_s)
+                    device.scheduler.shutdown()
+            self.host.release_all()
+            self.driver.close()
+            address.backends.clear()
+            for tbl in (self.contexts, self.streams, self.events, self.binaries, self.functions,
+                        self.args, self.exception_infos):
+                tbl.clear()
+            self.report_queues.clear()
+            self.exception_callback = None
+            self.devices = []
+            self.device_by_physical = {}
+            self.initialized = False
+            self.init_count = 0
+            bind(None)
+
+    def finalize_reference(self) -> int:
+        with self.lock:
+            if not self.initialized:
+                raise NpuError("finalize_reference: the runtime is not initialized", C.ACL_ERROR_REPEAT_FINALIZE)
+            self.init_count -= 1
+            if self.init_count <= 0:
+                self.finalize()
+                return 0
+            return self.init_count
+
+    # ------------------------------------------------------------ devices
+    def check_initialized(self) -> None:
+        if not self.initialized:
+            raise NotInitializedError("the runtime is not initialized: call acl.init() first")
+
+    def device(self, logical_id) -> Device:
+        """The Device for a logical id, created on first use."""
+        devices = self.devices
+        if type(logical_id) is int and 0 <= logical_id < len(devices):
+            dev = devices[logical_id]
+            if dev is not None:
+                return dev
+        self.check_initialized()
+        if type(logical_id) is not int or not 0 <= logical_id < len(devices):
+            raise InvalidDeviceError(
+                f"device id {logical_id!r} is invalid: {len(devices)} device(s) are visible "
+                f"(ids 0..{len(devices) - 1}); NPURT_DEVICE_COUNT and ASCEND_RT_VISIBLE_DEVICES set this")
+        with self.lock:
+            dev = devices[logical_id]
+            if dev is None:
+                physical = self.settings.visible_devices[logical_id]
+                backend = self.driver.device(physical)
+                address.backends[physical] = backend
+                dev = Device(self, logical_id, backend)
+                devices[logical_id] = dev
+                self.device_by_physical[physical] = dev
+            return dev
+
+    def default_context(self, device: Device) -> Context:
+        with device.lock:
+            ctx = device.default_context
+            if ctx is None or not ctx.alive:
+                ctx = Context(device, is_default=True)
+                ctx.handle = self.contexts.add(ctx)
+                device.default_context = ctx
+                device.contexts.add(ctx)
+            return ctx
+
+    def release_device(self, device: Device, reason: str) -> None:
+        with self.lock:
+            self._release_device(device, reason, 30.0)
+
+    def _release_device(self, device: Device, reason: str, timeout_s: float) -> None:
+        """Wait for the device's work (bounded), then free all it holds."""
+        for stream in device.all_streams():
+            try:
+                stream.synchronize(timeout_ms=int(timeout_s * 1000), report_errors=False)
+            except SyncTimeoutError:
+                log.warning("npurt: %s: stream %d still had work after %.0f s; dropping it",
+                            reason, stream.stream_id, timeout_s)
+                stream.abort()
+            except NpuError:
+                stream.abort()
+        for ctx in list(device.contexts):
+            ctx.alive = False
+            for stream in [ctx.default_stream, *ctx.streams]:
+                if not stream.destroyed:
+                    device.release_stream(stream)
+            self.contexts.remove(ctx.handle)
+        device.contexts.clear()
+        device.default_context = None
+        device.set_count = 0
+        for event in list(device.events):
+            event.destroyed = True
+            self.events.remove(event.handle)
+        device.events.clear()
+        device.event_count = 0
+        device.peer_access.clear()
+        leaked = device.memory.release_all(reason)
+        device.backend.reset()
+        if leaked:
+            total = sum(b.requested for b in leaked)
+            sample = ", ".join(f"0x{b.addr:x} ({b.requested} B)" for b in leaked[:5])
+            warnings.warn(f"npurt: {reason} released {len(leaked)} device allocation(s) still in use "
+                          f"on device {device.id} ({total} bytes): {sample}"
+                          f"{' ...' if len(leaked) > 5 else ''}", ResourceWarning, stacklevel=4)
+
+    # ------------------------------------------------------------ task failures
+    def report_exception(self, stream, task, error) -> None:
+        callback = self.exception_callback
+        if callback is None:
+            return
+        info = ExceptionInfo(task.seq, stream.stream_id, threading.get_native_id(), stream.device.id,
+                             error.code, error.message)
+        handle = self.exception_infos.add(info)
+        try:
+            callback(handle)
+        except Exception:  # noqa: BLE001 - a user callback must not break the worker
+            log.exception("npurt: the exception-info callback raised")
+
+    # ------------------------------------------------------------ callback reports
+    def report_queue(self, thread_id: int, device_id: int | None = None) -> ReportQueue | None:
+        queue = self.report_queues.get(thread_id)
+        if queue is None and device_id is not None:
+            queue = self.report_queues[thread_id] = ReportQueue(device_id)
+        return queue
+
+    def current_report_queue(self) -> ReportQueue:
+        for tid in (threading.get_ident(), threading.get_native_id()):
+            queue = self.report_queues.get(tid)
+            if queue is not None:
+                return queue
+        raise SubscriptionError("process_report: no stream is subscribed to this thread; call "
+                                "subscribe_report(thread_id, stream) with this thread's id first",
+                                C.ACL_ERROR_RT_THREAD_SUBSCRIBE)
+
+
+def _read_config(path) -> dict:
+    if path is None or path == "":
+        return {}
+    if not isinstance(path, str):
+        raise InvalidValueError(f"acl.init config path must be a str, got {type(path).__name__}")
+    if not os.path.isfile(path):
+        raise NpuError(f"acl.init: config file {path!r} does not exist", C.ACL_ERROR_INVALID_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        config = json.loads(text) if text.strip() else {}
+    except (OSError, ValueError) as exc:
+        raise NpuError(f"acl.init: config file {path!r} is not valid JSON ({exc})", C.ACL_ERROR_PARSE_FILE) from None
+    if not isinstance(config, dict):
+        raise NpuError(f"acl.init: config file {path!r} must hold a JSON object", C.ACL_ERROR_PARSE_FILE)
+    return config
+
+
+RUNTIME = Runtime()

@@ -1,0 +1,251 @@
+"""Streams: in-order queues of tasks with per-stream sequence numbers.
+
+Enqueue never blocks on the device: it appends the task and, if the stream was idle, hands
+the stream to its device's scheduler (see scheduler.py for who owns a stream when).
+`completed_seq` counts retired tasks (run, or dropped by an abort or a stop-on-failure), so
+"has task n finished?" is one comparison, and synchronize waits for the sequence number that
+was enqueued when it was called. Only the stream's owner writes `completed_seq`.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from typing import TYPE_CHECKING
+
+from . import constants as C
+from .errors import InvalidHandleError, InvalidValueError, StreamAbortedError, SyncTimeoutError, TaskError
+from .observers import HOOKS
+from .scheduler import IDLE, PARKED, RUNNING, wait_until
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .tasks import Task
+
+log = logging.getLogger("npurt")
+
+LOWEST_PRIORITY, HIGHEST_PRIORITY = 7, 0  # ACL: 0 is the highest priority
+
+
+class Stream:
+    """An in-order queue of device work. Create with `runtime.create_stream()`."""
+
+    def __init__(self, context: "Context", priority: int = 0, flags: int = 0, is_default: bool = False):
+        device = context.device
+        self.device = device
+        self.context = context
+        self.scheduler = device.scheduler
+        self.is_default = is_default
+        self.flags = flags
+        self.priority = min(max(int(priority), HIGHEST_PRIORITY), LOWEST_PRIORITY)
+        self.stream_id = next(device.stream_ids)
+        self.handle = 0
+        self.queue: deque[Task] = deque()
+        self.enq_lock = threading.Lock()     # orders (sequence number, append) among enqueuers
+        self.token = threading.Lock()        # held while READY, RUNNING or PARKED
+        self.ticket: list | None = None      # the current ready-queue ticket
+        self.state = IDLE                    # for diagnostics; the token is the truth
+        self.enqueued_seq = 0
+        self.completed_seq = 0
+        self.dropped_upto = 0                # tasks up to here are dropped (abort / stop)
+        self.cond = threading.Condition()    # host threads waiting for progress
+        self.waiters = 0
+        self.watch_lock = threading.Lock()
+        self.watchers: list = []             # (seq, blocker) of streams parked on our progress
+        self.park_lock = threading.Lock()
+        self.parked_on = None
+        self.error: TaskError | None = None  # first failure not yet reported
+        self.stopped: TaskError | None = None
+        self.failure_mode_set = False
+        self._failure_mode = C.ACL_CONTINUE_ON_FAILURE
+        self.abort_epoch = 0
+        self.destroyed = False
+        self.attributes = {"overflowSwitch": 0, "userCustomTag": 0}
+        self.subscriber = None               # report thread id for launch_callback
+        settings = device.runtime.settings
+        self._task_stacks = settings.task_stacks
+        self._launch_blocking = settings.launch_blocking
+
+    def __repr__(self) -> str:
+        kind = "default " if self.is_default else ""
+        return (f"<npurt {kind}stream {self.stream_id} on device {self.device.id}: "
+                f"{self.completed_seq}/{self.enqueued_seq} done, {self.state}>")
+
+    # ------------------------------------------------------------ failure mode
+    @property
+    def failure_mode(self) -> int:
+        if self.context.stop_on_failure:
+            return C.ACL_STOP_ON_FAILURE
+        return self._failure_mode
+
+    def set_failure_mode(self, mode: int) -> None:
+        if mode not in (C.ACL_CONTINUE_ON_FAILURE, C.ACL_STOP_ON_FAILURE) or type(mode) is not int:
+            raise InvalidValueError(f"failure mode must be ACL_CONTINUE_ON_FAILURE (0) or "
+                                    f"ACL_STOP_ON_FAILURE (1), got {mode!r}")
+        if self.failure_mode_set:
+            raise InvalidValueError(f"the failure mode of stream {self.stream_id} is already set; "
+                                    "it can be set once per stream")
+        self.failure_mode_set = True
+        self._failure_mode = mode
+        if mode == C.ACL_STOP_ON_FAILURE:
+            # as on A2/A3 parts: stop-on-failure then holds for every stream of the context
+            self.context.stop_on_failure = True
+
+    # ------------------------------------------------------------ enqueue
+    def enqueue(self, task: "Task", on_seq=None) -> int:
+        """Append a task; returns its sequence number. Never waits for the device (unless
+        launch-blocking mode is on). `on_seq(seq)` runs once the sequence number is known
+        and before any thread can run the task."""
+        if self.stopped is not None or self.destroyed:
+            raise self._refusal()
+        task.stream = self
+        if self._task_stacks:
+            task.capture_stack()
+        with self.enq_lock:
+            seq = self.enqueued_seq + 1
+            task.seq = seq
+            if on_seq is not None:
+                on_seq(seq)
+            self.queue.append(task)
+            self.enqueued_seq = seq
+        if self.token.acquire(False):
+            self.scheduler.submit(self)
+        if HOOKS.active:
+            HOOKS.emit("task_enqueued", task=task)
+        if self._launch_blocking:
+            self.synchronize(seq)
+        return seq
+
+    def _refusal(self) -> Exception:
+        if self.destroyed:
+            return InvalidHandleError(f"stream {self.stream_id} was destroyed; create a new stream")
+        stop = self.stopped
+        return StreamAbortedError(
+            f"stream {self.stream_id} stopped on failure and accepts no new work "
+            f"(ACL_STOP_ON_FAILURE); the failure was: {stop.message}. "
+            "Destroy it and create a new stream.", stop.code)
+
+    # ------------------------------------------------------------ owner side
+    def retire(self, task: "Task") -> None:
+        """The owner finished (or dropped) the head task: advance and wake waiters."""
+        done = self.completed_seq = task.seq  # the owner retires in order
+        if self.waiters:
+            with self.cond:
+                self.cond.notify_all()
+        if self.watchers:
+            with self.watch_lock:
+                ready = [b for seq, b in self.watchers if seq <= done]
+                if ready:
+                    self.watchers = [(seq, b) for seq, b in self.watchers if seq > done]
+            for blocker in ready:
+                blocker.waiter.scheduler.unpark(blocker)
+
+    def watch(self, seq: int, blocker) -> bool:
+        """Register `blocker` to be unparked once we retire `seq`; False if already done."""
+        if self.completed_seq >= seq:
+            return False
+        with self.watch_lock:
+            self.watchers.append((seq, blocker))
+        if self.completed_seq >= seq:  # a retire may have missed our entry: take it back
+            with self.watch_lock:
+                try:
+                    self.watchers.remove((seq, blocker))
+                except ValueError:
+                    return True  # the retire took it and unparks us
+            return False
+        return True
+
+    def fail(self, task: "Task", error: TaskError) -> None:
+        """Record a failed task; with stop-on-failure, drop everything queued after it."""
+        if self.error is None:
+            self.error = error
+        self.device.last_task_error = error
+        if self.failure_mode == C.ACL_STOP_ON_FAILURE:
+            with self.enq_lock:
+                self.stopped = error
+                self.dropped_upto = self.enqueued_seq
+        self.device.runtime.report_exception(self, task, error)
+
+    # ------------------------------------------------------------ host side
+    def synchronize(self, until: int | None = None, timeout_ms: int = -1, report_errors: bool = True) -> None:
+        """Block until task `until` (default: everything enqueued so far) has finished,
+        running READY work inline; then raise the stream's pending failure, if any."""
+        if until is None:
+            until = self.enqueued_seq
+        deadline = None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
+        epoch = self.abort_epoch
+        while self.completed_seq < until:
+            ticket = self.ticket
+            if ticket:
+                try:
+                    ticket.pop()
+                except IndexError:
+                    pass
+                else:  # we own the stream now: run its work instead of sleeping
+                    self.scheduler.run_stream(self, until=until)
+                    continue
+            if epoch != self.abort_epoch:
+                break
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            with self.cond:
+                self.waiters += 1
+                try:
+                    progressed = wait_until(
+                        self.cond,
+                        lambda: self.completed_seq >= until or bool(self.ticket) or epoch != self.abort_epoch,
+                        remaining, lambda: self.stuck_on(until))
+                finally:
+                    self.waiters -= 1
+            if not progressed:
+                raise SyncTimeoutError(f"synchronize timed out after {timeout_ms} ms: {self.stuck_on(until)}")
+        if epoch != self.abort_epoch:
+            raise StreamAbortedError(f"stream {self.stream_id} was aborted while this thread waited for it")
+        if report_errors:
+            self.raise_error()
+
+    def raise_error(self) -> None:
+        err = self.error
+        if err is not None:
+            self.error = None
+            raise err
+
+    def query(self) -> bool:
+        """True if every task enqueued so far has finished (then raises a pending failure)."""
+        done = self.completed_seq >= self.enqueued_seq
+        if done:
+            self.raise_error()
+        return done
+
+    def stuck_on(self, until: int) -> str:
+        """What keeps task `until` from finishing (for timeouts and hang warnings)."""
+        try:
+            head = self.queue[0]
+        except IndexError:
+            return f"stream {self.stream_id} (device {self.device.id}) has nothing queued"
+        text = (f"stream {self.stream_id} (device {self.device.id}) is at task #{head.seq} "
+                f"{head.describe()} ({self.state}); waiting for #{until}")
+        blocker = self.parked_on
+        if self.state is PARKED and blocker is not None:
+            text += "; that task waits for " + blocker.describe()
+        elif self.state is RUNNING:
+            text += "; that task is running"
+        return text
+
+    # ------------------------------------------------------------ teardown
+    def abort(self) -> None:
+        """Drop queued work (a running task finishes); waiting host threads get
+        StreamAbortedError. The stream stays usable for new work."""
+        with self.enq_lock:
+            self.abort_epoch += 1
+            self.dropped_upto = self.enqueued_seq
+        with self.park_lock:
+            blocker = self.parked_on
+            self.parked_on = None
+        if blocker is not None:  # let the owner drain the dropped tasks
+            self.scheduler.submit(self)
+        with self.cond:
+            self.cond.notify_all()
+
+    def pending(self) -> int:
+        return self.enqueued_seq - self.completed_seq

@@ -1,0 +1,160 @@
+"""The small task objects that streams queue.
+
+A task is validated when it is enqueued (so bad arguments fail at the call that made them)
+and holds only addresses and sizes; it turns them into memory views when it runs. Tasks
+that must wait (event waits, blocking callbacks) expose a `blocker()`: the scheduler parks
+the stream on it instead of letting a worker sleep.
+"""
+from __future__ import annotations
+
+import traceback
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from . import address
+from . import constants as C
+
+if TYPE_CHECKING:
+    from .stream import Stream
+
+
+class Task:
+    """Base of all tasks. `seq` is the task's sequence number within its stream."""
+
+    __slots__ = ("seq", "stream", "stack")
+    kind = "task"
+    error_code = C.ACL_ERROR_RT_INTERNAL_ERROR  # reported when run() raises
+    may_block = False  # True for tasks whose blocker() the scheduler must ask first
+
+    def blocker(self):
+        """A blocker if the task cannot run yet, else None (only asked when may_block).
+
+        A blocker has `register() -> bool` (False: satisfied meanwhile), `describe()`, and a
+        `waiter` attribute the scheduler sets; whoever satisfies it calls
+        `blocker.waiter.scheduler.unpark(blocker)`."""
+        return None
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        return self.kind
+
+    def capture_stack(self) -> None:
+        self.stack = "".join(traceback.format_stack(limit=12)[:-3])
+
+
+Task.stack = None  # default for tasks that never captured one
+
+
+class CopyTask(Task):
+    """memcpy_async: copy `n` bytes from `src` to `dst` (host or device addresses)."""
+
+    __slots__ = ("dst", "src", "n", "direction", "keep")
+    kind = "memcpy_async"
+    error_code = C.ACL_ERROR_RT_SYS_DMA
+
+    def __init__(self, dst: int, src: int, n: int, direction: str, keep=None):
+        self.dst, self.src, self.n, self.direction, self.keep = dst, src, n, direction, keep
+
+    def run(self) -> None:
+        n = self.n
+        dst = address.view(self.dst, n)
+        src = address.view(self.src, n)
+        np.copyto(dst, src)
+
+    def describe(self) -> str:
+        return f"memcpy_async {self.direction} {self.n} B 0x{self.src:x} -> 0x{self.dst:x}"
+
+
+class Copy2dTask(Task):
+    """memcpy2d_async: `height` rows of `width` bytes between pitched buffers."""
+
+    __slots__ = ("dst", "dpitch", "src", "spitch", "width", "height", "direction", "keep")
+    kind = "memcpy2d_async"
+    error_code = C.ACL_ERROR_RT_SYS_DMA
+
+    def __init__(self, dst, dpitch, src, spitch, width, height, direction, keep=None):
+        self.dst, self.dpitch, self.src, self.spitch = dst, dpitch, src, spitch
+        self.width, self.height, self.direction, self.keep = width, height, direction, keep
+
+    def run(self) -> None:
+        copy2d(self.dst, self.dpitch, self.src, self.spitch, self.width, self.height)
+
+    def describe(self) -> str:
+        return f"memcpy2d_async {self.direction} {self.height} rows x {self.width} B"
+
+
+def copy2d(dst: int, dpitch: int, src: int, spitch: int, width: int, height: int) -> None:
+    """Copy a pitched matrix with one strided numpy copy (releases the GIL)."""
+    if width == 0 or height == 0:
+        return
+    dspan = dpitch * (height - 1) + width
+    sspan = spitch * (height - 1) + width
+    dview = np.lib.stride_tricks.as_strided(address.view(dst, dspan), (height, width), (dpitch, 1))
+    sview = np.lib.stride_tricks.as_strided(address.view(src, sspan), (height, width), (spitch, 1))
+    np.copyto(dview, sview)
+
+
+class MemsetTask(Task):
+    """memset_async: fill `n` bytes at `ptr` with the byte `value`."""
+
+    __slots__ = ("ptr", "value", "n")
+    kind = "memset_async"
+    error_code = C.ACL_ERROR_RT_SYS_DMA
+
+    def __init__(self, ptr: int, value: int, n: int):
+        self.ptr, self.value, self.n = ptr, value, n
+
+    def run(self) -> None:
+        address.view(self.ptr, self.n).fill(self.value)
+
+    def describe(self) -> str:
+        return f"memset_async {self.n} B at 0x{self.ptr:x} = 0x{self.value:02x}"
+
+
+class HostFuncTask(Task):
+    """A Python function run in stream order on a scheduler worker (the generic task that
+    kernels, reductions and Pythonic callbacks build on)."""
+
+    __slots__ = ("fn", "args", "name")
+    kind = "host_func"
+    error_code = C.ACL_ERROR_RT_AICPU_EXCEPTION
+
+    def __init__(self, fn: Callable, args: tuple = (), name: str | None = None):
+        self.fn, self.args = fn, args
+        self.name = name or getattr(fn, "__qualname__", "function")
+
+    def run(self) -> None:
+        self.fn(*self.args)
+
+    def describe(self) -> str:
+        return f"host function {self.name}"
+
+
+class NopTask(Task):
+    """A task that does nothing (used as a marker)."""
+
+    __slots__ = ()
+    kind = "nop"
+
+    def run(self) -> None:
+        pass
+
+
+class StreamProgress:
+    """Blocker: stream `source` has retired task `seq`."""
+
+    __slots__ = ("source", "seq", "waiter")
+
+    def __init__(self, source: "Stream", seq: int):
+        self.source, self.seq = source, seq
+
+    def register(self) -> bool:
+        return self.source.watch(self.seq, self)
+
+    def describe(self) -> str:
+        s = self.source
+        return (f"stream {s.stream_id} (device {s.device.id}) to finish task #{self.seq}; "
+                f"it has finished #{s.completed_seq} of {s.enqueued_seq}")
