@@ -621,7 +621,9 @@ def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
 
 def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int, stream: Stream | None,
                  require_aligned: bool = True, keep=None) -> int:
-    return memops.memcpy_async(rt, dst, dest_max, src, count, kind, stream_of(stream), require_aligned, keep)
+    if stream is None or stream.destroyed:
+        stream = stream_of(stream)
+    return memops.memcpy_async(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
 
 
 def memcpy2d(dst, dpitch, src, spitch, width, height, kind) -> None:
@@ -641,7 +643,9 @@ def memset(ptr: int, max_count: int, value: int, count: int) -> None:
 
 
 def memset_async(ptr: int, max_count: int, value: int, count: int, stream: Stream | None) -> int:
-    return memops.memset_async(rt, ptr, max_count, value, count, stream_of(stream))
+    if stream is None or stream.destroyed:
+        stream = stream_of(stream)
+    return memops.memset_async(rt, ptr, max_count, value, count, stream)
 
 
 # ================================================================ host callbacks
@@ -775,6 +779,24 @@ def process_report(timeout_ms: int) -> None:
         if error is not None and not item.task.block:
             item.stream.fail(item.task, task_error(item.task, error))
         item.finish(error)
+
+
+# ================================================================ execution control
+def set_op_wait_timeout(timeout_s: int) -> None:
+    """Seconds after which a stream_wait_event issued from now on gives up (0: never). The
+    timeout fails the waiting stream with ACL_ERROR_RT_WAIT_TIMEOUT at its next synchronize."""
+    rt.check_initialized()
+    if type(timeout_s) is not int or timeout_s < 0:
+        raise InvalidValueError(f"op wait timeout must be a non-negative int of seconds, got {timeout_s!r}")
+    rt.op_wait_timeout_s = timeout_s
+
+
+def set_op_execute_timeout_us(timeout_us: int) -> None:
+    """Default kernel execution timeout in microseconds for launches that carry none (0: none)."""
+    rt.check_initialized()
+    if type(timeout_us) is not int or timeout_us < 0:
+        raise InvalidValueError(f"op execute timeout must be a non-negative int, got {timeout_us!r}")
+    rt.op_execute_timeout_us = timeout_us
 
 
 # ================================================================ misc

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from . import constants as C
 from .errors import EventError, InvalidValueError, SyncTimeoutError, TaskError
-from .scheduler import wait_until
+from .scheduler import WATCHDOG, wait_until
 from .tasks import StreamProgress, Task
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class Event:
                 f"event {self.event_id} was created without ACL_EVENT_SYNC and cannot be used with "
                 "stream_wait_event; create it with create_event() or create_event_with_flag(ACL_EVENT_SYNC)")
         rec = self.record
-        seq = stream.enqueue(WaitTask(self, rec))
+        seq = stream.enqueue(WaitTask(self, rec, self.device.runtime.op_wait_timeout_s))
         self.last_wait = (stream, seq)
         return seq
 
@@ -209,25 +209,49 @@ class RecordTask(Task):
 
 
 class WaitTask(Task):
-    __slots__ = ("event", "rec")
+    __slots__ = ("event", "rec", "timeout_s", "timed_out")
     kind = "stream_wait_event"
     may_block = True
 
-    def __init__(self, event: Event, rec: Record | None):
+    def __init__(self, event: Event, rec: Record | None, timeout_s: float = 0):
         self.event, self.rec = event, rec
+        self.timeout_s = timeout_s  # set_op_wait_timeout; 0 = wait forever
+        self.timed_out = False
 
     def blocker(self):
+        if self.timed_out:
+            return None
         rec = self.rec
         if rec is None:
             rec = self.event.record
             if rec is None:
-                return EventNextRecord(self.event)
+                return self._armed(EventNextRecord(self.event))
             self.rec = rec
         if rec.stream.completed_seq >= rec.seq:
             return None
-        return StreamProgress(rec.stream, rec.seq)
+        return self._armed(StreamProgress(rec.stream, rec.seq))
+
+    def _armed(self, blocker):
+        """Arm the op wait timeout: if the stream is still parked on `blocker` when it
+        expires, the wait fails (reported at the next synchronize of the stream)."""
+        if self.timeout_s > 0:
+            def expire():
+                stream = self.stream
+                if stream.parked_on is blocker:
+                    self.timed_out = True
+                    stream.scheduler.unpark(blocker)
+            blocker.waiter = self.stream
+            WATCHDOG.call_at(time.monotonic() + self.timeout_s, expire)
+        return blocker
 
     def run(self) -> None:
+        if self.timed_out:
+            raise TaskError(
+                f"stream_wait_event on event {self.event.event_id} timed out after {self.timeout_s:g} s "
+                f"(set_op_wait_timeout); it was waiting for "
+                + ("a record of the event" if self.rec is None else
+                   f"stream {self.rec.stream.stream_id} to finish task #{self.rec.seq}"),
+                C.ACL_ERROR_RT_WAIT_TIMEOUT)
         rec = self.rec
         if rec is not None and not rec.ran:
             raise TaskError(

@@ -38,6 +38,7 @@ KIND_NAMES = {
 # what each kind asserts about (dst, src); DEFAULT asserts nothing
 _KIND_DIRECTION = {0: H2H, 1: H2D, 2: D2H, 3: D2D, 5: H2D, 6: D2D, 7: D2D}
 SHORT = {H2H: "H2H", H2D: "H2D", D2H: "D2H", D2D: "D2D"}
+_VA_BASE = address.VA_BASE
 
 
 class Span:
@@ -56,6 +57,16 @@ class Span:
 
 def locate(rt: "Runtime", addr, nbytes: int, role: str) -> Span:
     """Find where [addr, addr + nbytes) lives; a clear error if it is not usable memory."""
+    if type(addr) is int and addr >= _VA_BASE:  # fast path: the start of a live block
+        device = rt.device_by_physical.get((addr - _VA_BASE) >> 40)
+        if device is not None:
+            block = device.memory.live.get(addr)
+            if block is not None and nbytes <= block.requested:
+                return Span(addr, device, block, True)
+    return _locate(rt, addr, nbytes, role)
+
+
+def _locate(rt: "Runtime", addr, nbytes: int, role: str) -> Span:
     if type(addr) is not int:
         if isinstance(addr, int) and not isinstance(addr, bool):
             addr = int(addr)
@@ -110,6 +121,13 @@ def _direction(dst: Span, src: Span) -> int:
 
 def check_kind(rt: "Runtime", kind, dst: Span, src: Span) -> int:
     """The copy's real direction; an error if `kind` contradicts it (strict mode)."""
+    if dst.device is None:
+        actual = H2H if src.device is None else D2H
+    else:
+        actual = H2D if src.device is None else D2D
+    if (kind == actual or kind == C.ACL_MEMCPY_DEFAULT) and type(kind) is int and (
+            actual != D2D or dst.device is src.device):
+        return actual  # the common case: nothing to explain
     if type(kind) is not int or kind not in KIND_NAMES:
         raise InvalidValueError(f"unknown memcpy kind {kind!r}; use ACL_MEMCPY_HOST_TO_HOST (0), "
                                 "HOST_TO_DEVICE (1), DEVICE_TO_HOST (2), DEVICE_TO_DEVICE (3) or DEFAULT (4)")
@@ -131,6 +149,8 @@ def check_kind(rt: "Runtime", kind, dst: Span, src: Span) -> int:
 
 
 def _check_counts(dest_max, count) -> None:
+    if type(count) is int and type(dest_max) is int and 0 <= count <= dest_max:
+        return
     for name, value in (("dest_max", dest_max), ("count", count)):
         if type(value) is not int or value < 0:
             raise InvalidValueError(f"{name} must be a non-negative int, got {value!r}")
@@ -223,13 +243,19 @@ def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream
         raise FeatureNotSupportedError(
             "memcpy_async host to host is not supported on a host-attached (EP) device; use memcpy")
     if require_aligned and ((d.addr | s.addr) & 63):
-        bad = "destination" if d.addr & 63 else "source"
+        bad = d.addr if d.addr & 63 else s.addr
         raise AddressUnalignedError(
-            f"memcpy_async needs 64-byte aligned addresses; the {bad} 0x{(d.addr if bad == 'destination' else s.addr):x} "
-            "is not (malloc and malloc_host return aligned memory; keep offsets multiples of 64)")
+            f"memcpy_async needs 64-byte aligned addresses; 0x{bad:x} is not (malloc and "
+            "malloc_host return aligned memory; keep offsets multiples of 64)")
     seq = stream.enqueue(CopyTask(d.addr, s.addr, count, SHORT[direction], keep))
-    record_use(d, stream, seq)
-    record_use(s, stream, seq)
+    for span in (d, s):  # remember the users of device blocks (stream-ordered free)
+        block = span.block
+        if span.device is not None:
+            uses = block.uses
+            if uses is None:
+                block.uses = {stream: seq}
+            else:
+                uses[stream] = seq
     if keep is None and not (d.pinned and s.pinned):
         stream.synchronize(until=seq)
     return seq

@@ -211,6 +211,43 @@ class Scheduler:
         self.submit(s)
 
 
+class Watchdog:
+    """One daemon thread that calls functions at deadlines (op wait timeouts). Started on
+    first use; costs nothing when no timeout is set."""
+
+    def __init__(self) -> None:
+        self._heap: list = []
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._ids = 0
+
+    def call_at(self, deadline: float, fn) -> None:
+        import heapq
+        with self._cond:
+            self._ids += 1
+            heapq.heappush(self._heap, (deadline, self._ids, fn))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, daemon=True, name="npurt-watchdog")
+                self._thread.start()
+            self._cond.notify()
+
+    def _loop(self) -> None:
+        import heapq
+        while True:
+            with self._cond:
+                while not self._heap or self._heap[0][0] > time.monotonic():
+                    timeout = None if not self._heap else self._heap[0][0] - time.monotonic()
+                    self._cond.wait(timeout)
+                _, _, fn = heapq.heappop(self._heap)
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - keep the watchdog alive
+                log.exception("npurt: watchdog callback failed")
+
+
+WATCHDOG = Watchdog()
+
+
 def task_error(task: "Task", exc: BaseException) -> TaskError:
     """Turn whatever a task raised into the TaskError its stream reports."""
     stream = task.stream
