@@ -1,2 +1,51 @@
-"""npurt: an NPU runtime in Python, modelled on the CANN runtime, with a simulated NPU."""
+"""npurt: an NPU runtime in Python, modelled on the CANN runtime, with a simulated NPU.
+
+The Pythonic API, in torch.cuda's naming::
+
+    import numpy as np, npurt
+
+    x = npurt.to_device(np.random.rand(256, 512).astype(np.float32))
+    w = npurt.to_device(np.random.rand(512, 128).astype(np.float32))
+    s = npurt.Stream()
+    with npurt.stream(s):
+        y = npurt.ops.gelu(x @ w)        # kernels queued on s
+    print(y.to_host())                   # copy back (waits for s)
+
+The runtime initializes on first use and a thread starts on device 0. `npurt.acl` is the
+pyACL-compatible facade over the same runtime; `npurt.runtime` is the runtime layer.
+"""
+from __future__ import annotations
+
 __version__ = "0.1.0"
+
+from ._devices import (DeviceProperties, current_device, device, device_count, empty_cache,  # noqa: F401
+                       get_device_name, get_device_properties, max_memory_allocated, mem_get_info,
+                       memory_allocated, memory_reserved, memory_stats, reset_peak_memory_stats,
+                       set_device, synchronize)
+from .array import (DeviceArray, arange, asarray, broadcast_to, empty, empty_like, empty_pinned,  # noqa: F401
+                    full, full_like, is_pinned, ones, ones_like, to_device, zeros, zeros_like)
+from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, EventError,  # noqa: F401
+                         FeatureNotSupportedError, HostConversionError, InvalidDeviceError,
+                         InvalidHandleError, InvalidValueError, NotInitializedError, NpuError,
+                         OutOfMemoryError, ResourceExhaustedError, StreamAbortedError,
+                         SubscriptionError, SyncTimeoutError, TaskError)
+from .streams import Event, Stream, current_stream, default_stream, stream  # noqa: F401
+
+# loaded on first use: the kernel model and the op library pull in more than the core needs
+_LAZY = {"kernel": ("npurt.runtime.kernel", "kernel"), "GM": ("npurt.runtime.kernel", "GM"),
+         "ops": ("npurt.ops", None), "acl": ("npurt.acl", None)}
+
+
+def __getattr__(name: str):
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'npurt' has no attribute {name!r}")
+    import importlib
+    module = importlib.import_module(target[0])
+    value = module if target[1] is None else getattr(module, target[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))

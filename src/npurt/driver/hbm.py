@@ -9,6 +9,7 @@ runtime's caching pool carves those into user blocks.
 from __future__ import annotations
 
 import bisect
+import ctypes
 import mmap
 import threading
 
@@ -19,6 +20,10 @@ MAP_NORESERVE = 0x4000  # Linux value; Python's mmap module does not export the 
 NORMAL_PAGE = 4 << 10
 HUGE_PAGE = 2 << 20
 HUGE1G_PAGE = 1 << 30
+
+PAGE_SIZE = mmap.PAGESIZE  # the host's page: the granularity of residency
+_mincore = ctypes.CDLL(None, use_errno=True).mincore
+_mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 
 PAGE_KINDS = {NORMAL_PAGE: "normal", HUGE_PAGE: "huge", HUGE1G_PAGE: "huge1g"}
 
@@ -97,16 +102,14 @@ class HbmArena:
         return best
 
     def resident_bytes(self) -> int:
-        """RAM the kernel really backs this arena with now (Rss from /proc/self/smaps)."""
-        header = f"{self.host_address:x}-"
-        with open("/proc/self/smaps") as f:
-            inside = False
-            for line in f:
-                if not inside:
-                    inside = line.startswith(header)
-                elif line.startswith("Rss:"):
-                    return int(line.split()[1]) * 1024
-        return 0
+        """RAM the kernel really backs this arena with now, from mincore(2).
+
+        (Not the Rss of /proc/self/smaps: the kernel merges the adjacent, identical mappings
+        of several devices' arenas into one VMA, so a VMA's Rss is not this arena's.)"""
+        vec = np.zeros(self.capacity // PAGE_SIZE, dtype=np.uint8)
+        if _mincore(self.host_address, self.capacity, vec.ctypes.data) != 0:
+            raise OSError(ctypes.get_errno(), "mincore failed on the device memory arena")
+        return int(np.count_nonzero(vec & 1)) * PAGE_SIZE
 
     # ------------------------------------------------------------ free-list bookkeeping
     def _take(self, start: int, free: int, offset: int, size: int) -> None:

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..driver.soc import DEFAULT_SOC
+from .errors import InvalidValueError  # a ValueError that also carries ACL_ERROR_INVALID_PARAM
 
 POISON_BYTE = 0xA5
 
@@ -34,7 +35,7 @@ def _int(name: str, default: int | None) -> int | None:
     try:
         return int(raw, 0)
     except ValueError:
-        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
+        raise InvalidValueError(f"environment variable {name}={raw!r} is not an integer") from None
 
 
 def parse_visible_devices(raw: str | None, physical_count: int) -> list[int]:
@@ -74,10 +75,20 @@ class Settings:
     def from_env(cls) -> "Settings":
         count = _int("NPURT_DEVICE_COUNT", 2)
         if count < 1:
-            raise ValueError(f"NPURT_DEVICE_COUNT={count} must be at least 1")
+            raise InvalidValueError(f"NPURT_DEVICE_COUNT={count} must be at least 1")
         kind = os.environ.get("NPURT_MEMCPY_KIND", "strict").strip().lower() or "strict"
         if kind not in ("strict", "infer"):
-            raise ValueError(f"NPURT_MEMCPY_KIND={kind!r} must be 'strict' or 'infer'")
+            raise InvalidValueError(f"NPURT_MEMCPY_KIND={kind!r} must be 'strict' or 'infer'")
+        max_streams = _int("NPURT_MAX_STREAMS", None)
+        if max_streams is not None and max_streams < 1:  # 0 would silently mean "the SoC's"
+            raise InvalidValueError(f"NPURT_MAX_STREAMS={max_streams} must be at least 1 "
+                                    "(it counts the default streams too)")
+        raw_hang = os.environ.get("NPURT_HANG_WARNING_S", "10").strip() or "0"
+        try:
+            hang_warning_s = float(raw_hang)
+        except ValueError:
+            raise InvalidValueError(f"environment variable NPURT_HANG_WARNING_S={raw_hang!r} is not "
+                                    "a number of seconds") from None
         return cls(
             soc=os.environ.get("NPURT_SOC", DEFAULT_SOC).strip() or DEFAULT_SOC,
             physical_devices=count,
@@ -85,8 +96,8 @@ class Settings:
             memcpy_kind=kind,
             launch_blocking=_flag("NPURT_LAUNCH_BLOCKING", "ASCEND_LAUNCH_BLOCKING"),
             task_stacks=_flag("NPURT_TASK_STACKS"),
-            max_streams=_int("NPURT_MAX_STREAMS", None),
+            max_streams=max_streams,
             poison_freed=_flag("NPURT_POISON_FREED"),
             workers=max(1, _int("NPURT_WORKERS", 2)),
-            hang_warning_s=float(os.environ.get("NPURT_HANG_WARNING_S", "10") or 0),
+            hang_warning_s=hang_warning_s,
         )

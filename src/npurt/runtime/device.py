@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 from .errors import ResourceExhaustedError
 from .memory import DeviceMemory
 from .scheduler import Scheduler
+from .stream import Stream
 
 if TYPE_CHECKING:
     from ..driver import DeviceBackend
     from .context import Context
     from .runtime import Runtime
-    from .stream import Stream
 
 
 class Device:
@@ -49,7 +49,6 @@ class Device:
 
     def new_stream(self, context: "Context", priority: int = 0, flags: int = 0,
                    is_default: bool = False) -> "Stream":
-        from .stream import Stream
         with self.lock:
             if self.stream_count >= self.max_streams:
                 raise ResourceExhaustedError(

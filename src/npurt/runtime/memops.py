@@ -55,18 +55,19 @@ class Span:
         return f"0x{self.addr:x} is device memory of device {self.device.id}"
 
 
-def locate(rt: "Runtime", addr, nbytes: int, role: str) -> Span:
-    """Find where [addr, addr + nbytes) lives; a clear error if it is not usable memory."""
+def locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) -> Span:
+    """Find where [addr, addr + nbytes) lives; a clear error if it is not usable memory.
+    `trusted`: a host range the caller holds a buffer object for is not probed."""
     if type(addr) is int and addr >= _VA_BASE:  # fast path: the start of a live block
         device = rt.device_by_physical.get((addr - _VA_BASE) >> 40)
         if device is not None:
             block = device.memory.live.get(addr)
             if block is not None and nbytes <= block.requested:
                 return Span(addr, device, block, True)
-    return _locate(rt, addr, nbytes, role)
+    return _locate(rt, addr, nbytes, role, trusted)
 
 
-def _locate(rt: "Runtime", addr, nbytes: int, role: str) -> Span:
+def _locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) -> Span:
     if type(addr) is not int:
         if isinstance(addr, int) and not isinstance(addr, bool):
             addr = int(addr)
@@ -95,7 +96,7 @@ def _locate(rt: "Runtime", addr, nbytes: int, role: str) -> Span:
     if addr <= 0:
         raise InvalidValueError(f"the {role} address is {'null' if addr == 0 else 'negative'}")
     rng = rt.host.find(addr, nbytes)
-    if rng is None and not address.host_range_mapped(addr, nbytes):
+    if rng is None and not trusted and not address.host_range_mapped(addr, nbytes):
         raise InvalidValueError(
             f"the {role} address 0x{addr:x} (+{nbytes} bytes) is not mapped host memory in this "
             "process: a stale pointer, a freed buffer, or a number that is not an address")
@@ -230,14 +231,65 @@ def _check_set(rt, ptr, max_count, value, count):
 
 
 # ---------------------------------------------------------------- asynchronous
+def _quick(rt: "Runtime", addr, nbytes: int):
+    """(device, block) for the start of a live device block, (None, range) for the start of
+    a pinned host range, or None: the common cases, decided without building messages."""
+    if type(addr) is not int:
+        return None
+    if addr >= _VA_BASE:
+        device = rt.device_by_physical.get((addr - _VA_BASE) >> 40)
+        if device is not None:
+            block = device.memory.live.get(addr)
+            if block is not None and nbytes <= block.requested:
+                return device, block
+        return None
+    rng = rt.host.ranges.get(addr)
+    if rng is not None and nbytes <= rng.size:
+        return None, rng
+    return None
+
+
+_DIRECTION = {(True, True): H2H, (True, False): D2H, (False, True): H2D, (False, False): D2D}
+
+
 def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream",
                  require_aligned: bool = True, keep=None) -> int:
     """Enqueue a copy. With pageable host memory (not malloc_host / host_register) the call
     returns only once the copy is done, as ACL's does, unless `keep` holds the host buffer
     alive (the Pythonic API's choice). Returns the task's sequence number."""
+    if type(count) is int and type(dest_max) is int and 0 <= count <= dest_max:
+        d = _quick(rt, dst, count)
+        s = _quick(rt, src, count)
+        if d is not None and s is not None:  # fast path: block starts and pinned buffers
+            ddev, dblock = d
+            sdev, sblock = s
+            direction = _DIRECTION[ddev is None, sdev is None]
+            if ((kind == direction or kind == C.ACL_MEMCPY_DEFAULT) and type(kind) is int
+                    and direction != H2H and (ddev is sdev or ddev is None or sdev is None)
+                    and not (require_aligned and (dst | src) & 63)):
+                seq = stream.enqueue(CopyTask(dst, src, count, SHORT[direction], keep))
+                if ddev is not None:
+                    _use(dblock, stream, seq)
+                if sdev is not None:
+                    _use(sblock, stream, seq)
+                return seq
+    return _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
+
+
+def _use(block, stream: "Stream", seq: int) -> None:
+    uses = block.uses
+    if uses is None:
+        block.uses = {stream: seq}
+    else:
+        uses[stream] = seq
+
+
+def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep) -> int:
+    """memcpy_async with every check and message (anything the fast path does not cover)."""
     _check_counts(dest_max, count)
-    d = locate(rt, dst, count, "destination")
-    s = locate(rt, src, count, "source")
+    trusted = keep is not None  # the caller hands us the buffer object: no need to probe it
+    d = locate(rt, dst, count, "destination", trusted)
+    s = locate(rt, src, count, "source", trusted)
     direction = check_kind(rt, kind, d, s)
     if direction == H2H:
         raise FeatureNotSupportedError(
@@ -248,14 +300,8 @@ def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream
             f"memcpy_async needs 64-byte aligned addresses; 0x{bad:x} is not (malloc and "
             "malloc_host return aligned memory; keep offsets multiples of 64)")
     seq = stream.enqueue(CopyTask(d.addr, s.addr, count, SHORT[direction], keep))
-    for span in (d, s):  # remember the users of device blocks (stream-ordered free)
-        block = span.block
-        if span.device is not None:
-            uses = block.uses
-            if uses is None:
-                block.uses = {stream: seq}
-            else:
-                uses[stream] = seq
+    record_use(d, stream, seq)
+    record_use(s, stream, seq)
     if keep is None and not (d.pinned and s.pinned):
         stream.synchronize(until=seq)
     return seq

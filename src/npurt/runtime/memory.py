@@ -257,13 +257,12 @@ class DeviceMemory:
         with self.lock:
             self.collect_pending()
             block = pool.best_fit(bsize)
+            if block is None:  # merge freed neighbours before asking the driver for more
+                self._coalesce(pool, release_empty=False)
+                block = pool.best_fit(bsize)
             cached = block is not None
             if block is None:
                 block = self._new_segment(pool, bsize)
-            if block is None:  # coalesce the cache and try again
-                self._coalesce(pool, release_empty=False)
-                block = pool.best_fit(bsize)
-                cached = block is not None
             if block is None:  # give every cached segment back to the driver, then retry
                 self.empty_cache()
                 block = self._new_segment(pool, bsize)
@@ -374,9 +373,7 @@ class DeviceMemory:
             self.collect_pending()
             for pool in self.pools.values():
                 self._coalesce(pool, release_empty=True)
-            for pool in self.pools.values():
-                pool.bin_sizes = [s for s in pool.bin_sizes if pool.bins[s]]
-                pool.bins = {s: pool.bins[s] for s in pool.bin_sizes}
+            # empty bins stay: a concurrent fast-path push may hold a reference to one
 
     def release_all(self, reason: str) -> list[Block]:
         """Device reset: forget every block and segment; returns the blocks that were live.

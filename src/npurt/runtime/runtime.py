@@ -124,6 +124,11 @@ class Runtime:
                 tbl.clear()
             self.report_queues.clear()
             self.exception_callback = None
+            # process-wide settings too: a later init() starts fresh
+            self.op_wait_timeout_s = 0
+            self.op_execute_timeout_us = 0
+            self.sys_params = {}
+            self.device_limits = {}
             self.devices = []
             self.device_by_physical = {}
             self.initialized = False

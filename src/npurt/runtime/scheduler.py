@@ -75,8 +75,9 @@ class Scheduler:
         stream.state = READY
         self.ready[stream.priority].append(ticket)
         if stream.waiters:  # a synchronizing host thread may prefer to run it inline
-            with stream.cond:
-                stream.cond.notify_all()
+            cond = stream._cond
+            with cond:
+                cond.notify_all()
         idle = self.idle
         if idle:
             try:
@@ -164,8 +165,10 @@ class Scheduler:
                 continue
             if task.may_block:
                 blocker = task.blocker()
-                if blocker is not None and self._park(s, blocker):
-                    return
+                if blocker is not None:
+                    if self._park(s, blocker):
+                        return
+                    continue  # satisfied while registering: ask the task again
             self._execute(s, task)
             queue.popleft()
             s.retire(task)
@@ -189,12 +192,12 @@ class Scheduler:
         """Park `s` on `blocker`. False if the blocker was already satisfied (the caller
         still owns `s` and goes on running it)."""
         blocker.waiter = s
-        with s.park_lock:
+        with s.lock:
             s.parked_on = blocker
             s.state = PARKED
         if blocker.register():
             return True
-        with s.park_lock:
+        with s.lock:
             if s.parked_on is blocker:
                 s.parked_on = None
                 s.state = RUNNING
@@ -204,7 +207,7 @@ class Scheduler:
     def unpark(self, blocker) -> None:
         """`blocker` is satisfied: the stream parked on it becomes READY again."""
         s = blocker.waiter
-        with s.park_lock:
+        with s.lock:
             if s.parked_on is not blocker:
                 return  # stale: aborted, or parked on something else by now
             s.parked_on = None

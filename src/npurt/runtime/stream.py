@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("npurt")
 
 LOWEST_PRIORITY, HIGHEST_PRIORITY = 7, 0  # ACL: 0 is the highest priority
+_COND_LOCK = threading.Lock()
 
 
 class Stream:
@@ -49,11 +50,10 @@ class Stream:
         self.enqueued_seq = 0
         self.completed_seq = 0
         self.dropped_upto = 0                # tasks up to here are dropped (abort / stop)
-        self.cond = threading.Condition()    # host threads waiting for progress
+        self._cond: threading.Condition | None = None  # host threads waiting (made on first wait)
         self.waiters = 0
-        self.watch_lock = threading.Lock()
+        self.lock = threading.Lock()         # guards watchers and parked_on (never nested)
         self.watchers: list = []             # (seq, blocker) of streams parked on our progress
-        self.park_lock = threading.Lock()
         self.parked_on = None
         self.error: TaskError | None = None  # first failure not yet reported
         self.stopped: TaskError | None = None
@@ -102,13 +102,18 @@ class Stream:
         task.stream = self
         if self._task_stacks:
             task.capture_stack()
-        with self.enq_lock:
-            seq = self.enqueued_seq + 1
-            task.seq = seq
-            if on_seq is not None:
+        lock = self.enq_lock
+        lock.acquire()
+        seq = task.seq = self.enqueued_seq + 1
+        if on_seq is not None:
+            try:
                 on_seq(seq)
-            self.queue.append(task)
-            self.enqueued_seq = seq
+            except BaseException:
+                lock.release()
+                raise
+        self.queue.append(task)
+        self.enqueued_seq = seq
+        lock.release()
         if self.token.acquire(False):
             self.scheduler.submit(self)
         if HOOKS.active:
@@ -126,15 +131,27 @@ class Stream:
             f"(ACL_STOP_ON_FAILURE); the failure was: {stop.message}. "
             "Destroy it and create a new stream.", stop.code)
 
+    @property
+    def cond(self) -> threading.Condition:
+        """The condition host threads wait on; created on first use (a Condition costs more
+        than the rest of a stream, and most streams are never waited on)."""
+        cond = self._cond
+        if cond is None:
+            with _COND_LOCK:
+                cond = self._cond
+                if cond is None:
+                    cond = self._cond = threading.Condition()
+        return cond
+
     # ------------------------------------------------------------ owner side
     def retire(self, task: "Task") -> None:
         """The owner finished (or dropped) the head task: advance and wake waiters."""
         done = self.completed_seq = task.seq  # the owner retires in order
-        if self.waiters:
-            with self.cond:
-                self.cond.notify_all()
+        if self.waiters:  # waiters > 0 implies the condition exists
+            with self._cond:
+                self._cond.notify_all()
         if self.watchers:
-            with self.watch_lock:
+            with self.lock:
                 ready = [b for seq, b in self.watchers if seq <= done]
                 if ready:
                     self.watchers = [(seq, b) for seq, b in self.watchers if seq > done]
@@ -145,10 +162,10 @@ class Stream:
         """Register `blocker` to be unparked once we retire `seq`; False if already done."""
         if self.completed_seq >= seq:
             return False
-        with self.watch_lock:
+        with self.lock:
             self.watchers.append((seq, blocker))
         if self.completed_seq >= seq:  # a retire may have missed our entry: take it back
-            with self.watch_lock:
+            with self.lock:
                 try:
                     self.watchers.remove((seq, blocker))
                 except ValueError:
@@ -175,8 +192,9 @@ class Stream:
             until = self.enqueued_seq
         deadline = None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
         epoch = self.abort_epoch
+        inline = deadline is None  # a timed wait never runs work inline: it could not time out
         while self.completed_seq < until:
-            ticket = self.ticket
+            ticket = self.ticket if inline else None
             if ticket:
                 try:
                     ticket.pop()
@@ -187,16 +205,20 @@ class Stream:
                     continue
             if epoch != self.abort_epoch:
                 break
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            with self.cond:
-                self.waiters += 1
-                try:
-                    progressed = wait_until(
-                        self.cond,
-                        lambda: self.completed_seq >= until or bool(self.ticket) or epoch != self.abort_epoch,
-                        remaining, lambda: self.stuck_on(until))
-                finally:
-                    self.waiters -= 1
+            remaining = None if deadline is None else deadline - time.monotonic()
+            progressed = False
+            if remaining is None or remaining > 0:
+                cond = self.cond
+                with cond:
+                    self.waiters += 1
+                    try:
+                        progressed = wait_until(
+                            cond,
+                            lambda: (self.completed_seq >= until or (inline and bool(self.ticket))
+                                     or epoch != self.abort_epoch),
+                            remaining, lambda: self.stuck_on(until))
+                    finally:
+                        self.waiters -= 1
             if not progressed:
                 raise SyncTimeoutError(f"synchronize timed out after {timeout_ms} ms: {self.stuck_on(until)}")
         if epoch != self.abort_epoch:
@@ -239,13 +261,14 @@ class Stream:
         with self.enq_lock:
             self.abort_epoch += 1
             self.dropped_upto = self.enqueued_seq
-        with self.park_lock:
+        with self.lock:
             blocker = self.parked_on
             self.parked_on = None
         if blocker is not None:  # let the owner drain the dropped tasks
             self.scheduler.submit(self)
-        with self.cond:
-            self.cond.notify_all()
+        cond = self.cond
+        with cond:
+            cond.notify_all()
 
     def pending(self) -> int:
         return self.enqueued_seq - self.completed_seq

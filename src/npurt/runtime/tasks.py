@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 class Task:
     """Base of all tasks. `seq` is the task's sequence number within its stream."""
 
-    __slots__ = ("seq", "stream", "stack")
+    __slots__ = ("seq", "stream", "_stack")
     kind = "task"
     error_code = C.ACL_ERROR_RT_INTERNAL_ERROR  # reported when run() raises
     may_block = False  # True for tasks whose blocker() the scheduler must ask first
@@ -42,10 +42,16 @@ class Task:
         return self.kind
 
     def capture_stack(self) -> None:
-        self.stack = "".join(traceback.format_stack(limit=12)[:-3])
+        self._stack = "".join(traceback.format_stack(limit=12)[:-3])
 
-
-Task.stack = None  # default for tasks that never captured one
+    @property
+    def stack(self) -> str | None:
+        """The enqueue stack (NPURT_TASK_STACKS=1), or None. A property because a class-level
+        default would replace the slot's descriptor and make the slot read-only."""
+        try:
+            return self._stack
+        except AttributeError:
+            return None
 
 
 class CopyTask(Task):

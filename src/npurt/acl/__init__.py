@@ -1,0 +1,29 @@
+"""npurt.acl: a pyACL-compatible facade over the npurt runtime.
+
+Same names, argument order, return conventions and constant values as CANN's pyACL::
+
+    import npurt.acl as acl            # or `npurt run script.py`, where `import acl` is this
+
+    ret = acl.init()
+    ret = acl.rt.set_device(0)
+    stream, ret = acl.rt.create_stream()
+    dev_ptr, ret = acl.rt.malloc(1024, acl.ACL_MEM_MALLOC_HUGE_FIRST)
+
+* `acl` — init, finalize, finalize_reference, get_soc_name, get_recent_err_msg,
+  get_device_capability, versions and the other small APIs, aclDataBuffer.
+* `acl.rt` — the runtime (devices, contexts, streams, events, memory, callbacks,
+  exceptions, kernels).
+* `acl.util` — pointer/bytes/numpy helpers and helper threads.
+* `acl.constants` — every ACL_* constant (also attributes of `acl` and `acl.rt`).
+* `acl.mdl`, `acl.op`, `acl.prof`, `acl.media`, `acl.himpi` — groups the simulated NPU
+  does not have: their functions return ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000).
+
+No function raises: every failure is a return code and is recorded for
+`acl.rt.get_last_error()` and `acl.get_recent_err_msg()`. See docs/compatibility.md.
+"""
+from __future__ import annotations
+
+from . import constants, rt, util
+from ._namespaces import get_cann_version, himpi, mdl, media, op, prof
+from ._other import *  # noqa: F401,F403 - init, finalize, get_soc_name, ...
+from .constants import *  # noqa: F401,F403

@@ -1,0 +1,130 @@
+"""acl.rt execution control (callbacks and report threads, op timeouts) and exception
+handling (last error, exception-info callback)."""
+from __future__ import annotations
+
+from ..runtime import api
+from ..runtime import constants as C
+from ..runtime import errors
+from ..runtime import reduce as _reduce
+from ._wrap import Group, not_supported, stream_of
+
+rt = Group("acl.rt")
+
+
+# ---------------------------------------------------------------- callbacks
+@rt.ret
+def subscribe_report(thread_id, stream):
+    """Make host thread `thread_id` (e.g. from acl.util.start_thread) run the callbacks of
+    `stream` inside its process_report calls."""
+    api.subscribe_report(thread_id, stream_of(stream))
+
+
+@rt.ret
+def launch_callback(fn, user_data_list, block_type, stream):
+    """Enqueue fn(user_data_list) to run on the stream's report thread when the stream
+    reaches it; ACL_CALLBACK_BLOCK (1) makes later tasks wait for it."""
+    api.launch_callback(fn, user_data_list, block_type, stream_of(stream))
+
+
+@rt.ret
+def process_report(timeout):
+    """Run the callbacks posted to this thread, waiting up to `timeout` ms (-1: forever);
+    ACL_ERROR_RT_REPORT_TIMEOUT (507012) when none came."""
+    api.process_report(timeout)
+
+
+@rt.ret
+def unsubscribe_report(thread_id, stream):
+    api.unsubscribe_report(thread_id, stream_of(stream))
+
+
+@rt.ret
+def reduce_async(dst, src, count, kind, type, stream, reserve):  # noqa: A002 - pyACL's name
+    """Stream-ordered dst op= src over `count` bytes; kind ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM
+    (10) / MAX (11) / MIN (12), type an aclDataType, reserve 0."""
+    _reduce.reduce_async(dst, src, count, kind, type, stream_of(stream), reserve)
+
+
+# ---------------------------------------------------------------- op timeouts
+@rt.ret
+def set_op_execute_time_out(timeout):
+    """Seconds (0: the maximum) a kernel may run; one that runs longer fails with
+    ACL_ERROR_RT_AICORE_TIMEOUT when it finishes (kernels are not preempted)."""
+    api.set_op_execute_timeout_us(timeout * 1_000_000 if type(timeout) is int else timeout)
+
+
+@rt.one(0)
+def set_op_execute_timeout_v2(timeout):
+    """Microseconds (0: the maximum); returns the timeout in effect after rounding."""
+    api.set_op_execute_timeout_us(timeout)
+    return api.effective_op_execute_timeout_us()
+
+
+@rt.one(0)
+def get_op_execute_timeout():
+    """The op execute timeout in effect, in milliseconds."""
+    return api.effective_op_execute_timeout_us() // 1000
+
+
+@rt.one(0)
+def get_op_timeout_interval():
+    """Microseconds: op timeouts are whole multiples of this (at most 254 of them)."""
+    return api.get_op_timeout_interval()
+
+
+get_thread_last_task_id = not_supported(
+    "acl.rt.get_thread_last_task_id", "task ids per issuing thread are not tracked", "one", 0)
+
+
+# ---------------------------------------------------------------- exception handling
+def get_last_error(level):
+    """The calling thread's latest error code, which this call clears (0 if none)."""
+    if level != C.ACL_RT_THREAD_LEVEL:
+        return C.ACL_ERROR_INVALID_PARAM
+    return errors.get_last_error(clear=True)
+
+
+def peek_at_last_error(level):
+    """The calling thread's latest error code, left in place."""
+    if level != C.ACL_RT_THREAD_LEVEL:
+        return C.ACL_ERROR_INVALID_PARAM
+    return errors.get_last_error(clear=False)
+
+
+@rt.ret
+def set_exception_info_callback(fn=None):
+    """fn(exception_info) runs when a device task fails; None clears it. Inside it, read
+    the info with acl.rt.get_*_from_exception_info; do not synchronize or launch."""
+    api.set_exception_info_callback(fn)
+
+
+@rt.value(0xFFFFFFFF)
+def get_task_id_from_exception_info(info):
+    return api.exception_info(info).task_id
+
+
+@rt.value(0xFFFFFFFF)
+def get_stream_id_from_exception_info(info):
+    return api.exception_info(info).stream_id
+
+
+@rt.value(0xFFFFFFFF)
+def get_thread_id_from_exception_info(info):
+    return api.exception_info(info).thread_id
+
+
+@rt.value(0xFFFFFFFF)
+def get_device_id_from_exception_info(info):
+    return api.exception_info(info).device_id
+
+
+@rt.value(0xFFFFFFFF)
+def get_error_code_from_exception_info(info):
+    return api.exception_info(info).error_code
+
+
+device_task_abort = not_supported(
+    "acl.rt.device_task_abort", "device_task_abort is documented as reserved (not supported) by CANN")
+
+NOT_SUPPORTED = ["get_thread_last_task_id", "device_task_abort"]
+__all__ = [*rt.names, "get_last_error", "peek_at_last_error", *NOT_SUPPORTED]

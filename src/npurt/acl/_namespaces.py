@@ -1,0 +1,73 @@
+"""pyACL namespaces outside the runtime: model execution and dump (acl.mdl), single
+operators (acl.op), profiling (acl.prof), media processing (acl.media, acl.himpi).
+
+None of these means anything on the simulated NPU (there is no graph engine, no DVPP, no
+profiler). Each namespace is a module whose functions return
+ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000): the documented ones listed here in their real
+return shape, any other name as a function returning the bare code. So a script that
+touches them gets a return code to check, never an AttributeError.
+"""
+from __future__ import annotations
+
+import sys
+import types
+
+from ._wrap import not_supported
+
+_WHY = {
+    "acl.mdl": "model loading/execution and dump (acl.mdl) need the graph engine, which npurt does not have",
+    "acl.op": "single-operator execution and dump (acl.op) need the operator library of CANN; use kernels",
+    "acl.prof": "the CANN profiler (acl.prof) is not available; npurt has its own profiler tool",
+    "acl.media": "media processing (DVPP, acl.media) is not simulated",
+    "acl.himpi": "media processing (DVPP, acl.himpi) is not simulated",
+}
+
+# documented functions: name -> (shape, value returned in place of the outputs)
+_KNOWN = {
+    "acl.mdl": {"init_dump": ("ret", None), "set_dump": ("ret", None), "dump_reg_callback": ("ret", None),
+                "dump_unreg_callback": ("ret", None), "finalize_dump": ("ret", None)},
+    "acl.op": {"start_dump_args": ("ret", None), "stop_dump_args": ("ret", None)},
+    "acl.prof": {"init": ("ret", None), "finalize": ("ret", None), "start": ("ret", None), "stop": ("ret", None),
+                 "create_config": ("value", 0), "destroy_config": ("ret", None), "set_config": ("ret", None),
+                 "create_stamp": ("value", 0), "destroy_stamp": ("ret", None), "mark": ("ret", None),
+                 "mark_ex": ("ret", None), "push": ("ret", None), "pop": ("ret", None),
+                 "range_start": ("one", 0), "range_stop": ("ret", None), "set_stamp_trace_message": ("ret", None),
+                 "model_subscribe": ("ret", None), "model_un_subscribe": ("ret", None),
+                 "model_unsubscribe": ("ret", None), "create_subscribe_config": ("value", 0),
+                 "destroy_subscribe_config": ("ret", None), "get_step_timestamp": ("ret", None),
+                 "create_step_info": ("value", 0), "destroy_step_info": ("ret", None)},
+    "acl.media": {"dvpp_malloc": ("one", 0), "dvpp_free": ("ret", None)},
+    "acl.himpi": {"dvpp_malloc": ("one", 0), "dvpp_free": ("ret", None)},
+}
+
+
+def _namespace(name: str) -> types.ModuleType:
+    module = types.ModuleType(f"npurt.{name}", f"{name}: not supported by npurt. {_WHY[name]}.")
+    known = {fn: not_supported(f"{name}.{fn}", _WHY[name], shape, value)
+             for fn, (shape, value) in _KNOWN[name].items()}
+    module.__dict__.update(known)
+    module.__all__ = sorted(known)
+
+    def __getattr__(attr: str):  # any other documented function of the group
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        stub = not_supported(f"{name}.{attr}", _WHY[name])
+        setattr(module, attr, stub)
+        return stub
+
+    module.__getattr__ = __getattr__
+    sys.modules[module.__name__] = module
+    return module
+
+
+mdl = _namespace("acl.mdl")
+op = _namespace("acl.op")
+prof = _namespace("acl.prof")
+media = _namespace("acl.media")
+himpi = _namespace("acl.himpi")
+
+get_cann_version = not_supported(
+    "acl.get_cann_version", "CANN package versions (aclCANNPackageName) do not exist in npurt; use "
+    "acl.get_version_str('runtime')", "one", None)
+
+KNOWN = _KNOWN

@@ -1,0 +1,191 @@
+"""Top-level `acl` functions: init/finalize, SoC name, recent error message, hardware
+size query, and the "other APIs" (versions, data-type sizes, fp16 helpers, app_log,
+aclDataBuffer)."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from .. import __version__
+from ..runtime import api
+from ..runtime import constants as C
+from ..runtime import errors
+from ..runtime.handles import HandleTable
+from ._wrap import Group
+
+acl = Group("acl")
+_log = logging.getLogger("npurt.acl.app_log")
+
+
+# ---------------------------------------------------------------- init / finalize
+@acl.ret
+def init(config_path=None):
+    """Initialize (reads an optional JSON config). A second call returns
+    ACL_ERROR_REPEAT_INITIALIZE (100002), which callers may ignore."""
+    api.init(config_path)
+
+
+@acl.ret
+def finalize():
+    """Tear everything down. Without a prior init: ACL_ERROR_REPEAT_FINALIZE (100037)."""
+    api.finalize()
+
+
+@acl.one(0)
+def finalize_reference():
+    """Drop one init reference; deinitializes at zero. Returns the references left."""
+    return api.finalize_reference()
+
+
+@acl.value(None)
+def get_soc_name():
+    """The simulated SoC's name (e.g. "Ascend910B3"); None before acl.init."""
+    return api.get_soc_name()
+
+
+def get_recent_err_msg():
+    """The text of the calling thread's latest failure ("" if none); reading clears it."""
+    return errors.get_recent_err_msg()
+
+
+@acl.one(0)
+def get_device_capability(device_id, device_info):
+    """ACL_DEVICE_INFO_AI_CORE_NUM (0), _VECTOR_CORE_NUM (1) or _L2_SIZE (2) of a device."""
+    return api.get_hardware_info(device_id, device_info)
+
+
+# ---------------------------------------------------------------- other APIs
+PYACL_VERSION = (1, 0, 0)  # the pyACL interface version this facade implements
+
+
+@acl.many(0, 0, 0)
+def get_version():
+    """Deprecated: (major, minor, patch) of the pyACL interface."""
+    return PYACL_VERSION
+
+
+@acl.one(None)
+def get_version_str(pkg_name):
+    """Version string of a package: "runtime" (npurt's own), "driver" / "firmware" (the
+    simulated NPU's); other packages are not installed (ACL_ERROR_INVALID_FILE)."""
+    if not isinstance(pkg_name, str):
+        raise TypeError(f"package name must be a str, got {type(pkg_name).__name__}")
+    if pkg_name in ("runtime", "npurt"):
+        return __version__
+    if pkg_name in ("driver", "firmware"):
+        return f"npurt-simulated-{__version__}"
+    raise errors.NpuError(f"package {pkg_name!r} is not installed (npurt provides 'runtime', 'driver', "
+                          "'firmware')", C.ACL_ERROR_INVALID_FILE)
+
+
+@acl.one(0)
+def get_cann_attribute(cann_attr):
+    """1 if an optional CANN feature (aclCannAttr) is available: none is, here."""
+    if type(cann_attr) is not int or cann_attr < 0:
+        raise ValueError(f"cann_attr must be a non-negative int (aclCannAttr), got {cann_attr!r}")
+    return 0
+
+
+@acl.many([], 0)
+def get_cann_attribute_list():
+    """(list of supported aclCannAttr features, count): empty."""
+    return [], 0
+
+
+_DATA_TYPE_SIZES = {C.ACL_FLOAT: 4, C.ACL_FLOAT16: 2, C.ACL_INT8: 1, C.ACL_INT32: 4, C.ACL_UINT8: 1,
+                    C.ACL_INT16: 2, C.ACL_UINT16: 2, C.ACL_UINT32: 4, C.ACL_INT64: 8, C.ACL_UINT64: 8,
+                    C.ACL_DOUBLE: 8, C.ACL_BOOL: 1, C.ACL_STRING: 0, C.ACL_COMPLEX64: 8,
+                    C.ACL_COMPLEX128: 16, C.ACL_BF16: 2}
+
+
+@acl.value(0)
+def data_type_size(data_type):
+    """Bytes per element of an aclDataType (0 for strings and unknown types, as in C)."""
+    if type(data_type) is not int:
+        raise TypeError(f"data_type must be an aclDataType int, got {type(data_type).__name__}")
+    return _DATA_TYPE_SIZES.get(data_type, 0)
+
+
+@acl.value(0.0)
+def float16_to_float(value):
+    """An aclFloat16 (its 16 bits as an int) as a Python float."""
+    return float(np.array(value, np.uint16).view(np.float16))
+
+
+@acl.value(0)
+def float_to_float16(value):
+    """A float rounded to aclFloat16; its 16 bits as an int."""
+    return int(np.array(value, np.float16).view(np.uint16))
+
+
+_LOG_LEVELS = {0: logging.DEBUG, 1: logging.INFO, 2: logging.WARNING, 3: logging.ERROR}
+
+
+@acl.value(None)
+def app_log(log_level, message):
+    """Log `message` at 0 DEBUG, 1 INFO, 2 WARNING, 3 ERROR (logger "npurt.acl.app_log")."""
+    if log_level not in _LOG_LEVELS:
+        raise ValueError(f"log_level must be 0 (DEBUG), 1 (INFO), 2 (WARNING) or 3 (ERROR), got {log_level!r}")
+    _log.log(_LOG_LEVELS[log_level], "%s", message)
+
+
+# ---------------------------------------------------------------- aclDataBuffer
+class DataBuffer:
+    """aclDataBuffer: an (address, size) pair the user manages."""
+
+    __slots__ = ("data", "size", "handle")
+
+    def __init__(self, data: int, size: int):
+        self.data, self.size, self.handle = data, size, 0
+
+
+_buffers = HandleTable("data buffer", 0xDB)
+
+
+def _check_buffer_args(data, size) -> None:
+    if type(data) is not int or data < 0 or type(size) is not int or size < 0:
+        raise ValueError(f"data must be an address int and size a non-negative int, got {data!r}, {size!r}")
+    if data == 0 and size != 0:
+        raise ValueError("an empty data buffer (data 0) must have size 0")
+
+
+@acl.value(0)
+def create_data_buffer(data, size):
+    """An aclDataBuffer describing `size` bytes at `data` (0, 0 for an empty one)."""
+    _check_buffer_args(data, size)
+    buf = DataBuffer(data, size)
+    buf.handle = _buffers.add(buf)
+    return buf.handle
+
+
+@acl.ret
+def destroy_data_buffer(data_buffer):
+    _buffers.get(data_buffer)
+    _buffers.remove(data_buffer)
+
+
+@acl.value(0)
+def get_data_buffer_addr(data_buffer):
+    return _buffers.get(data_buffer).data
+
+
+@acl.value(0)
+def get_data_buffer_size(data_buffer):
+    """Deprecated alias of get_data_buffer_size_v2."""
+    return _buffers.get(data_buffer).size
+
+
+@acl.value(0)
+def get_data_buffer_size_v2(data_buffer):
+    return _buffers.get(data_buffer).size
+
+
+@acl.ret
+def update_data_buffer(data_buffer, data, size):
+    buf = _buffers.get(data_buffer)
+    _check_buffer_args(data, size)
+    buf.data, buf.size = data, size
+
+
+__all__ = [*acl.names, "get_recent_err_msg"]

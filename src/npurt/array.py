@@ -1,0 +1,762 @@
+"""DeviceArray: an n-dimensional array in device memory, and the functions that make one.
+
+* Memory is one runtime allocation (`rt.malloc`) shared by the array and every view of it
+  (basic slicing, reshape, `.T`); the allocation is freed when the last of them is
+  garbage-collected. The free is stream-ordered: memory that queued work (a copy, a kernel)
+  still uses goes back to the pool only after that work has finished.
+* Work is queued on the *current stream* of the array's device (see npurt.streams), or on
+  the stream passed explicitly. Methods that return host data (`to_host`, `get`, `item`)
+  wait for their copy; everything else returns at once.
+* Host to device copies from ordinary (pageable) numpy arrays are asynchronous too: the
+  queued copy keeps the numpy array alive and reads it when it runs. Do not modify the host
+  array until the stream has passed the copy (synchronize, or an event). Pinned host buffers
+  (`npurt.empty_pinned`) are the fast way to feed a pipeline.
+* There is no implicit conversion to host values (`np.asarray(x)`, `float(x)`, `if x:`):
+  that would hide a device-to-host copy and a wait. Copy explicitly with `.to_host()`.
+* Operations (`+ - * / @`, `npurt.ops.*`) launch the built-in kernels. They need
+  C-contiguous inputs; a non-contiguous view is first copied to a contiguous array on the
+  same stream (`.contiguous()`, which uses the transpose kernel for permuted views and a
+  strided DMA copy otherwise).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from . import _devices
+from . import streams as _streams
+from .exceptions import ArrayIndexError, HostConversionError, InvalidValueError
+from .runtime import address, memops
+from .runtime import api as rt
+from .runtime import constants as C
+from .runtime.runtime import RUNTIME
+from .runtime.tasks import Task
+
+H2D, D2H, D2D = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_MEMCPY_DEVICE_TO_DEVICE
+
+
+# ---------------------------------------------------------------- dtypes
+def as_dtype(dtype) -> np.dtype:
+    """np.dtype of `dtype`; "bfloat16" (and ml_dtypes.bfloat16) need the ml_dtypes package."""
+    if isinstance(dtype, str) and dtype.lower() == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise InvalidValueError("bfloat16 needs the ml_dtypes package (pip install 'npurt[ops]')") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as exc:
+        raise InvalidValueError(f"{dtype!r} is not a dtype ({exc})") from None
+    if dt.hasobject or dt.kind in "OSUMm" or dt.type is np.void or dt.names or dt.subdtype:  # ml_dtypes are "V"
+        raise InvalidValueError(f"device arrays hold numbers; dtype {dt} is not supported")
+    return dt
+
+
+def _shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    try:
+        shape = tuple(int(operator_index(n)) for n in shape)
+    except TypeError:
+        raise InvalidValueError(f"a shape is an int or a tuple of ints, got {shape!r}") from None
+    if any(n < 0 for n in shape):
+        raise InvalidValueError(f"negative dimension in shape {shape}")
+    return shape
+
+
+def operator_index(n):
+    import operator
+    return operator.index(n)
+
+
+def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+# ---------------------------------------------------------------- memory
+class _Allocation:
+    """One device allocation; freed (stream-ordered, by the runtime) when garbage-collected."""
+
+    __slots__ = ("ptr", "nbytes", "device", "block")
+
+    def __init__(self, nbytes: int, device_id: int):
+        with _devices._bound(device_id) as ctx:
+            self.ptr = rt.malloc(max(nbytes, 1))
+            self.device = ctx.device
+        self.nbytes = nbytes
+        self.block = self.device.memory.live.get(self.ptr)
+
+    def __del__(self) -> None:
+        # Free only the allocation we made: after a device reset or a finalize (and a new
+        # init) the same address may belong to someone else; the pool's Block objects are
+        # new then, so identity tells.
+        try:
+            device = self.device
+            if RUNTIME.initialized and device.memory.live.get(self.ptr) is self.block:
+                rt.free(self.ptr)
+        except Exception:  # noqa: BLE001 - interpreter shutdown, or a runtime torn down
+            pass
+
+
+class StridedCopyTask(Task):
+    """A strided copy between two device regions (the DMA engine's gather/scatter): element
+    i of `shape` goes from src + sum(i*src_strides) to dst + sum(i*dst_strides)."""
+
+    __slots__ = ("dst", "dst_strides", "src", "src_strides", "shape", "dtype", "dst_span", "src_span")
+    kind = "strided_copy"
+    error_code = C.ACL_ERROR_RT_SYS_DMA
+
+    def __init__(self, dst: "DeviceArray", src: "DeviceArray"):
+        self.dst, self.dst_strides = dst._ptr, dst.strides
+        self.src, self.src_strides = src._ptr, src.strides
+        self.shape, self.dtype = dst.shape, dst.dtype
+        self.dst_span = _byte_span(dst.shape, dst.strides, dst.dtype.itemsize)
+        self.src_span = _byte_span(src.shape, src.strides, src.dtype.itemsize)
+
+    def run(self) -> None:
+        np.copyto(self._view(self.dst, self.dst_strides, self.dst_span),
+                  self._view(self.src, self.src_strides, self.src_span))
+
+    def _view(self, ptr: int, strides, span) -> np.ndarray:
+        lo, hi = span
+        raw = address.view(ptr + lo, hi - lo)
+        return np.ndarray(self.shape, self.dtype, buffer=raw, offset=-lo, strides=strides)
+
+    def describe(self) -> str:
+        return f"strided copy {self.shape} {self.dtype} 0x{self.src:x} -> 0x{self.dst:x}"
+
+
+def _byte_span(shape, strides, itemsize) -> tuple[int, int]:
+    """(lowest, highest + itemsize) byte offsets a strided array touches, relative to its start."""
+    lo = hi = 0
+    for n, st in zip(shape, strides):
+        if n > 1:
+            if st < 0:
+                lo += st * (n - 1)
+            else:
+                hi += st * (n - 1)
+    return lo, hi + itemsize
+
+
+def _strided_copy(dst: "DeviceArray", src: "DeviceArray", stream) -> int:
+    task = StridedCopyTask(dst, src)
+    dspan = memops.locate(RUNTIME, dst._ptr + task.dst_span[0], task.dst_span[1] - task.dst_span[0], "destination")
+    sspan = memops.locate(RUNTIME, src._ptr + task.src_span[0], task.src_span[1] - task.src_span[0], "source")
+    seq = rt.enqueue(stream, task)
+    memops.record_use(dspan, stream, seq)
+    memops.record_use(sspan, stream, seq)
+    return seq
+
+
+def _rt_stream(stream, device_id: int):
+    """The runtime stream for an optional npurt.Stream argument (None: the current stream of
+    the array's device in this thread)."""
+    if stream is None:
+        return _streams._runtime_stream(device_id)
+    if isinstance(stream, _streams.Stream):
+        return stream.runtime_stream
+    raise InvalidValueError(f"stream must be an npurt.Stream or None, got {type(stream).__name__}")
+
+
+def _host_error(what: str) -> HostConversionError:
+    return HostConversionError(
+        f"{what}: a DeviceArray lives in device memory, which the host cannot read directly. "
+        "Copy it explicitly with .to_host() (or .get()); for the other direction use npurt.to_device(array)")
+
+
+# ---------------------------------------------------------------- DeviceArray
+class DeviceArray:
+    """An n-dimensional array in device memory (C-contiguous, or a strided view of one).
+
+    Make one with `npurt.to_device(np_array)`, `npurt.empty/zeros/ones/full/arange`, or
+    `DeviceArray(shape, dtype)` (uninitialized). `shape`, `dtype`, `strides` (bytes),
+    `device`, `size`, `ndim`, `nbytes` are as in numpy.
+    """
+
+    __slots__ = ("_mem", "_ptr", "shape", "dtype", "strides", "__weakref__")
+    __array_ufunc__ = None      # numpy operators defer to ours (which refuse host arrays)
+    __array_priority__ = 1000
+
+    def __init__(self, shape, dtype="float32", device: int | None = None):
+        shape, dtype = _shape(shape), as_dtype(dtype)
+        dev = _devices._device_obj(device).id
+        self._mem = _Allocation(math.prod(shape) * dtype.itemsize, dev)
+        self._ptr = self._mem.ptr
+        self.shape, self.dtype = shape, dtype
+        self.strides = c_strides(shape, dtype.itemsize)
+
+    @classmethod
+    def _view(cls, base: "DeviceArray", ptr: int, shape, strides, dtype=None) -> "DeviceArray":
+        obj = cls.__new__(cls)
+        obj._mem, obj._ptr = base._mem, ptr
+        obj.shape, obj.strides = tuple(shape), tuple(strides)
+        obj.dtype = base.dtype if dtype is None else dtype
+        return obj
+
+    # ---------------------------------------------------------- facts
+    @property
+    def device(self) -> int:
+        """The id of the device that holds the array."""
+        return self._mem.device.id
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def ptr(self) -> int:
+        """Device address of the first element (for kernels and the runtime API)."""
+        return self._ptr
+
+    def data_ptr(self) -> int:
+        return self._ptr
+
+    @property
+    def base(self) -> "DeviceArray | None":
+        return None
+
+    def is_contiguous(self) -> bool:
+        """True if the elements are laid out C-contiguously (what kernels need)."""
+        expect = self.dtype.itemsize
+        for n, st in zip(reversed(self.shape), reversed(self.strides)):
+            if n != 1 and st != expect:
+                return False
+            expect *= n
+        return True
+
+    def __repr__(self) -> str:
+        layout = "" if self.is_contiguous() else f", strides={self.strides}"
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device}{layout})"
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise HostConversionError("len() of a 0-d DeviceArray")
+        return self.shape[0]
+
+    # ---------------------------------------------------------- no implicit host conversion
+    def __array__(self, *args, **kwargs):
+        raise _host_error("np.asarray / np.array of a DeviceArray")
+
+    def __bool__(self):
+        raise _host_error("truth value of a DeviceArray (if x:, and, or, not)")
+
+    def __float__(self):
+        raise _host_error("float() of a DeviceArray")
+
+    def __int__(self):
+        raise _host_error("int() of a DeviceArray")
+
+    def __complex__(self):
+        raise _host_error("complex() of a DeviceArray")
+
+    def __index__(self):
+        raise _host_error("using a DeviceArray as an index")
+
+    def __iter__(self):
+        raise _host_error("iterating over a DeviceArray")
+
+    def tolist(self):
+        raise _host_error("tolist()")
+
+    # ---------------------------------------------------------- host <-> device
+    def to_host(self, stream=None) -> np.ndarray:
+        """A new numpy array with the contents; waits for the copy (queued on `stream`,
+        default: the current stream of the array's device) and raises a failure the stream
+        reported."""
+        out = np.empty(self.shape, self.dtype)
+        return self.copy_to_host(out, stream)
+
+    def get(self, stream=None) -> np.ndarray:
+        """Same as to_host (CuPy's name)."""
+        return self.to_host(stream)
+
+    def item(self):
+        """The single element of a size-1 array as a Python scalar (copies and waits)."""
+        if self.size != 1:
+            raise InvalidValueError(f"item() needs an array of one element, this one has shape {self.shape}")
+        return self.to_host().reshape(()).item()
+
+    def copy_to_host(self, out: np.ndarray | None = None, stream=None, blocking: bool = True) -> np.ndarray:
+        """Copy into the numpy array `out` (same shape and dtype, C-contiguous, writable; a
+        new one if None) and return it. With `blocking=False` the copy is only queued: read
+        `out` after synchronizing the stream (use a pinned `out` for a truly async copy)."""
+        if out is None:
+            out = np.empty(self.shape, self.dtype)
+        elif not isinstance(out, np.ndarray):
+            raise InvalidValueError(f"out must be a numpy array, got {type(out).__name__}")
+        if out.shape != self.shape or out.dtype != self.dtype:
+            raise InvalidValueError(f"out has shape {out.shape} and dtype {out.dtype}; this array has "
+                                    f"shape {self.shape} and dtype {self.dtype}")
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise InvalidValueError("out must be a C-contiguous, writable numpy array")
+        s = _rt_stream(stream, self.device)
+        src = self.contiguous(stream)
+        if self.nbytes:
+            seq = rt.memcpy_async(out.ctypes.data, out.nbytes, src._ptr, self.nbytes, D2H, s,
+                                  require_aligned=False, keep=(out, src))
+            if blocking:
+                s.synchronize(until=seq)
+        elif blocking:
+            s.synchronize()
+        return out
+
+    def copy_from_host(self, arr, stream=None) -> "DeviceArray":
+        """Queue a copy of host data `arr` (same shape; cast to this dtype on the host) into
+        this array; returns self. Asynchronous: keep `arr` unchanged until the stream has run
+        the copy."""
+        host = np.asarray(arr)
+        if host.shape != self.shape:
+            raise InvalidValueError(f"host array has shape {host.shape}, this array has shape {self.shape}")
+        host = np.ascontiguousarray(host, dtype=self.dtype)
+        if not self.is_contiguous():
+            tmp = to_device(host, stream=stream, device=self.device)
+            _copy_into(self, tmp, stream)
+            return self
+        if self.nbytes:
+            s = _rt_stream(stream, self.device)
+            rt.memcpy_async(self._ptr, self.nbytes, host.ctypes.data, self.nbytes, H2D, s,
+                            require_aligned=False, keep=host)
+        return self
+
+    # ---------------------------------------------------------- device copies
+    def copy(self, stream=None) -> "DeviceArray":
+        """A new contiguous array on the same device with the same contents."""
+        out = DeviceArray(self.shape, self.dtype, self.device)
+        _copy_into(out, self, stream)
+        return out
+
+    def contiguous(self, stream=None) -> "DeviceArray":
+        """self if C-contiguous, else a contiguous copy (queued on the stream)."""
+        if self.is_contiguous():
+            return self
+        perm = _permuted_contiguous(self)
+        if perm is not None:
+            from .ops import array_ops
+            base_shape, axes = perm
+            base = DeviceArray._view(self, self._ptr, base_shape, c_strides(base_shape, self.itemsize))
+            return array_ops.transpose(base, axes, stream=stream)
+        out = DeviceArray(self.shape, self.dtype, self.device)
+        if out.size:
+            _strided_copy(out, self, _rt_stream(stream, self.device))
+        return out
+
+    def to(self, device: int | None = None, dtype=None, stream=None) -> "DeviceArray":
+        """This array on `device` (and/or as `dtype`); self if nothing changes.
+
+        A copy to another device is queued on `stream` (default: the current stream of the
+        source device) and the current stream of the target device waits for it, so work
+        queued there afterwards sees the data. Peer access is enabled as needed."""
+        out = self
+        if dtype is not None and as_dtype(dtype) != self.dtype:
+            out = out.astype(dtype, stream=stream)
+        if device is None or _devices._check_id(device) == self.device:
+            return out
+        target = _devices._check_id(device)
+        src = out.contiguous(stream)
+        s = _rt_stream(stream, src.device)
+        _enable_peer(src.device, target)
+        dst = DeviceArray(src.shape, src.dtype, target)
+        if src.nbytes:
+            rt.memcpy_async(dst._ptr, dst.nbytes, src._ptr, src.nbytes, D2D, s, require_aligned=False)
+            with _devices._bound(src.device):
+                ev = rt.create_event()
+            rt.record_event(ev, s)
+            rt.stream_wait_event(_streams._runtime_stream(target), ev)
+            rt.destroy_event(ev)  # never blocks; the queued record and wait still complete
+        return dst
+
+    def fill(self, value, stream=None) -> "DeviceArray":
+        """Set every element to `value` (queued); returns self."""
+        from .ops import array_ops
+        array_ops.fill(self, value, stream=stream)
+        return self
+
+    def astype(self, dtype, copy: bool = True, stream=None) -> "DeviceArray":
+        """A new array of `dtype` (the cast kernel); self if the dtype is already right and
+        copy is False."""
+        dtype = as_dtype(dtype)
+        if dtype == self.dtype:
+            return self.copy(stream) if copy else self
+        from .ops import array_ops
+        return array_ops.cast(self, dtype, stream=stream)
+
+    # ---------------------------------------------------------- views
+    def reshape(self, *shape) -> "DeviceArray":
+        """Same data in a new shape (one -1 may be inferred). A view for contiguous arrays; a
+        non-contiguous array is copied first."""
+        if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
+            shape = shape[0]
+        shape = list(int(operator_index(n)) for n in shape)
+        if shape.count(-1) > 1:
+            raise InvalidValueError("reshape: only one dimension can be -1")
+        known = math.prod(n for n in shape if n != -1)
+        if -1 in shape:
+            if known == 0 or self.size % known:
+                raise InvalidValueError(f"cannot reshape an array of size {self.size} into shape {tuple(shape)}")
+            shape[shape.index(-1)] = self.size // known
+        shape = _shape(shape)
+        if math.prod(shape) != self.size:
+            raise InvalidValueError(f"cannot reshape an array of size {self.size} into shape {shape}")
+        src = self.contiguous()
+        return DeviceArray._view(src, src._ptr, shape, c_strides(shape, self.itemsize))
+
+    view = reshape
+
+    def ravel(self) -> "DeviceArray":
+        return self.reshape(-1)
+
+    flatten = ravel
+
+    def transpose(self, *axes) -> "DeviceArray":
+        """A view with the axes permuted (reversed by default), as numpy's transpose. Kernels
+        that take it make it contiguous first (the transpose kernel)."""
+        if len(axes) == 1 and not isinstance(axes[0], numbers.Integral):
+            axes = axes[0]
+        axes = _normalize_axes(axes, self.ndim)
+        return DeviceArray._view(self, self._ptr, [self.shape[a] for a in axes], [self.strides[a] for a in axes])
+
+    @property
+    def T(self) -> "DeviceArray":
+        return self.transpose()
+
+    def __getitem__(self, key) -> "DeviceArray":
+        ptr, shape, strides = _index(self, key)
+        return DeviceArray._view(self, ptr, shape, strides)
+
+    def __setitem__(self, key, value) -> None:
+        dst = self[key]
+        if isinstance(value, DeviceArray):
+            _copy_into(dst, value, None)
+        elif isinstance(value, numbers.Number):
+            dst.fill(value)
+        else:
+            host = np.asarray(value, dtype=self.dtype)
+            _copy_into(dst, to_device(host, device=self.device), None)
+
+    # ---------------------------------------------------------- operators (npurt.ops)
+    def _op(self, name, *args, **kw):
+        from .ops import array_ops
+        return getattr(array_ops, name)(*args, **kw)
+
+    def __add__(self, other):
+        return self._op("add", self, _operand(other))
+
+    def __radd__(self, other):
+        return self._op("add", _operand(other), self)
+
+    def __sub__(self, other):
+        return self._op("sub", self, _operand(other))
+
+    def __rsub__(self, other):
+        return self._op("sub", _operand(other), self)
+
+    def __mul__(self, other):
+        return self._op("mul", self, _operand(other))
+
+    def __rmul__(self, other):
+        return self._op("mul", _operand(other), self)
+
+    def __truediv__(self, other):
+        return self._op("div", self, _operand(other))
+
+    def __rtruediv__(self, other):
+        return self._op("div", _operand(other), self)
+
+    def __matmul__(self, other):
+        return self._op("matmul", self, _operand(other, scalar_ok=False))
+
+    def __rmatmul__(self, other):
+        return self._op("matmul", _operand(other, scalar_ok=False), self)
+
+    def __iadd__(self, other):
+        return self._op("add", self, _operand(other), out=self)
+
+    def __isub__(self, other):
+        return self._op("sub", self, _operand(other), out=self)
+
+    def __imul__(self, other):
+        return self._op("mul", self, _operand(other), out=self)
+
+    def __itruediv__(self, other):
+        return self._op("div", self, _operand(other), out=self)
+
+    def __neg__(self):
+        return self._op("mul", self, -1)
+
+    def __pos__(self):
+        return self
+
+    def sum(self, axis=None, keepdims=False):
+        return self._op("sum", self, axis=axis, keepdims=keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return self._op("max", self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return self._op("mean", self, axis=axis, keepdims=keepdims)
+
+
+def _operand(other, scalar_ok: bool = True):
+    if isinstance(other, DeviceArray):
+        return other
+    if scalar_ok and isinstance(other, numbers.Number) and not isinstance(other, bool):
+        return other
+    if isinstance(other, (np.ndarray, np.generic, list, tuple)):
+        raise _host_error(f"an operation between a DeviceArray and a host {type(other).__name__}")
+    raise InvalidValueError(f"unsupported operand of type {type(other).__name__} for a DeviceArray")
+
+
+def _normalize_axes(axes, ndim: int) -> list[int]:
+    if axes is None or axes == ():
+        return list(range(ndim))[::-1]
+    axes = [int(operator_index(a)) for a in axes]
+    axes = [a + ndim if a < 0 else a for a in axes]
+    if sorted(axes) != list(range(ndim)):
+        raise InvalidValueError(f"axes {tuple(axes)} are not a permutation of the {ndim} axes")
+    return axes
+
+
+def _permuted_contiguous(x: DeviceArray):
+    """(base_shape, axes) if x is a permutation of a C-contiguous block starting at x.ptr
+    (so transpose(base, axes) rebuilds it contiguously); else None."""
+    if any(st < 0 for st in x.strides):
+        return None
+    order = sorted(range(x.ndim), key=lambda a: (-x.strides[a], a))
+    expect = x.itemsize
+    for a in reversed(order):
+        if x.shape[a] != 1 and x.strides[a] != expect:
+            return None
+        expect *= x.shape[a]
+    base_shape = tuple(x.shape[a] for a in order)
+    axes = tuple(order.index(i) for i in range(x.ndim))
+    return base_shape, axes
+
+
+def _index(x: DeviceArray, key):
+    """Basic indexing: ints, slices, Ellipsis, None. Returns (ptr, shape, strides)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(isinstance(k, (DeviceArray, np.ndarray, list)) or isinstance(k, bool) for k in key):
+        raise ArrayIndexError("DeviceArray supports basic indexing only (ints, slices, ..., None); "
+                              "index arrays and masks are not supported")
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise ArrayIndexError("an index can only have a single ellipsis (...)")
+    if n_real > x.ndim:
+        raise ArrayIndexError(f"too many indices: the array has {x.ndim} dimension(s), {n_real} were given")
+    expanded = []
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([slice(None)] * (x.ndim - n_real))
+        else:
+            expanded.append(k)
+    if Ellipsis not in key:
+        expanded.extend([slice(None)] * (x.ndim - n_real))
+    ptr, shape, strides, dim = x._ptr, [], [], 0
+    for k in expanded:
+        if k is None:
+            shape.append(1)
+            strides.append(0)
+            continue
+        n, st = x.shape[dim], x.strides[dim]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            length = len(range(start, stop, step))
+            if length:
+                ptr += start * st
+            shape.append(length)
+            strides.append(st * step)
+        else:
+            try:
+                i = operator_index(k)
+            except TypeError:
+                raise ArrayIndexError(f"unsupported index {k!r} of type {type(k).__name__}") from None
+            if not -n <= i < n:
+                raise ArrayIndexError(f"index {i} is out of bounds for axis {dim} with size {n}")
+            ptr += (i % n) * st
+        dim += 1
+    return ptr, tuple(shape), tuple(strides)
+
+
+def broadcast_to(x: DeviceArray, shape) -> DeviceArray:
+    """A read-only view of `x` broadcast to `shape` (numpy rules; stride 0 on new axes)."""
+    shape = _shape(shape)
+    if len(shape) < x.ndim:
+        raise InvalidValueError(f"cannot broadcast shape {x.shape} to {shape}")
+    pad = len(shape) - x.ndim
+    strides = [0] * pad
+    for i, (n, st) in enumerate(zip(x.shape, x.strides)):
+        target = shape[pad + i]
+        if n == target:
+            strides.append(st)
+        elif n == 1:
+            strides.append(0)
+        else:
+            raise InvalidValueError(f"cannot broadcast shape {x.shape} to {shape}")
+    return DeviceArray._view(x, x._ptr, shape, strides)
+
+
+def _copy_into(dst: DeviceArray, src: DeviceArray, stream) -> None:
+    """Queue dst[...] = src (broadcasting src; casting if dtypes differ)."""
+    if src.device != dst.device:
+        src = src.to(dst.device, stream=stream)
+    if src.dtype != dst.dtype:
+        src = src.astype(dst.dtype, stream=stream)
+    if src.shape != dst.shape:
+        src = broadcast_to(src, dst.shape)
+    if not dst.size:
+        return
+    s = _rt_stream(stream, dst.device)
+    if dst.is_contiguous() and src.is_contiguous():
+        rt.memcpy_async(dst._ptr, dst.nbytes, src._ptr, dst.nbytes, D2D, s, require_aligned=False)
+    else:
+        _strided_copy(dst, src, s)
+
+
+def _enable_peer(src: int, dst: int) -> None:
+    if not rt.device_peer_access_status(src, dst) and not rt.device_peer_access_status(dst, src):
+        with _devices._bound(src):
+            rt.device_enable_peer_access(dst, 0)
+
+
+# ---------------------------------------------------------------- constructors
+def empty(shape, dtype="float32", device: int | None = None) -> DeviceArray:
+    """An uninitialized array on `device` (default: the current device)."""
+    return DeviceArray(shape, dtype, device)
+
+
+def empty_like(a: DeviceArray, dtype=None, device: int | None = None) -> DeviceArray:
+    return DeviceArray(a.shape, a.dtype if dtype is None else dtype, a.device if device is None else device)
+
+
+def zeros(shape, dtype="float32", device: int | None = None, stream=None) -> DeviceArray:
+    """An array of zeros (a memset queued on the current stream)."""
+    out = DeviceArray(shape, dtype, device)
+    if out.nbytes:
+        rt.memset_async(out._ptr, out.nbytes, 0, out.nbytes, _rt_stream(stream, out.device))
+    return out
+
+
+def zeros_like(a: DeviceArray, dtype=None, stream=None) -> DeviceArray:
+    return zeros(a.shape, a.dtype if dtype is None else dtype, a.device, stream)
+
+
+def _default_dtype(*values) -> np.dtype:
+    if all(isinstance(v, numbers.Integral) for v in values):
+        return np.dtype(np.int32)
+    return np.dtype(np.float32)
+
+
+def full(shape, fill_value, dtype=None, device: int | None = None, stream=None) -> DeviceArray:
+    """An array filled with `fill_value` (the fill kernel). dtype defaults to int32 for an
+    int value and float32 otherwise."""
+    out = DeviceArray(shape, _default_dtype(fill_value) if dtype is None else dtype, device)
+    return out.fill(fill_value, stream=stream)
+
+
+def full_like(a: DeviceArray, fill_value, dtype=None, stream=None) -> DeviceArray:
+    return full(a.shape, fill_value, a.dtype if dtype is None else dtype, a.device, stream)
+
+
+def ones(shape, dtype="float32", device: int | None = None, stream=None) -> DeviceArray:
+    return full(shape, 1, dtype, device, stream)
+
+
+def ones_like(a: DeviceArray, dtype=None, stream=None) -> DeviceArray:
+    return full(a.shape, 1, a.dtype if dtype is None else dtype, a.device, stream)
+
+
+def arange(start, stop=None, step=1, dtype=None, device: int | None = None, stream=None) -> DeviceArray:
+    """Evenly spaced values in [start, stop) (the arange kernel); numpy's rules for the
+    arguments. dtype defaults to int32 when all arguments are ints, else float32."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise InvalidValueError("arange: step must not be zero")
+    dt = _default_dtype(start, stop, step) if dtype is None else as_dtype(dtype)
+    n = max(0, math.ceil((stop - start) / step))
+    out = DeviceArray((n,), dt, device)
+    if n:
+        from .ops import array_ops
+        array_ops.arange_into(out, start, step, stream=stream)
+    return out
+
+
+def to_device(arr, stream=None, device: int | None = None, dtype=None) -> DeviceArray:
+    """Copy host data (a numpy array or anything np.asarray takes) to a new DeviceArray on
+    `device` (default: current). The copy is queued on `stream` (default: the current stream
+    of that device) and is asynchronous: the queued copy holds `arr` and reads it when it
+    runs, so do not modify `arr` until the stream has passed the copy."""
+    if isinstance(arr, DeviceArray):
+        return arr.to(device, dtype=dtype, stream=stream)
+    host = np.asarray(arr) if dtype is None else np.asarray(arr, dtype=as_dtype(dtype))
+    if host.dtype == np.float64 and dtype is None and not isinstance(arr, np.ndarray):
+        host = host.astype(np.float32)  # Python floats/lists default to float32, as in torch
+    as_dtype(host.dtype)
+    out = DeviceArray(host.shape, host.dtype, device)
+    return out.copy_from_host(host, stream)
+
+
+asarray = to_device
+
+
+# ---------------------------------------------------------------- pinned host memory
+class _PinnedBuffer:
+    """Owner of a malloc_host allocation exposed to numpy (as the array's base); frees the
+    allocation when the last array viewing it is collected."""
+
+    def __init__(self, nbytes: int):
+        _devices._context()
+        self.ptr = rt.malloc_host(max(nbytes, 1))
+        self.range = RUNTIME.host.ranges[self.ptr]
+        # a buffer export of the mapping keeps it mapped while we live, even if the runtime
+        # is finalized meanwhile (its close then leaves the mapping to us)
+        self._export = memoryview(self.range.mm)
+        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (self.ptr, False),
+                                    "version": 3}
+
+    def __del__(self) -> None:
+        try:
+            self._export.release()
+            if RUNTIME.initialized and RUNTIME.host.ranges.get(self.ptr) is self.range:
+                rt.free_host(self.ptr)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def empty_pinned(shape, dtype="float32") -> np.ndarray:
+    """An uninitialized numpy array in page-locked host memory (malloc_host): copies to and
+    from it are truly asynchronous. Freed when the array (and every view) is collected."""
+    shape, dtype = _shape(shape), as_dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = np.asarray(_PinnedBuffer(nbytes))   # base: the owner
+    return raw[:nbytes].view(dtype).reshape(shape)
+
+
+def is_pinned(arr: np.ndarray) -> bool:
+    """True if the numpy array lies in page-locked host memory the runtime knows."""
+    if not isinstance(arr, np.ndarray) or RUNTIME.initialized is False or arr.nbytes == 0:
+        return False
+    try:
+        return RUNTIME.host.find(arr.ctypes.data, arr.nbytes) is not None
+    except Exception:  # noqa: BLE001 - part of the range outside a pinned range
+        return False

@@ -1,0 +1,11 @@
+"""npurt.ops: operations on DeviceArrays, each launching a built-in kernel on a stream.
+
+    y = npurt.ops.gelu(x @ w)            # queued on the current stream
+    p = npurt.ops.softmax(y, axis=-1)
+
+The functions live in `array_ops` (array level: shapes, dtypes, broadcasting, allocation);
+`launch` holds the pointer-level launchers and `kernels` the kernels themselves.
+"""
+from .array_ops import (add, arange, arange_into, astype, cast, contiguous, div, fill, gelu,  # noqa: F401
+                        layer_norm, matmul, max, maximum, mean, mul, relu, softmax, sub, sum, transpose)
+from .array_ops import __all__  # noqa: F401

@@ -1,0 +1,282 @@
+"""The built-in kernels, written with the same model users write theirs in.
+
+Each kernel reaches memory only through `ctx.gm` views and splits its work by
+`ctx.block_idx` / `ctx.block_num` so that the blocks of a launch share the host cores. The
+split never changes what one output element is computed from, or in which order, so a
+multi-block launch gives the same bits as a one-block launch.
+
+Data types travel as an int32 code (`DTYPES` index), operations as an int32 code: kernel
+parameters are device addresses and numpy scalars only. float16 and bfloat16 arithmetic is
+done in float32 and rounded once at the end (matmul and sums accumulate in float32).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..runtime.kernel import GM, kernel, resolve_dtype
+
+# dtype codes (kernel argument `dt`)
+DTYPES = ("float32", "float16", "bfloat16", "int32", "int8", "float64", "int16", "int64", "uint8")
+_resolved: list = [None] * len(DTYPES)
+
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum")
+UNARY_OPS = ("relu", "gelu")
+REDUCE_OPS = ("sum", "max", "mean")
+
+F32 = np.dtype(np.float32)
+F64 = np.dtype(np.float64)
+CHUNK = 1 << 16          # elements per step of multi-pass formulas: keeps temporaries in cache
+_GELU_C = 2.0 * math.sqrt(2.0 / math.pi)
+
+
+def dtype_of(code: int) -> np.dtype:
+    dt = _resolved[code]
+    if dt is None:
+        dt = _resolved[code] = resolve_dtype(DTYPES[code])
+    return dt
+
+
+def code_of(dtype) -> int:
+    """The dtype code of anything np.dtype() accepts, or "bfloat16"."""
+    dt = resolve_dtype(dtype)
+    name = "bfloat16" if dt.name == "bfloat16" else dt.name
+    try:
+        return DTYPES.index(name)
+    except ValueError:
+        raise ValueError(f"dtype {dt} is not supported by the built-in ops ({', '.join(DTYPES)})") from None
+
+
+def compute_dtype(dt: np.dtype) -> np.dtype:
+    """What arithmetic on `dt` runs in: float64 for float64, float32 for other floats."""
+    if dt == F64:
+        return F64
+    return F32 if dt.kind == "f" or dt.name == "bfloat16" else dt
+
+
+def _wide(dt: np.dtype) -> bool:
+    """True for the types whose arithmetic runs in float32 (float16, bfloat16)."""
+    return dt.itemsize < 4 and (dt.kind == "f" or dt.name == "bfloat16")
+
+
+# ---------------------------------------------------------------- elementwise
+@kernel
+def binary(ctx, out: GM, a: GM, b: GM, n: np.int64, op: np.int32, dt: np.int32):
+    """out = a op b over n elements (op: BINARY_OPS index)."""
+    d = dtype_of(dt)
+    lo, hi = ctx.block_range(n, 1024)
+    if lo >= hi:
+        return
+    x, y, o = ctx.gm(a, d, n)[lo:hi], ctx.gm(b, d, n)[lo:hi], ctx.gm(out, d, n)[lo:hi]
+    ufunc = (np.add, np.subtract, np.multiply, np.divide, np.maximum)[op]
+    if _wide(d):
+        for s in range(0, hi - lo, CHUNK):
+            e = s + CHUNK
+            o[s:e] = ufunc(x[s:e].astype(F32), y[s:e].astype(F32))
+    else:
+        ufunc(x, y, out=o)
+
+
+@kernel
+def unary(ctx, out: GM, x: GM, n: np.int64, op: np.int32, dt: np.int32):
+    """out = f(x) over n elements (op: UNARY_OPS index). gelu is the tanh approximation,
+    evaluated as x * sigmoid(2 * sqrt(2/pi) * (x + 0.044715 x^3)), which is the same
+    function without the cancellation of 1 + tanh for negative x."""
+    d = dtype_of(dt)
+    lo, hi = ctx.block_range(n, 1024)
+    if lo >= hi:
+        return
+    src, dst = ctx.gm(x, d, n)[lo:hi], ctx.gm(out, d, n)[lo:hi]
+    if op == 0:
+        np.maximum(src, d.type(0), out=dst)
+        return
+    cd = compute_dtype(d)
+    with np.errstate(over="ignore"):  # exp overflow for very negative x gives the right 0
+        for s in range(0, hi - lo, CHUNK):
+            v = src[s:s + CHUNK].astype(cd)
+            t = v * v
+            t *= 0.044715
+            t += 1.0
+            t *= v
+            t *= -_GELU_C
+            np.exp(t, out=t)
+            t += 1.0
+            np.divide(v, t, out=t)
+            dst[s:s + CHUNK] = t
+
+
+@kernel
+def cast(ctx, out: GM, x: GM, n: np.int64, src_dt: np.int32, dst_dt: np.int32):
+    """out = x converted to another dtype, as numpy's astype (float to int truncates)."""
+    sd, dd = dtype_of(src_dt), dtype_of(dst_dt)
+    lo, hi = ctx.block_range(n, 1024)
+    if lo >= hi:
+        return
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.copyto(ctx.gm(out, dd, n)[lo:hi], ctx.gm(x, sd, n)[lo:hi], casting="unsafe")
+
+
+@kernel
+def fill(ctx, out: GM, n: np.int64, fvalue: np.float64, ivalue: np.int64, dt: np.int32):
+    """out[:] = value (ivalue for integer types, fvalue for floats)."""
+    d = dtype_of(dt)
+    lo, hi = ctx.block_range(n, 1024)
+    if lo >= hi:
+        return
+    ctx.gm(out, d, n)[lo:hi] = ivalue if d.kind in "iu" else fvalue
+
+
+@kernel
+def arange(ctx, out: GM, n: np.int64, fstart: np.float64, fstep: np.float64,
+           istart: np.int64, istep: np.int64, dt: np.int32):
+    """out[i] = start + i * step, computed in int64 (integer types) or float64, then cast."""
+    d = dtype_of(dt)
+    lo, hi = ctx.block_range(n, 1024)
+    if lo >= hi:
+        return
+    o = ctx.gm(out, d, n)[lo:hi]
+    if d.kind in "iu":
+        o[:] = istart + istep * np.arange(lo, hi, dtype=np.int64)
+    else:
+        o[:] = fstart + fstep * np.arange(lo, hi, dtype=np.float64)
+
+
+# ---------------------------------------------------------------- matmul
+@kernel
+def matmul(ctx, c: GM, a: GM, b: GM, batch: np.int64, m: np.int64, k: np.int64, n: np.int64, dt: np.int32):
+    """C[batch, m, n] = A[batch, m, k] @ B[batch, k, n]. Blocks split the batch; each product
+    is one numpy matmul (BLAS, itself multithreaded). Products are never split by rows: BLAS
+    picks different kernels for different row counts, so a row split would change the bits."""
+    d = dtype_of(dt)
+    b0, b1 = ctx.block_range(batch)
+    if b0 >= b1:
+        return
+    A = ctx.gm(a, d, (batch, m, k))[b0:b1]
+    B = ctx.gm(b, d, (batch, k, n))[b0:b1]
+    Cm = ctx.gm(c, d, (batch, m, n))[b0:b1]
+    _mm(A, B, Cm, _wide(d))
+
+
+def _mm(A, B, out, wide: bool) -> None:
+    if wide:
+        out[...] = np.matmul(A.astype(F32), B.astype(F32))
+    else:
+        np.matmul(A, B, out=out)
+
+
+# ---------------------------------------------------------------- reductions
+@kernel
+def reduce(ctx, out: GM, x: GM, outer: np.int64, length: np.int64, inner: np.int64, op: np.int32, dt: np.int32):
+    """out[o, i] = op over l of x[o, l, i] (op: REDUCE_OPS index). Blocks split `outer`, or
+    `inner` when there are fewer outer rows than blocks; each output is reduced by one block
+    in numpy's order (see _inner_range), so the split does not change results."""
+    d = dtype_of(dt)
+    X = ctx.gm(x, d, (outer, length, inner))
+    O = ctx.gm(out, d, (outer, inner))
+    if outer >= ctx.block_num or inner < 2 * ctx.block_num:
+        lo, hi = ctx.block_range(outer)
+        xs, os_ = X[lo:hi], O[lo:hi]
+    else:
+        lo, hi = _inner_range(ctx, inner)
+        xs, os_ = X[:, :, lo:hi], O[:, lo:hi]
+    if lo >= hi:
+        return
+    if op == 1:
+        np.max(xs, axis=1, out=os_)
+        return
+    acc = F32 if _wide(d) else (np.int64 if d.kind in "iu" else d)
+    if op == 0 and acc == d:
+        np.sum(xs, axis=1, out=os_)
+        return
+    s = np.sum(xs, axis=1, dtype=acc)
+    if op == 2:
+        s = s / length if d.kind in "iu" else np.divide(s, s.dtype.type(length), out=s)
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.copyto(os_, s, casting="unsafe")
+
+
+def _inner_range(ctx, inner: int) -> tuple[int, int]:
+    """This block's columns of the inner axis, never exactly one wide: numpy reduces a
+    one-column slice in a different (pairwise) order than a wider one, and the split must
+    not change results."""
+    chunk = max(2, -(-inner // ctx.block_num))
+    lo = min(inner, ctx.block_idx * chunk)
+    hi = min(inner, lo + chunk)
+    if inner - hi == 1:
+        hi = inner  # take the last column rather than leave it alone to the next block
+    elif hi - lo == 1:
+        return lo, lo  # the previous block took it
+    return lo, hi
+
+
+@kernel
+def softmax(ctx, out: GM, x: GM, rows: np.int64, cols: np.int64, dt: np.int32):
+    """Softmax over the last axis of a [rows, cols] array (max-subtracted)."""
+    d = dtype_of(dt)
+    lo, hi = ctx.block_range(rows)
+    if lo >= hi:
+        return
+    X, O = ctx.gm(x, d, (rows, cols))[lo:hi], ctx.gm(out, d, (rows, cols))[lo:hi]
+    cd = compute_dtype(d)
+    step = max(1, CHUNK // max(cols, 1))
+    for r in range(0, hi - lo, step):
+        v = X[r:r + step].astype(cd)
+        v -= v.max(axis=1, keepdims=True)
+        np.exp(v, out=v)
+        v /= v.sum(axis=1, keepdims=True)
+        O[r:r + step] = v
+
+
+@kernel
+def layer_norm(ctx, out: GM, x: GM, gamma: GM, beta: GM, rows: np.int64, cols: np.int64,
+               eps: np.float64, dt: np.int32):
+    """Normalise each row of [rows, cols] to zero mean and unit (population) variance, then
+    scale by gamma and shift by beta (each of length cols; 0 for none)."""
+    d = dtype_of(dt)
+    lo, hi = ctx.block_range(rows)
+    if lo >= hi:
+        return
+    X, O = ctx.gm(x, d, (rows, cols))[lo:hi], ctx.gm(out, d, (rows, cols))[lo:hi]
+    cd = compute_dtype(d)
+    g = ctx.gm(gamma, d, cols).astype(cd) if gamma else None
+    b = ctx.gm(beta, d, cols).astype(cd) if beta else None
+    step = max(1, CHUNK // max(cols, 1))
+    for r in range(0, hi - lo, step):
+        v = X[r:r + step].astype(cd)
+        v -= v.mean(axis=1, keepdims=True)
+        var = np.mean(v * v, axis=1, keepdims=True)
+        var += cd.type(eps)
+        np.sqrt(var, out=var)
+        v /= var
+        if g is not None:
+            v *= g
+        if b is not None:
+            v += b
+        O[r:r + step] = v
+
+
+# ---------------------------------------------------------------- transpose
+MAX_DIMS = 8
+
+
+@kernel
+def transpose(ctx, out: GM, x: GM, dt: np.int32, ndim: np.int32,
+              s0: np.int64, s1: np.int64, s2: np.int64, s3: np.int64,
+              s4: np.int64, s5: np.int64, s6: np.int64, s7: np.int64, axes: np.int64):
+    """out = x.reshape(shape).transpose(axes), shape = s0..s{ndim-1}; axes packed 4 bits
+    per output axis (axis i in bits 4i..4i+3). Blocks split the first output axis."""
+    d = dtype_of(dt)
+    shape = (s0, s1, s2, s3, s4, s5, s6, s7)[:ndim]
+    perm = tuple((axes >> (4 * i)) & 0xF for i in range(ndim))
+    total = 1
+    for s in shape:
+        total *= s
+    X = ctx.gm(x, d, total).reshape(shape).transpose(perm)
+    O = ctx.gm(out, d, total).reshape(X.shape)
+    if ndim == 0:
+        O[...] = X
+        return
+    lo, hi = ctx.block_range(X.shape[0])
+    if lo < hi:
+        np.copyto(O[lo:hi], X[lo:hi])

@@ -1,0 +1,392 @@
+"""Streams and events for the Pythonic API (torch.cuda-style), over the runtime's objects.
+
+* Each host thread has a *current stream* per device; it starts as the device's default
+  stream. `with npurt.stream(s):` (or `with s:`) makes `s` current — and its device the
+  current device — for the block. Array operations queue on the current stream.
+* Streams and events are awaitable: `await stream.wait()` / `await event` suspend a
+  coroutine until the work is done without blocking the event loop. Nothing is queued and
+  no thread sleeps: the runtime tells us when the stream retires the task we wait for (a
+  retired task is run *or dropped*, so a stream that stops on a failure wakes its awaiters,
+  who then get the failure raised).
+* Events use ACL semantics, which differ from CUDA's in one place: waiting on (or
+  synchronizing) an event that was never recorded waits until it is recorded, instead of
+  returning at once. `query()` of a never-recorded event is False.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from . import _devices
+from .runtime import api as rt
+from .runtime import constants as C
+from .runtime.errors import EventError, InvalidValueError
+from .runtime.event import Event as _RtEvent
+from .runtime.stream import Stream as _RtStream
+
+
+# ---------------------------------------------------------------- retire notifications
+class _Wakeup:
+    """Adapter to the runtime's blocker protocol (see runtime.tasks.Task.blocker): whoever
+    satisfies a blocker calls `blocker.waiter.scheduler.unpark(blocker)`. Here that calls
+    `fn()` once, in the thread that retired the task (a device worker, or a host thread
+    that ran the stream inline)."""
+
+    __slots__ = ("fn", "fired")
+
+    def __init__(self, fn):
+        self.fn, self.fired = fn, False
+
+    @property
+    def waiter(self):
+        return self
+
+    @property
+    def scheduler(self):
+        return self
+
+    def unpark(self, _blocker) -> None:
+        if not self.fired:
+            self.fired = True
+            self.fn()
+
+
+def _on_retired(stream: _RtStream, seq: int, fn) -> None:
+    """Call fn() once task `seq` of `stream` has retired (now, if it already has)."""
+    if not stream.watch(seq, _Wakeup(fn)):
+        fn()
+
+
+def _on_event_done(ev: _RtEvent, rec, fn) -> None:
+    """Call fn() once the capture `rec` of the event has retired (or, for None: once a
+    record of the never-recorded event completes)."""
+    if rec is None:
+        wake = _Wakeup(fn)
+        with ev.lock:
+            if ev.record is None:
+                ev.watchers.append(wake)
+                return
+        rec = ev.record
+    _on_retired(rec.stream, rec.seq, fn)
+
+
+async def _until(register) -> None:
+    """Suspend until `register(callback)` calls back (from any thread)."""
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+
+    def resolve() -> None:
+        if not fut.done():
+            fut.set_result(None)
+
+    def wake() -> None:
+        try:
+            loop.call_soon_threadsafe(resolve)
+        except RuntimeError:  # the loop closed meanwhile: nobody is waiting any more
+            pass
+
+    register(wake)
+    await fut
+
+
+# ---------------------------------------------------------------- current stream
+class _ThreadStreams(threading.local):
+    def __init__(self):
+        self.current: dict[int, Stream] = {}   # device id -> current Stream of this thread
+
+
+_tls = _ThreadStreams()
+
+
+def _runtime_stream(device_id: int | None = None) -> _RtStream:
+    """The runtime stream work for `device_id` (default: current device) goes to now."""
+    if device_id is None:
+        device_id = _devices._context().device.id
+    s = _tls.current.get(device_id)
+    if s is not None:
+        if not s._s.destroyed:
+            return s._s
+        del _tls.current[device_id]  # destroyed by a device reset or a finalize
+    return _default_rt_stream(device_id)
+
+
+def _default_rt_stream(device_id: int) -> _RtStream:
+    ctx = _devices._context()
+    if ctx.device.id == device_id:
+        return ctx.default_stream
+    from .runtime.runtime import RUNTIME
+    with _devices._bound(device_id):
+        return RUNTIME.default_context(RUNTIME.device(device_id)).default_stream
+
+
+def current_stream(device: int | None = None) -> "Stream":
+    """The calling thread's current stream on `device` (default: the current device)."""
+    if device is None:
+        device = _devices._context().device.id
+    s = _tls.current.get(device)
+    if s is not None and not s._s.destroyed:
+        return s
+    return Stream._wrap(_default_rt_stream(device))
+
+
+def default_stream(device: int | None = None) -> "Stream":
+    """The default stream of `device`'s default context (default: the current device)."""
+    if device is None:
+        device = _devices._context().device.id
+    return Stream._wrap(_default_rt_stream(device))
+
+
+class stream:
+    """Context manager: `with npurt.stream(s):` makes `s` the current stream (and its device
+    the current device) of this thread for the block. `stream(None)` changes nothing."""
+
+    def __init__(self, s: "Stream | None"):
+        if s is not None and not isinstance(s, Stream):
+            raise InvalidValueError(f"npurt.stream() expects an npurt.Stream or None, got {type(s).__name__}")
+        self.s = s
+        self._saved = None
+
+    def __enter__(self) -> "Stream | None":
+        s = self.s
+        if s is None:
+            return None
+        dev = s.device
+        self._saved = (_devices.device(dev), _tls.current.get(dev))
+        self._saved[0].__enter__()
+        _tls.current[dev] = s
+        return s
+
+    def __exit__(self, *exc) -> None:
+        if self.s is None:
+            return
+        ctx_manager, previous = self._saved
+        if previous is None:
+            _tls.current.pop(self.s.device, None)
+        else:
+            _tls.current[self.s.device] = previous
+        ctx_manager.__exit__(*exc)
+
+
+# ---------------------------------------------------------------- Stream
+class Stream:
+    """An in-order queue of device work.
+
+    `Stream(device=None, priority=0)` creates a stream on `device` (default: the current
+    one). Priority follows ACL: 0 is the highest, 7 the lowest (values are clamped). The
+    stream is destroyed when the object is garbage-collected, after its queued work ran.
+    """
+
+    def __init__(self, device: int | None = None, priority: int = 0):
+        if type(priority) is not int:
+            raise InvalidValueError(f"stream priority must be an int (0 highest .. 7 lowest), got {priority!r}")
+        dev = _devices._device_obj(device).id
+        with _devices._bound(dev):
+            self._s = rt.create_stream(priority=priority)
+        self._owned = True
+        self._entered: list = []
+
+    @classmethod
+    def _wrap(cls, s: _RtStream) -> "Stream":
+        obj = cls.__new__(cls)
+        obj._s, obj._owned, obj._entered = s, False, []
+        return obj
+
+    def __del__(self) -> None:
+        # Destroy the runtime stream once its queued work has run (never block here: this
+        # may run in any thread, including a device worker).
+        s = getattr(self, "_s", None)
+        if not getattr(self, "_owned", False) or s is None or s.destroyed:
+            return
+        try:
+            device = s.device
+
+            def release() -> None:
+                if not s.destroyed:
+                    device.release_stream(s)
+            _on_retired(s, s.enqueued_seq, release)
+        except Exception:  # noqa: BLE001 - interpreter shutdown or a finalized runtime
+            pass
+
+    # identity: wrappers of the same runtime stream are equal
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Stream) and other._s is self._s
+
+    def __hash__(self) -> int:
+        return hash(self._s)
+
+    def __repr__(self) -> str:
+        kind = "default " if self._s.is_default else ""
+        return (f"<npurt.Stream {kind}{self._s.stream_id} device={self.device} "
+                f"done={self._s.completed_seq}/{self._s.enqueued_seq}>")
+
+    # ---------------------------------------------------------- facts
+    @property
+    def device(self) -> int:
+        return self._s.device.id
+
+    @property
+    def priority(self) -> int:
+        return self._s.priority
+
+    @property
+    def stream_id(self) -> int:
+        return self._s.stream_id
+
+    @property
+    def runtime_stream(self) -> _RtStream:
+        """The runtime-layer stream (for npurt.runtime / kernel launch calls)."""
+        return self._s
+
+    # ---------------------------------------------------------- host side
+    def synchronize(self) -> None:
+        """Block until every task queued so far has finished; raises a failure one of them
+        reported."""
+        rt.synchronize_stream(self._s)
+
+    def query(self) -> bool:
+        """True if every task queued so far has finished (raises a reported failure)."""
+        return rt.stream_query(self._s) == C.ACL_STREAM_STATUS_COMPLETE
+
+    async def wait(self) -> None:
+        """`await stream.wait()`: suspend until the work queued so far is done, without
+        blocking the event loop; then raise a failure the stream reported."""
+        s = self._s
+        seq = s.enqueued_seq
+        if s.completed_seq < seq:
+            await _until(lambda wake: _on_retired(s, seq, wake))
+        s.raise_error()
+
+    def __await__(self):
+        return self.wait().__await__()
+
+    def add_done_callback(self, fn) -> None:
+        """Call fn(stream) once the work queued so far is done (or dropped by a failure or an
+        abort). It runs in a device worker thread (or in a host thread that is running this
+        stream's work): keep it short, and do not block in it."""
+        if not callable(fn):
+            raise InvalidValueError(f"add_done_callback needs a callable, got {type(fn).__name__}")
+        _on_retired(self._s, self._s.enqueued_seq, lambda: fn(self))
+
+    # ---------------------------------------------------------- cross-stream order
+    def wait_event(self, event: "Event") -> None:
+        """Make future work on this stream wait for `event`'s latest record."""
+        if not isinstance(event, Event):
+            raise InvalidValueError(f"wait_event expects an npurt.Event, got {type(event).__name__}")
+        rt.stream_wait_event(self._s, event._ev)
+
+    def wait_stream(self, other: "Stream") -> None:
+        """Make future work on this stream wait for the work queued on `other` so far."""
+        if not isinstance(other, Stream):
+            raise InvalidValueError(f"wait_stream expects an npurt.Stream, got {type(other).__name__}")
+        if other._s is self._s:
+            return
+        with _devices._bound(other.device):
+            ev = rt.create_event()
+        try:
+            rt.record_event(ev, other._s)
+            rt.stream_wait_event(self._s, ev)
+        finally:
+            rt.destroy_event(ev)  # never blocks; the queued record and wait still complete
+
+    def record_event(self, event: "Event | None" = None) -> "Event":
+        """Record `event` (a new one if None) at the current end of this stream; returns it."""
+        if event is None:
+            with _devices._bound(self.device):
+                event = Event()
+        event.record(self)
+        return event
+
+    # ---------------------------------------------------------- `with s:` (CuPy-style)
+    def __enter__(self) -> "Stream":
+        ctx = stream(self)
+        ctx.__enter__()
+        self._entered.append(ctx)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._entered.pop().__exit__(*exc)
+
+
+# ---------------------------------------------------------------- Event
+class Event:
+    """A marker in a stream that streams and the host can wait for.
+
+    `Event(enable_timing=False, blocking=False)` creates it on the current device. Timing
+    events can measure `start.elapsed_time(end)` in milliseconds. `blocking` is accepted for
+    torch compatibility: host waits always sleep (they never spin) here.
+    """
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
+        if interprocess:
+            raise InvalidValueError("interprocess events are not supported by npurt")
+        _devices._context()
+        flags = C.ACL_EVENT_SYNC | (C.ACL_EVENT_TIME_LINE if enable_timing else 0)
+        self._ev = rt.create_event(flags=flags)
+        self.enable_timing = bool(enable_timing)
+        self.blocking = bool(blocking)
+
+    def __del__(self) -> None:
+        ev = getattr(self, "_ev", None)
+        if ev is not None and not ev.destroyed:
+            try:
+                rt.destroy_event(ev)  # never blocks; a queued record still completes
+            except Exception:  # noqa: BLE001 - interpreter shutdown or a finalized runtime
+                pass
+
+    def __repr__(self) -> str:
+        return f"<npurt.Event {self._ev.event_id} device={self.device} timing={self.enable_timing} " \
+               f"{'complete' if self._ev.is_complete() else 'not complete'}>"
+
+    @property
+    def device(self) -> int:
+        return self._ev.device.id
+
+    @property
+    def runtime_event(self) -> _RtEvent:
+        return self._ev
+
+    def record(self, stream: Stream | None = None) -> None:
+        """Capture the work queued so far on `stream` (default: the current stream)."""
+        rt.record_event(self._ev, _stream_arg(stream, "record"))
+
+    def wait(self, stream: Stream | None = None) -> None:
+        """Make future work on `stream` (default: the current stream) wait for this event."""
+        rt.stream_wait_event(_stream_arg(stream, "wait"), self._ev)
+
+    def query(self) -> bool:
+        """True once the latest record has completed (False if never recorded)."""
+        return rt.query_event_status(self._ev) == C.ACL_EVENT_RECORDED_STATUS_COMPLETE
+
+    def synchronize(self) -> None:
+        """Block until the latest record has completed."""
+        rt.synchronize_event(self._ev)
+
+    def elapsed_time(self, end: "Event") -> float:
+        """Milliseconds from this event's record to `end`'s (both timing events, completed)."""
+        if not isinstance(end, Event):
+            raise InvalidValueError(f"elapsed_time expects an npurt.Event, got {type(end).__name__}")
+        return rt.event_elapsed_time(self._ev, end._ev)
+
+    def __await__(self):
+        return self._wait().__await__()
+
+    async def _wait(self) -> None:
+        ev = self._ev
+        rec = ev.record
+        if rec is not None and rec.ran:
+            return
+        await _until(lambda wake: _on_event_done(ev, rec, wake))
+        if rec is not None and not rec.ran:
+            stop = rec.stream.stopped
+            raise EventError(
+                f"event {ev.event_id} will not complete: its record on stream {rec.stream.stream_id} was "
+                "dropped" + (f" because the stream stopped on failure ({stop.message})" if stop else " by an abort"),
+                C.ACL_ERROR_RT_EVENT_NOT_COMPLETE)
+
+
+def _stream_arg(s: Stream | None, what: str) -> _RtStream:
+    if s is None:
+        return _runtime_stream()
+    if not isinstance(s, Stream):
+        raise InvalidValueError(f"Event.{what} expects an npurt.Stream or None, got {type(s).__name__}")
+    return s._s

@@ -1,0 +1,138 @@
+"""`npurt run [-v] script.py [args...]`: run an unmodified pyACL script on npurt.
+
+Inside this command only, `import acl` (and `import acl.rt`, `from acl import util`, ...)
+resolves to `npurt.acl`: the `acl*` entries are aliases in `sys.modules` made before the
+script starts. Nothing named `acl` is installed, so a real CANN pyACL stays importable
+everywhere else.
+
+The script runs as `python script.py args...` would run it: `sys.argv` is
+[script, args...], `__name__ == "__main__"`, the script's directory is first on `sys.path`,
+and the exit status is the script's (SystemExit code; 1 with a traceback for an uncaught
+exception). The command prints nothing of its own unless `-v` is given.
+"""
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import sys
+import traceback
+import types
+
+USAGE = """usage: npurt run [-v] script.py [args...]
+
+Run a pyACL script with `import acl` resolving to npurt's facade (npurt.acl).
+  -v, --verbose   say what is run, on which simulated SoC, and the exit status (on stderr)
+  -h, --help      show this help
+"""
+
+
+def install_acl_alias() -> list[str]:
+    """Make `acl` and `acl.<sub>` name npurt.acl and its submodules; returns the aliases."""
+    import npurt.acl  # noqa: F401 - imports every submodule and namespace
+
+    made = []
+    for name, module in list(sys.modules.items()):
+        if name == "npurt.acl" or name.startswith("npurt.acl."):
+            alias = name[len("npurt."):]
+            if not alias.split(".")[-1].startswith("_"):
+                sys.modules[alias] = module
+                made.append(alias)
+    return sorted(made)
+
+
+def _exit_status(code) -> int:
+    """What `python` does with SystemExit(code)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _print_script_traceback(exc: BaseException, script: str) -> None:
+    """Print the traceback as `python script.py` would: from the script's frames on."""
+    tb = exc.__traceback__
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != script:
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb if tb is not None else exc.__traceback__)
+
+
+def _run_as_main(script: str) -> None:
+    """Execute the file as the __main__ module, as the interpreter runs a script (its
+    __file__ absolute, sys.argv[0] as the user typed it)."""
+    with io.open_code(script) as f:
+        source = f.read()
+    code = compile(source, script, "exec", dont_inherit=True)
+    module = types.ModuleType("__main__")
+    module.__file__ = script
+    module.__builtins__ = builtins
+    module.__spec__ = None
+    sys.modules["__main__"] = module
+    exec(code, module.__dict__)  # noqa: S102 - running the user's script is the point
+
+
+def main(argv: list[str]) -> int:
+    verbose = False
+    args = list(argv)
+    while args and args[0].startswith("-"):
+        opt = args.pop(0)
+        if opt in ("-v", "--verbose"):
+            verbose = True
+        elif opt in ("-h", "--help"):
+            print(USAGE, end="")
+            return 0
+        elif opt == "--":
+            break
+        else:
+            print(f"npurt run: unknown option {opt!r}\n{USAGE}", end="", file=sys.stderr)
+            return 2
+    if not args:
+        print(USAGE, end="", file=sys.stderr)
+        return 2
+    script = os.path.abspath(args[0])
+    if not os.path.isfile(script):
+        print(f"npurt run: can't open file {args[0]!r}: no such file", file=sys.stderr)
+        return 2
+
+    before = {name: sys.modules[name] for name in list(sys.modules) if name == "acl" or name.startswith("acl.")}
+    aliases = install_acl_alias()
+    if verbose:
+        from npurt.runtime.config import Settings
+        settings = Settings.from_env()
+        print(f"npurt run: {args[0]} with acl -> npurt.acl ({', '.join(aliases)}); simulated {settings.soc}, "
+              f"{len(settings.visible_devices)} device(s)", file=sys.stderr)
+
+    saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
+    sys.argv = [args[0], *args[1:]]
+    script_dir = os.path.dirname(script)
+    if sys.path:
+        sys.path[0] = script_dir
+    else:
+        sys.path.insert(0, script_dir)
+    status = 0
+    saved_main = sys.modules.get("__main__")
+    try:
+        _run_as_main(script)
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        status = 130
+    except BaseException as exc:  # noqa: BLE001 - reported exactly as python would
+        _print_script_traceback(exc, script)
+        status = 1
+    finally:
+        sys.argv = saved_argv
+        if saved_main is not None:
+            sys.modules["__main__"] = saved_main
+        for alias in aliases:  # leave sys.modules as it was (matters when called in-process)
+            sys.modules.pop(alias, None)
+        sys.modules.update(before)
+        if saved_path0 is not None and sys.path and sys.path[0] == script_dir:
+            sys.path[0] = saved_path0
+        sys.stdout.flush()
+    if verbose:
+        print(f"npurt run: {args[0]} exited with status {status}", file=sys.stderr)
+    return status

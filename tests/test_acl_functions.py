@@ -1,0 +1,783 @@
+"""Every function of the pyACL facade, called once with valid and once with invalid
+arguments (a table: one row per function).
+
+A row gives the call with valid arguments and what it must return, and the call with
+invalid arguments (or in a state where it must fail) and the aclError code it must return.
+For the invalid call the test also checks that the failure is recorded: peek/get_last_error
+give the code, get_recent_err_msg names the function and is cleared by reading it.
+`test_table_covers_every_function` keeps the table complete.
+"""
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import struct
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import npurt.acl as acl
+from npurt.acl import _namespaces
+from npurt.acl import constants as C
+
+ROOT = Path(__file__).resolve().parents[1]
+VADD = str(ROOT / "examples" / "kernels" / "vadd.py")
+KERNEL_SRC = b"""
+import numpy as np
+from npurt import GM, kernel
+
+@kernel
+def twice(ctx, x: GM, n: np.int32):
+    lo, hi = ctx.block_range(n)
+    v = ctx.gm(x, np.float32, n)[lo:hi]
+    v *= 2
+"""
+OK = 0
+INVALID = C.ACL_ERROR_INVALID_PARAM
+UNINIT = C.ACL_ERROR_UNINITIALIZE
+BAD_DEVICE = C.ACL_ERROR_RT_INVALID_DEVICEID
+NO_CONTEXT = C.ACL_ERROR_RT_CONTEXT_NULL
+BAD_HANDLE = C.ACL_ERROR_RT_INVALID_HANDLE
+NOT_SUPPORTED = C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+
+
+# ---------------------------------------------------------------- the test environment
+class Env:
+    """An initialized runtime with device 0 set and a few resources to call with."""
+
+    def __init__(self):
+        assert acl.init() == OK
+        assert acl.rt.set_device(0) == OK
+        self.ctx, _ = acl.rt.get_context()
+        self.stream, _ = acl.rt.create_stream()
+        self.event, _ = acl.rt.create_event()
+        self.dev, _ = acl.rt.malloc(4096, 0)
+        self.dev2, _ = acl.rt.malloc(4096, 0)
+        self.host, _ = acl.rt.malloc_host(4096)
+        self._keep = []
+        acl.rt.get_last_error(0)
+        acl.get_recent_err_msg()
+
+    def keep(self, obj):
+        self._keep.append(obj)
+        return obj
+
+    # -- handles in particular states
+    def stale_stream(self) -> int:
+        s, _ = acl.rt.create_stream()
+        acl.rt.destroy_stream(s)
+        return s
+
+    def stale_event(self) -> int:
+        e, _ = acl.rt.create_event()
+        acl.rt.destroy_event(e)
+        return e
+
+    def recorded_event(self, flag=None) -> int:
+        e, _ = acl.rt.create_event() if flag is None else acl.rt.create_event_with_flag(flag)
+        assert acl.rt.record_event(e, self.stream) == OK
+        assert acl.rt.synchronize_stream(self.stream) == OK
+        return e
+
+    def page_buffer(self, size=8192) -> int:
+        """A 4 KiB-aligned host buffer (for host_register)."""
+        mm = self.keep(mmap.mmap(-1, size))
+        return ctypes.addressof(ctypes.c_char.from_buffer(mm))
+
+    # -- kernels
+    def binary(self) -> int:
+        b, ret = acl.rt.binary_load_from_file(VADD, [])
+        assert ret == OK
+        return b
+
+    def vadd(self) -> int:
+        f, ret = acl.rt.binary_get_function(self.binary(), "vadd")
+        assert ret == OK
+        return f
+
+    def vadd_args(self, n=16) -> bytes:
+        return struct.pack("<QQQi4x", self.dev, self.dev2, self.dev2, n)
+
+    def args_on_device(self, n=16) -> int:
+        args = self.vadd_args(n)
+        buf, _ = acl.rt.malloc(len(args), 0)
+        assert acl.rt.memcpy(buf, len(args), acl.util.bytes_to_ptr(args), len(args), 1) == OK
+        return buf
+
+    def kernel_args(self, appended=4) -> tuple[int, int]:
+        f = self.vadd()
+        a, ret = acl.rt.kernel_args_init(f)
+        assert ret == OK
+        for value in [struct.pack("<Q", self.dev), struct.pack("<Q", self.dev2), struct.pack("<Q", self.dev2),
+                      struct.pack("<i", 16)][:appended]:
+            self.keep(value)
+            _, ret = acl.rt.kernel_args_append(a, acl.util.bytes_to_ptr(value), len(value))
+            assert ret == OK
+        return f, a
+
+    def append_gm(self, args: int):
+        value = self.keep(struct.pack("<Q", self.dev))
+        return acl.rt.kernel_args_append(args, acl.util.bytes_to_ptr(value), len(value))
+
+    def launch_with_config(self, reserve) -> int:
+        f, a = self.kernel_args(4)
+        assert acl.rt.kernel_args_finalize(a) == OK
+        return acl.rt.launch_kernel_with_config(f, 2, self.stream, [], a, reserve)
+
+    def created_binary(self) -> int:
+        h = acl.rt.create_binary(acl.util.bytes_to_ptr(self.keep(KERNEL_SRC)), len(KERNEL_SRC))
+        assert h
+        return h
+
+    # -- callbacks and exception infos
+    def subscribed(self) -> int:
+        tid = threading.get_ident()
+        assert acl.rt.subscribe_report(tid, self.stream) == OK
+        return tid
+
+    def exception_info(self) -> int:
+        """The handle of a real exception info: a callback that raises, seen by the
+        exception-info callback."""
+        infos = []
+        acl.rt.set_exception_info_callback(infos.append)
+        self.subscribed()
+
+        def boom(_):
+            raise RuntimeError("callback failed on purpose")
+
+        assert acl.rt.launch_callback(boom, [], C.ACL_CALLBACK_NO_BLOCK, self.stream) == OK
+        assert acl.rt.process_report(2000) == OK
+        assert acl.rt.synchronize_stream(self.stream) == C.ACL_ERROR_RT_AICPU_EXCEPTION
+        acl.rt.get_last_error(0)  # that failure was the point; start clean
+        acl.get_recent_err_msg()
+        assert infos, "the exception-info callback was not called"
+        return infos[0]
+
+
+def in_new_thread(fn):
+    """fn() on a fresh thread (which has no current context); its exception is re-raised."""
+    out = []
+
+    def run():
+        try:
+            out.append(fn())
+        except BaseException as exc:  # noqa: BLE001 - handed to the calling thread
+            out.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if isinstance(out[0], BaseException):
+        raise out[0]
+    return out[0]
+
+
+def uninitialized(fn):
+    acl.finalize()
+    return fn()
+
+
+def twice(first, second):
+    first()
+    return second()
+
+
+# ---------------------------------------------------------------- the table
+@dataclass
+class Row:
+    shape: str                       # "ret", "1", "2", "3" outputs before ret, or "value" (no ret)
+    valid: Callable[[Env], Any]
+    expect: Callable[[Any, Env], bool] | None = None   # extra check of the valid result
+    invalid: Callable[[Env], Any] | None = None
+    code: int = INVALID
+    valid_ret: int = OK
+    thread: bool = False             # make the invalid call on a fresh thread (no context)
+
+
+def R(shape, valid, expect=None, invalid=None, code=INVALID, valid_ret=OK, thread=False):
+    return Row(shape, valid, expect, invalid, code, valid_ret, thread)
+
+
+rt, util = acl.rt, acl.util
+ROWS: dict[str, Row] = {
+    # ---- acl
+    "acl.init": R("ret", lambda e: uninitialized(lambda: acl.init()),
+                  invalid=lambda e: uninitialized(lambda: acl.init("/nonexistent/acl.json")),
+                  code=C.ACL_ERROR_INVALID_FILE),
+    "acl.finalize": R("ret", lambda e: acl.finalize(), invalid=lambda e: twice(acl.finalize, acl.finalize),
+                      code=C.ACL_ERROR_REPEAT_FINALIZE),
+    "acl.finalize_reference": R("1", lambda e: acl.finalize_reference(), lambda r, e: r[0] == 0,
+                                invalid=lambda e: uninitialized(acl.finalize_reference),
+                                code=C.ACL_ERROR_REPEAT_FINALIZE),
+    "acl.get_soc_name": R("value", lambda e: acl.get_soc_name(), lambda r, e: r == "Ascend910B3",
+                          invalid=lambda e: uninitialized(acl.get_soc_name), code=UNINIT),
+    "acl.get_device_capability": R("1", lambda e: acl.get_device_capability(0, C.ACL_DEVICE_INFO_AI_CORE_NUM),
+                                   lambda r, e: r[0] == 20, invalid=lambda e: acl.get_device_capability(0, 9)),
+    "acl.get_version": R("3", lambda e: acl.get_version(), lambda r, e: r[:3] == (1, 0, 0)),
+    "acl.get_version_str": R("1", lambda e: acl.get_version_str("runtime"), lambda r, e: isinstance(r[0], str),
+                             invalid=lambda e: acl.get_version_str("cuda"), code=C.ACL_ERROR_INVALID_FILE),
+    "acl.get_cann_attribute": R("1", lambda e: acl.get_cann_attribute(0), lambda r, e: r[0] == 0,
+                                invalid=lambda e: acl.get_cann_attribute(-1)),
+    "acl.get_cann_attribute_list": R("2", lambda e: acl.get_cann_attribute_list(), lambda r, e: r[:2] == ([], 0)),
+    "acl.data_type_size": R("value", lambda e: acl.data_type_size(C.ACL_FLOAT16), lambda r, e: r == 2,
+                            invalid=lambda e: acl.data_type_size("float16")),
+    "acl.float16_to_float": R("value", lambda e: acl.float16_to_float(0x3C00), lambda r, e: r == 1.0,
+                              invalid=lambda e: acl.float16_to_float("one")),
+    "acl.float_to_float16": R("value", lambda e: acl.float_to_float16(-2.0), lambda r, e: r == 0xC000,
+                              invalid=lambda e: acl.float_to_float16("two")),
+    "acl.app_log": R("value", lambda e: acl.app_log(1, "hello from a test"), lambda r, e: r is None,
+                     invalid=lambda e: acl.app_log(9, "bad level")),
+    "acl.create_data_buffer": R("value", lambda e: acl.create_data_buffer(e.dev, 64),
+                                lambda r, e: acl.get_data_buffer_addr(r) == e.dev,
+                                invalid=lambda e: acl.create_data_buffer(0, 64)),
+    "acl.destroy_data_buffer": R("ret", lambda e: acl.destroy_data_buffer(acl.create_data_buffer(e.dev, 8)),
+                                 invalid=lambda e: acl.destroy_data_buffer(e.stream), code=BAD_HANDLE),
+    "acl.get_data_buffer_addr": R("value", lambda e: acl.get_data_buffer_addr(acl.create_data_buffer(e.host, 8)),
+                                  lambda r, e: r == e.host, invalid=lambda e: acl.get_data_buffer_addr(7),
+                                  code=BAD_HANDLE),
+    "acl.get_data_buffer_size": R("value", lambda e: acl.get_data_buffer_size(acl.create_data_buffer(e.dev, 8)),
+                                  lambda r, e: r == 8, invalid=lambda e: acl.get_data_buffer_size(7), code=BAD_HANDLE),
+    "acl.get_data_buffer_size_v2": R("value", lambda e: acl.get_data_buffer_size_v2(acl.create_data_buffer(0, 0)),
+                                     lambda r, e: r == 0, invalid=lambda e: acl.get_data_buffer_size_v2(None),
+                                     code=BAD_HANDLE),
+    "acl.update_data_buffer": R("ret", lambda e: acl.update_data_buffer(acl.create_data_buffer(0, 0), e.dev, 16),
+                                invalid=lambda e: acl.update_data_buffer(acl.create_data_buffer(0, 0), -1, 16)),
+    "acl.get_cann_version": R("1", lambda e: acl.get_cann_version(0), valid_ret=NOT_SUPPORTED,
+                              invalid=lambda e: acl.get_cann_version("x"), code=NOT_SUPPORTED),
+
+    # ---- devices
+    "set_device": R("ret", lambda e: rt.set_device(1), invalid=lambda e: rt.set_device(99), code=BAD_DEVICE),
+    "reset_device": R("ret", lambda e: twice(lambda: rt.set_device(1), lambda: rt.reset_device(1)),
+                      invalid=lambda e: rt.reset_device(1)),
+    "reset_device_force": R("ret", lambda e: twice(lambda: rt.set_device(1), lambda: rt.reset_device_force(1)),
+                            invalid=lambda e: rt.reset_device_force(99), code=BAD_DEVICE),
+    "get_device": R("1", lambda e: rt.get_device(), lambda r, e: r[0] == 0,
+                    invalid=lambda e: rt.get_device(), thread=True, code=NO_CONTEXT),
+    "get_device_count": R("1", lambda e: rt.get_device_count(), lambda r, e: r[0] == 2,
+                          invalid=lambda e: uninitialized(rt.get_device_count), code=UNINIT),
+    "get_run_mode": R("1", lambda e: rt.get_run_mode(), lambda r, e: r[0] == C.ACL_HOST,
+                      invalid=lambda e: uninitialized(rt.get_run_mode), code=UNINIT),
+    "set_ts_device": R("ret", lambda e: rt.set_ts_device(C.ACL_TS_ID_AICORE), invalid=lambda e: rt.set_ts_device(5)),
+    "synchronize_device": R("ret", lambda e: rt.synchronize_device(),
+                            invalid=lambda e: rt.synchronize_device(), thread=True, code=NO_CONTEXT),
+    "synchronize_device_with_timeout": R("ret", lambda e: rt.synchronize_device_with_timeout(1000),
+                                         invalid=lambda e: rt.synchronize_device_with_timeout("1s")),
+    "device_can_access_peer": R("1", lambda e: rt.device_can_access_peer(0, 1), lambda r, e: r[0] == 1,
+                                invalid=lambda e: rt.device_can_access_peer(0, 0)),
+    "device_enable_peer_access": R("ret", lambda e: rt.device_enable_peer_access(1, 0),
+                                   invalid=lambda e: rt.device_enable_peer_access(1, 5)),
+    "device_disable_peer_access": R("ret", lambda e: twice(lambda: rt.device_enable_peer_access(1, 0),
+                                                           lambda: rt.device_disable_peer_access(1)),
+                                    invalid=lambda e: rt.device_disable_peer_access(1)),
+    "device_peer_access_status": R("1", lambda e: rt.device_peer_access_status(0, 1), lambda r, e: r[0] == 0,
+                                   invalid=lambda e: rt.device_peer_access_status(0, 99), code=BAD_DEVICE),
+    "get_device_info": R("1", lambda e: rt.get_device_info(0, C.ACL_DEV_ATTR_AICORE_CORE_NUM),
+                         lambda r, e: r[0] == 20, invalid=lambda e: rt.get_device_info(0, 9999)),
+    "get_device_capability": R("1", lambda e: rt.get_device_capability(0, C.ACL_FEATURE_SYSTEM_MEMQ_EVENT_CROSS_DEV),
+                               lambda r, e: r[0] == 0, invalid=lambda e: rt.get_device_capability(0, 77)),
+    "get_device_utilization_rate": R("1", lambda e: rt.get_device_utilization_rate(0),
+                                     lambda r, e: 0 <= r[0]["memory_utilization"] <= 100,
+                                     invalid=lambda e: rt.get_device_utilization_rate(99), code=BAD_DEVICE),
+    "query_device_status": R("1", lambda e: rt.query_device_status(0), lambda r, e: r[0] == 0,
+                             invalid=lambda e: rt.query_device_status(99), code=BAD_DEVICE),
+    "set_device_sat_mode": R("ret", lambda e: rt.set_device_sat_mode(C.ACL_RT_OVERFLOW_MODE_SATURATION),
+                             invalid=lambda e: rt.set_device_sat_mode(7)),
+    "get_device_sat_mode": R("1", lambda e: rt.get_device_sat_mode(), lambda r, e: r[0] == C.ACL_RT_OVERFLOW_MODE_INFNAN,
+                             invalid=lambda e: rt.get_device_sat_mode(), thread=True, code=NO_CONTEXT),
+    "get_overflow_status": R("ret", lambda e: rt.get_overflow_status(e.dev, 64, e.stream),
+                             invalid=lambda e: rt.get_overflow_status(e.dev, 32, e.stream)),
+    "reset_overflow_status": R("ret", lambda e: rt.reset_overflow_status(e.stream),
+                               invalid=lambda e: rt.reset_overflow_status(e.stale_stream()), code=BAD_HANDLE),
+    "device_get_stream_priority_range": R("2", lambda e: rt.device_get_stream_priority_range(),
+                                          lambda r, e: r[:2] == (7, 0),
+                                          invalid=lambda e: uninitialized(rt.device_get_stream_priority_range),
+                                          code=UNINIT),
+    "get_devices_topo": R("1", lambda e: rt.get_devices_topo(0, 1), lambda r, e: r[0] == C.ACL_RT_DEVS_TOPOLOGY_HCCS,
+                          invalid=lambda e: rt.get_devices_topo(1, 1)),
+    "get_user_dev_id_by_logic_dev_id": R("1", lambda e: rt.get_user_dev_id_by_logic_dev_id(1), lambda r, e: r[0] == 1,
+                                         invalid=lambda e: rt.get_user_dev_id_by_logic_dev_id(99), code=BAD_DEVICE),
+    "get_logic_dev_id_by_user_dev_id": R("1", lambda e: rt.get_logic_dev_id_by_user_dev_id(0), lambda r, e: r[0] == 0,
+                                         invalid=lambda e: rt.get_logic_dev_id_by_user_dev_id(-1), code=BAD_DEVICE),
+    "device_get_uuid": R("1", lambda e: rt.device_get_uuid(0), lambda r, e: len(r[0]["bytes"]) == 16,
+                         invalid=lambda e: rt.device_get_uuid(99), code=BAD_DEVICE),
+    "device_get_bare_tgid": R("1", lambda e: rt.device_get_bare_tgid(), lambda r, e: r[0] == os.getpid(),
+                              invalid=lambda e: uninitialized(rt.device_get_bare_tgid), code=UNINIT),
+    "device_set_limit": R("ret", lambda e: rt.device_set_limit(C.ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE, 64 * 1024),
+                          invalid=lambda e: rt.device_set_limit(C.ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, 1152),
+                          code=NOT_SUPPORTED),
+    "device_get_limit": R("1", lambda e: rt.device_get_limit(C.ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE),
+                          lambda r, e: r[0] == 32768, invalid=lambda e: rt.device_get_limit(99)),
+    "set_sys_param_opt": R("ret", lambda e: rt.set_sys_param_opt(C.ACL_OPT_DETERMINISTIC, 1),
+                           invalid=lambda e: rt.set_sys_param_opt(42, 1)),
+    "get_sys_param_opt": R("1", lambda e: rt.get_sys_param_opt(C.ACL_OPT_DETERMINISTIC), lambda r, e: r[0] == 0,
+                           invalid=lambda e: rt.get_sys_param_opt(42)),
+
+    # ---- contexts
+    "create_context": R("1", lambda e: rt.create_context(0), lambda r, e: rt.get_context()[0] == r[0],
+                        invalid=lambda e: rt.create_context(99), code=BAD_DEVICE),
+    "destroy_context": R("ret", lambda e: rt.destroy_context(rt.create_context(0)[0]),
+                         invalid=lambda e: rt.destroy_context(e.ctx)),
+    "set_context": R("ret", lambda e: rt.set_context(e.ctx), invalid=lambda e: rt.set_context(e.stream),
+                     code=BAD_HANDLE),
+    "get_context": R("1", lambda e: rt.get_context(), lambda r, e: r[0] == e.ctx,
+                     invalid=lambda e: rt.get_context(), thread=True, code=NO_CONTEXT),
+    "ctx_get_current_default_stream": R("1", lambda e: rt.ctx_get_current_default_stream(),
+                                        lambda r, e: r[0] not in (0, e.stream),
+                                        invalid=lambda e: rt.ctx_get_current_default_stream(), thread=True,
+                                        code=NO_CONTEXT),
+    "get_primary_ctx_state": R("2", lambda e: rt.get_primary_ctx_state(0), lambda r, e: r[:2] == (1, 0),
+                               invalid=lambda e: rt.get_primary_ctx_state(99), code=BAD_DEVICE),
+    "ctx_set_sys_param_opt": R("ret", lambda e: rt.ctx_set_sys_param_opt(C.ACL_OPT_DETERMINISTIC, 1),
+                               invalid=lambda e: rt.ctx_set_sys_param_opt(9, 1)),
+    "ctx_get_sys_param_opt": R("1", lambda e: twice(lambda: rt.ctx_set_sys_param_opt(0, 2),
+                                                    lambda: rt.ctx_get_sys_param_opt(0)), lambda r, e: r[0] == 2,
+                               invalid=lambda e: rt.ctx_get_sys_param_opt(0), code=C.ACL_ERROR_RT_SYSPARAMOPT_NOT_SET),
+
+    # ---- streams
+    "create_stream": R("1", lambda e: rt.create_stream(), lambda r, e: r[0] != 0,
+                       invalid=lambda e: rt.create_stream(), thread=True, code=NO_CONTEXT),
+    "create_stream_with_config": R("1", lambda e: rt.create_stream_with_config(3, C.ACL_STREAM_FAST_LAUNCH),
+                                   lambda r, e: rt.get_stream_attribute(r[0], C.ACL_STREAM_ATTR_PRIORITY)[0]
+                                   == {"streamPriority": 3},
+                                   invalid=lambda e: rt.create_stream_with_config("high", 0)),
+    "destroy_stream": R("ret", lambda e: rt.destroy_stream(e.stream), invalid=lambda e: rt.destroy_stream(0)),
+    "destroy_stream_force": R("ret", lambda e: rt.destroy_stream_force(rt.create_stream()[0]),
+                              invalid=lambda e: rt.destroy_stream_force(e.stale_stream()), code=BAD_HANDLE),
+    "synchronize_stream": R("ret", lambda e: rt.synchronize_stream(e.stream),
+                            invalid=lambda e: rt.synchronize_stream(e.event), code=BAD_HANDLE),
+    "synchronize_stream_with_timeout": R("ret", lambda e: rt.synchronize_stream_with_timeout(e.stream, 1000),
+                                         invalid=lambda e: rt.synchronize_stream_with_timeout(e.stream, -5)),
+    "stream_query": R("1", lambda e: rt.stream_query(e.stream), lambda r, e: r[0] == C.ACL_STREAM_STATUS_COMPLETE,
+                      invalid=lambda e: rt.stream_query(e.stale_stream()), code=BAD_HANDLE),
+    "set_stream_failure_mode": R("ret", lambda e: rt.set_stream_failure_mode(e.stream, C.ACL_STOP_ON_FAILURE),
+                                 invalid=lambda e: rt.set_stream_failure_mode(e.stream, 9)),
+    "stream_abort": R("ret", lambda e: rt.stream_abort(e.stream), invalid=lambda e: rt.stream_abort(12345),
+                      code=BAD_HANDLE),
+    "stream_get_id": R("1", lambda e: rt.stream_get_id(0), lambda r, e: isinstance(r[0], int),
+                       invalid=lambda e: rt.stream_get_id(e.event), code=BAD_HANDLE),
+    "get_stream_available_num": R("1", lambda e: rt.get_stream_available_num(), lambda r, e: r[0] > 1000,
+                                  invalid=lambda e: rt.get_stream_available_num(), thread=True, code=NO_CONTEXT),
+    "set_stream_attribute": R("ret", lambda e: rt.set_stream_attribute(e.stream, C.ACL_STREAM_ATTR_USER_CUSTOM_TAG,
+                                                                       {"userCustomTag": 5}),
+                              invalid=lambda e: rt.set_stream_attribute(e.stream, 99, {})),
+    "get_stream_attribute": R("1", lambda e: rt.get_stream_attribute(e.stream, C.ACL_STREAM_ATTR_FAILURE_MODE),
+                              lambda r, e: r[0] == {"failureMode": C.ACL_CONTINUE_ON_FAILURE},
+                              invalid=lambda e: rt.get_stream_attribute(e.stream, 99)),
+    "set_stream_overflow_switch": R("ret", lambda e: rt.set_stream_overflow_switch(e.stream, 1),
+                                    invalid=lambda e: rt.set_stream_overflow_switch(e.stale_stream(), 1),
+                                    code=BAD_HANDLE),
+    "get_stream_overflow_switch": R("1", lambda e: rt.get_stream_overflow_switch(e.stream), lambda r, e: r[0] == 0,
+                                    invalid=lambda e: rt.get_stream_overflow_switch(e.stale_stream()),
+                                    code=BAD_HANDLE),
+
+    # ---- events
+    "create_event": R("1", lambda e: rt.create_event(), lambda r, e: r[0] != 0,
+                      invalid=lambda e: rt.create_event(), thread=True, code=NO_CONTEXT),
+    "create_event_with_flag": R("1", lambda e: rt.create_event_with_flag(C.ACL_EVENT_SYNC), lambda r, e: r[0] != 0,
+                                invalid=lambda e: rt.create_event_with_flag("sync")),
+    "create_event_ex_with_flag": R("1", lambda e: rt.create_event_ex_with_flag(C.ACL_EVENT_SYNC),
+                                   lambda r, e: rt.query_event_status(r[0])[0] == 1,
+                                   invalid=lambda e: rt.create_event_ex_with_flag("sync")),
+    "destroy_event": R("ret", lambda e: rt.destroy_event(e.event),
+                       invalid=lambda e: rt.destroy_event(e.stale_event()), code=BAD_HANDLE),
+    "record_event": R("ret", lambda e: rt.record_event(e.event, e.stream),
+                      invalid=lambda e: rt.record_event(e.stream, e.stream), code=BAD_HANDLE),
+    "synchronize_event": R("ret", lambda e: twice(lambda: rt.record_event(e.event, 0),
+                                                  lambda: rt.synchronize_event(e.event)),
+                           invalid=lambda e: rt.synchronize_event(12345), code=BAD_HANDLE),
+    "stream_wait_event": R("ret", lambda e: rt.stream_wait_event(e.stream, e.recorded_event()),
+                           invalid=lambda e: rt.stream_wait_event(
+                               e.stream, rt.create_event_with_flag(C.ACL_EVENT_TIME_LINE)[0])),
+    "reset_event": R("ret", lambda e: rt.reset_event(e.recorded_event(C.ACL_EVENT_SYNC), e.stream),
+                     invalid=lambda e: rt.reset_event(e.event, e.stream)),
+    "query_event": R("1", lambda e: rt.query_event(e.recorded_event()), lambda r, e: r[0] == C.ACL_EVENT_STATUS_COMPLETE,
+                     invalid=lambda e: rt.query_event(rt.create_event_ex_with_flag(C.ACL_EVENT_SYNC)[0])),
+    "query_event_status": R("1", lambda e: rt.query_event_status(e.recorded_event()),
+                            lambda r, e: r[0] == C.ACL_EVENT_RECORDED_STATUS_COMPLETE,
+                            invalid=lambda e: rt.query_event_status(e.stale_event()), code=BAD_HANDLE),
+    "query_event_wait_status": R("1", lambda e: rt.query_event_wait_status(rt.create_event_with_flag(1)[0]),
+                                 lambda r, e: r[0] == C.ACL_EVENT_WAIT_STATUS_COMPLETE,
+                                 invalid=lambda e: rt.query_event_wait_status(e.event)),
+    "synchronize_event_with_timeout": R("ret", lambda e: rt.synchronize_event_with_timeout(e.recorded_event(), 1000),
+                                        invalid=lambda e: rt.synchronize_event_with_timeout(e.event, 10),
+                                        code=C.ACL_ERROR_RT_EVENT_SYNC_TIMEOUT),
+    "event_elapsed_time": R("1", lambda e: rt.event_elapsed_time(e.recorded_event(), e.recorded_event()),
+                            lambda r, e: isinstance(r[0], float) and r[0] >= 0,
+                            invalid=lambda e: rt.event_elapsed_time(e.event, e.event),
+                            code=C.ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID),
+    "set_op_wait_timeout": R("ret", lambda e: rt.set_op_wait_timeout(5), invalid=lambda e: rt.set_op_wait_timeout(-1)),
+    "event_get_timestamp": R("1", lambda e: rt.event_get_timestamp(e.recorded_event()), lambda r, e: r[0] >= 0,
+                             invalid=lambda e: rt.event_get_timestamp(e.recorded_event(C.ACL_EVENT_SYNC)),
+                             code=C.ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID),
+    "get_event_id": R("1", lambda e: rt.get_event_id(e.event), lambda r, e: isinstance(r[0], int),
+                      invalid=lambda e: rt.get_event_id(e.stale_event()), code=BAD_HANDLE),
+    "get_event_avail_num": R("1", lambda e: rt.get_event_avail_num(), lambda r, e: r[0] > 1000,
+                             invalid=lambda e: rt.get_event_avail_num(), thread=True, code=NO_CONTEXT),
+
+    # ---- device memory
+    "malloc": R("1", lambda e: rt.malloc(100, C.ACL_MEM_MALLOC_HUGE_FIRST), lambda r, e: r[0] % 64 == 0,
+                invalid=lambda e: rt.malloc(0, 0)),
+    "free": R("ret", lambda e: rt.free(e.dev), invalid=lambda e: rt.free(e.host)),
+    "malloc_align32": R("1", lambda e: rt.malloc_align32(100, 0), lambda r, e: r[0] != 0,
+                        invalid=lambda e: rt.malloc_align32(-1, 0)),
+    "malloc_cached": R("1", lambda e: rt.malloc_cached(100, 0), lambda r, e: r[0] != 0,
+                       invalid=lambda e: rt.malloc_cached(0, 0)),
+    "malloc_with_cfg": R("1", lambda e: rt.malloc_with_cfg(100, 0, {}), lambda r, e: r[0] != 0,
+                         invalid=lambda e: rt.malloc_with_cfg(100, 0, {"attrs": [{"attr": C.ACL_RT_MEM_ATTR_DEVICE_ID,
+                                                                                  "value": {"deviceId": 1}}]})),
+    "malloc_for_task_scheduler": R("1", lambda e: rt.malloc_for_task_scheduler(100, 0, {}), lambda r, e: r[0] != 0,
+                                   invalid=lambda e: rt.malloc_for_task_scheduler(100, 0, [])),
+    "mem_flush": R("ret", lambda e: rt.mem_flush(e.dev, 64), invalid=lambda e: rt.mem_flush(e.host, 64)),
+    "mem_invalidate": R("ret", lambda e: rt.mem_invalidate(e.dev, 64), invalid=lambda e: rt.mem_invalidate(e.dev, 0)),
+    "get_mem_info": R("2", lambda e: rt.get_mem_info(C.ACL_HBM_MEM), lambda r, e: r[1] == 64 << 30 and 0 < r[0] <= r[1],
+                      invalid=lambda e: rt.get_mem_info(99)),
+
+    # ---- host memory
+    "malloc_host": R("1", lambda e: rt.malloc_host(100), lambda r, e: r[0] % 64 == 0,
+                     invalid=lambda e: rt.malloc_host(0)),
+    "malloc_host_with_cfg": R("1", lambda e: rt.malloc_host_with_cfg(100, {}), lambda r, e: r[0] != 0,
+                              invalid=lambda e: rt.malloc_host_with_cfg(100, "config")),
+    "free_host": R("ret", lambda e: rt.free_host(e.host), invalid=lambda e: rt.free_host(e.dev)),
+    "host_register": R("1", lambda e: rt.host_register(e.page_buffer(), 8192, C.ACL_HOST_REGISTER_MAPPED),
+                       lambda r, e: r[0] >= 1 << 48,
+                       invalid=lambda e: rt.host_register(e.page_buffer() + 8, 4096, C.ACL_HOST_REGISTER_MAPPED)),
+    "host_register_v2": R("ret", lambda e: rt.host_register_v2(e.page_buffer(), 8192, C.ACL_HOST_REG_MAPPED),
+                          invalid=lambda e: rt.host_register_v2(e.page_buffer(), 8192, 12345)),
+    "host_get_device_pointer": R("1", lambda e: (lambda p: twice(lambda: rt.host_register(p, 8192, 0),
+                                                                 lambda: rt.host_get_device_pointer(p, 0)))(
+                                                                     e.page_buffer()),
+                                 lambda r, e: r[0] >= 1 << 48,
+                                 invalid=lambda e: rt.host_get_device_pointer(e.page_buffer(), 0)),
+    "host_unregister": R("ret", lambda e: (lambda p: twice(lambda: rt.host_register(p, 8192, 0),
+                                                           lambda: rt.host_unregister(p)))(e.page_buffer()),
+                         invalid=lambda e: rt.host_unregister(e.page_buffer()),
+                         code=C.ACL_ERROR_HOST_MEMORY_NOT_REGISTERED),
+
+    # ---- copies and sets
+    "memcpy": R("ret", lambda e: rt.memcpy(e.dev, 4096, e.host, 4096, C.ACL_MEMCPY_HOST_TO_DEVICE),
+                invalid=lambda e: rt.memcpy(e.dev, 4096, e.host, 4096, C.ACL_MEMCPY_DEVICE_TO_HOST)),
+    "memcpy_async": R("ret", lambda e: rt.memcpy_async(e.dev, 4096, e.host, 64, 1, e.stream),
+                      invalid=lambda e: rt.memcpy_async(e.dev + 1, 4095, e.host, 64, 1, e.stream),
+                      code=C.ACL_ERROR_RT_ADDR_UNALIGNED),
+    "memcpy_async_with_condition": R("ret", lambda e: rt.memcpy_async_with_condition(e.dev, 4096, e.host, 64, 1,
+                                                                                     e.stream),
+                                     invalid=lambda e: rt.memcpy_async_with_condition(e.dev, 32, e.host, 64, 1,
+                                                                                      e.stream)),
+    "memcpy2d": R("ret", lambda e: rt.memcpy2d(e.dev, 64, e.host, 64, 32, 4, C.ACL_MEMCPY_HOST_TO_DEVICE),
+                  invalid=lambda e: rt.memcpy2d(e.dev, 64, e.dev2, 64, 32, 4, C.ACL_MEMCPY_DEVICE_TO_DEVICE)),
+    "memcpy2d_async": R("ret", lambda e: rt.memcpy2d_async(e.host, 64, e.dev, 64, 32, 4, 2, e.stream),
+                        invalid=lambda e: rt.memcpy2d_async(e.host, 16, e.dev, 64, 32, 4, 2, e.stream)),
+    "memset": R("ret", lambda e: rt.memset(e.dev, 4096, 1, 100), invalid=lambda e: rt.memset(e.dev, 10, 1, 100)),
+    "memset_async": R("ret", lambda e: rt.memset_async(e.dev, 4096, 1, 100, e.stream),
+                      invalid=lambda e: rt.memset_async(e.dev, 4096, 1, 100, e.stale_stream()), code=BAD_HANDLE),
+    "pointer_get_attributes": R("1", lambda e: rt.pointer_get_attributes(e.dev),
+                                lambda r, e: r[0]["location"] == {"id": 0, "type": C.ACL_MEM_LOCATION_TYPE_DEVICE},
+                                invalid=lambda e: rt.pointer_get_attributes(0)),
+    "cmo_async": R("ret", lambda e: rt.cmo_async(e.dev, 64, C.ACL_RT_CMO_TYPE_PREFETCH, e.stream),
+                   invalid=lambda e: rt.cmo_async(e.dev, 64, C.ACL_RT_CMO_TYPE_FLUSH, e.stream)),
+    "allocator_unregister": R("ret", lambda e: rt.allocator_unregister(e.stream),
+                              invalid=lambda e: rt.allocator_unregister(e.stale_stream()), code=BAD_HANDLE),
+
+    # ---- execution control
+    "subscribe_report": R("ret", lambda e: rt.subscribe_report(threading.get_ident(), e.stream),
+                          invalid=lambda e: twice(e.subscribed, lambda: rt.subscribe_report(1, e.stream)),
+                          code=C.ACL_ERROR_REPEAT_SUBSCRIBE),
+    "launch_callback": R("ret", lambda e: twice(e.subscribed, lambda: rt.launch_callback(print, [], 0, e.stream)),
+                         invalid=lambda e: rt.launch_callback(print, [], 0, e.stream),
+                         code=C.ACL_ERROR_RT_STREAM_NO_CB_REG),
+    "process_report": R("ret", lambda e: twice(lambda: twice(e.subscribed, lambda: rt.launch_callback(
+                            e.keep, ["ran"], C.ACL_CALLBACK_NO_BLOCK, e.stream)), lambda: rt.process_report(2000)),
+                        lambda r, e: ["ran"] in e._keep,
+                        invalid=lambda e: rt.process_report(0)),
+    "unsubscribe_report": R("ret", lambda e: rt.unsubscribe_report(e.subscribed(), e.stream),
+                            invalid=lambda e: rt.unsubscribe_report(threading.get_ident(), e.stream),
+                            code=C.ACL_ERROR_RT_STREAM_SUBSCRIBE),
+    "reduce_async": R("ret", lambda e: rt.reduce_async(e.dev, e.dev2, 64, C.ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM,
+                                                       C.ACL_FLOAT, e.stream, 0),
+                      invalid=lambda e: rt.reduce_async(e.dev, e.dev2, 64, C.ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM,
+                                                        C.ACL_FLOAT, e.stream, 1)),
+    "set_op_execute_time_out": R("ret", lambda e: rt.set_op_execute_time_out(10),
+                                 invalid=lambda e: rt.set_op_execute_time_out(-1)),
+    "set_op_execute_timeout_v2": R("1", lambda e: rt.set_op_execute_timeout_v2(1_000_000),
+                                   lambda r, e: r[0] == rt.get_op_timeout_interval()[0],
+                                   invalid=lambda e: rt.set_op_execute_timeout_v2("1s")),
+    "get_op_execute_timeout": R("1", lambda e: rt.get_op_execute_timeout(),
+                                lambda r, e: r[0] == rt.get_op_timeout_interval()[0] * 254 // 1000,
+                                invalid=lambda e: uninitialized(rt.get_op_execute_timeout), code=UNINIT),
+    "get_op_timeout_interval": R("1", lambda e: rt.get_op_timeout_interval(), lambda r, e: r[0] > 0,
+                                 invalid=lambda e: uninitialized(rt.get_op_timeout_interval), code=UNINIT),
+
+    # ---- exceptions (get_last_error / peek_at_last_error have their own tests below)
+    "set_exception_info_callback": R("ret", lambda e: rt.set_exception_info_callback(print),
+                                     invalid=lambda e: rt.set_exception_info_callback("print")),
+    "get_task_id_from_exception_info": R("value", lambda e: rt.get_task_id_from_exception_info(e.exception_info()),
+                                         lambda r, e: r != 0xFFFFFFFF,
+                                         invalid=lambda e: rt.get_task_id_from_exception_info(5), code=BAD_HANDLE),
+    "get_stream_id_from_exception_info": R("value", lambda e: rt.get_stream_id_from_exception_info(e.exception_info()),
+                                           lambda r, e: r == rt.stream_get_id(e.stream)[0],
+                                           invalid=lambda e: rt.get_stream_id_from_exception_info(5), code=BAD_HANDLE),
+    "get_thread_id_from_exception_info": R("value", lambda e: rt.get_thread_id_from_exception_info(e.exception_info()),
+                                           lambda r, e: r != 0xFFFFFFFF,
+                                           invalid=lambda e: rt.get_thread_id_from_exception_info(5), code=BAD_HANDLE),
+    "get_device_id_from_exception_info": R("value", lambda e: rt.get_device_id_from_exception_info(e.exception_info()),
+                                           lambda r, e: r == 0,
+                                           invalid=lambda e: rt.get_device_id_from_exception_info(5), code=BAD_HANDLE),
+    "get_error_code_from_exception_info": R("value",
+                                            lambda e: rt.get_error_code_from_exception_info(e.exception_info()),
+                                            lambda r, e: r == C.ACL_ERROR_RT_AICPU_EXCEPTION,
+                                            invalid=lambda e: rt.get_error_code_from_exception_info(5),
+                                            code=BAD_HANDLE),
+
+    # ---- kernels
+    "binary_load_from_file": R("1", lambda e: rt.binary_load_from_file(VADD, []), lambda r, e: r[0] != 0,
+                               invalid=lambda e: rt.binary_load_from_file("/nonexistent/k.py", []),
+                               code=C.ACL_ERROR_INVALID_FILE),
+    "binary_load_from_data": R("1", lambda e: rt.binary_load_from_data(acl.util.bytes_to_ptr(KERNEL_SRC),
+                                                                       len(KERNEL_SRC), []), lambda r, e: r[0] != 0,
+                               invalid=lambda e: rt.binary_load_from_data(acl.util.bytes_to_ptr(b"\x00\xff garbage"),
+                                                                          10, []), code=C.ACL_ERROR_PARSE_FILE),
+    "create_binary": R("value", lambda e: e.created_binary(), lambda r, e: r != 0,
+                       invalid=lambda e: rt.create_binary(e.host, 0)),
+    "destroy_binary": R("ret", lambda e: rt.destroy_binary(e.created_binary()),
+                        invalid=lambda e: rt.destroy_binary(e.binary()), code=BAD_HANDLE),
+    "binary_load": R("1", lambda e: rt.binary_load(e.created_binary()), lambda r, e: r[0] != 0,
+                     invalid=lambda e: rt.binary_load(e.binary()), code=BAD_HANDLE),
+    "binary_unload": R("ret", lambda e: rt.binary_unload(e.binary()),
+                       invalid=lambda e: (lambda b: twice(lambda: rt.binary_unload(b),
+                                                          lambda: rt.binary_unload(b)))(e.binary()),
+                       code=BAD_HANDLE),
+    "binary_get_function": R("1", lambda e: rt.binary_get_function(e.binary(), "vadd"), lambda r, e: r[0] != 0,
+                             invalid=lambda e: rt.binary_get_function(e.binary(), "vsub"),
+                             code=C.ACL_ERROR_KERNEL_NOT_FOUND),
+    "register_cpu_func": R("1", lambda e: rt.register_cpu_func(e.binary(), "f", "k"), valid_ret=NOT_SUPPORTED,
+                           invalid=lambda e: rt.register_cpu_func(e.stream, "f", "k"), code=BAD_HANDLE),
+    "get_function_addr": R("2", lambda e: rt.get_function_addr(e.vadd()), lambda r, e: r[0] != 0,
+                           invalid=lambda e: rt.get_function_addr(e.binary()), code=BAD_HANDLE),
+    "get_function_name": R("1", lambda e: rt.get_function_name(e.vadd(), 64), lambda r, e: r[0] == "vadd",
+                           invalid=lambda e: rt.get_function_name(e.vadd(), 2)),
+    "kernel_args_init": R("1", lambda e: rt.kernel_args_init(e.vadd()), lambda r, e: r[0] != 0,
+                          invalid=lambda e: rt.kernel_args_init(12345), code=BAD_HANDLE),
+    "kernel_args_init_by_user_mem": R("ret", lambda e: rt.kernel_args_init_by_user_mem(
+                                          e.vadd(), e.host, e.host + 1024, 32),
+                                      invalid=lambda e: rt.kernel_args_init_by_user_mem(
+                                          e.vadd(), e.host, e.host + 1024, 8)),
+    "kernel_args_get_mem_size": R("1", lambda e: rt.kernel_args_get_mem_size(e.vadd(), 0), lambda r, e: r[0] == 32,
+                                  invalid=lambda e: rt.kernel_args_get_mem_size(e.vadd(), -1)),
+    "kernel_args_get_handle_mem_size": R("1", lambda e: rt.kernel_args_get_handle_mem_size(e.vadd()),
+                                         lambda r, e: r[0] > 0,
+                                         invalid=lambda e: rt.kernel_args_get_handle_mem_size(e.stream),
+                                         code=BAD_HANDLE),
+    "kernel_args_append": R("1", lambda e: e.append_gm(e.kernel_args(0)[1]), lambda r, e: r[0] != 0,
+                            invalid=lambda e: e.append_gm(e.kernel_args(4)[1])),
+    "kernel_args_append_place_holder": R("1", lambda e: rt.kernel_args_append_place_holder(e.kernel_args(0)[1]),
+                                         lambda r, e: r[0] != 0,
+                                         invalid=lambda e: rt.kernel_args_append_place_holder(e.kernel_args(3)[1])),
+    "kernel_args_get_place_holder_buffer": R(
+        "1", lambda e: (lambda a: rt.kernel_args_get_place_holder_buffer(
+            a, rt.kernel_args_append_place_holder(a)[0], 16))(e.kernel_args(0)[1]),
+        lambda r, e: r[0] != 0,
+        invalid=lambda e: (lambda a: rt.kernel_args_get_place_holder_buffer(a, e.append_gm(a)[0], 16))(
+            e.kernel_args(0)[1])),
+    "kernel_args_para_update": R(
+        "ret", lambda e: (lambda a: rt.kernel_args_para_update(
+            a, e.append_gm(a)[0], acl.util.bytes_to_ptr(e.keep(struct.pack("<Q", e.dev2))), 8))(e.kernel_args(0)[1]),
+        invalid=lambda e: (lambda a: rt.kernel_args_para_update(
+            a, rt.kernel_args_append_place_holder(a)[0], acl.util.bytes_to_ptr(e.keep(b"\0" * 8)), 8))(
+                e.kernel_args(0)[1])),
+    "kernel_args_finalize": R("ret", lambda e: rt.kernel_args_finalize(e.kernel_args(4)[1]),
+                              invalid=lambda e: rt.kernel_args_finalize(e.kernel_args(1)[1])),
+    "launch_kernel": R("ret", lambda e: rt.launch_kernel(e.vadd(), 2, e.args_on_device(), 32, e.stream),
+                       invalid=lambda e: rt.launch_kernel(e.vadd(), 2, e.args_on_device(), 24, e.stream)),
+    "launch_kernel_with_config": R("ret", lambda e: e.launch_with_config(reserve=0),
+                                   invalid=lambda e: e.launch_with_config(reserve=1)),
+    "launch_kernel_with_host_args": R("ret", lambda e: rt.launch_kernel_with_host_args(
+                                          e.vadd(), 2, e.stream, [], acl.util.bytes_to_ptr(e.keep(e.vadd_args())),
+                                          32, [], 0),
+                                      invalid=lambda e: rt.launch_kernel_with_host_args(
+                                          e.vadd(), 2, e.stream, [], acl.util.bytes_to_ptr(e.keep(e.vadd_args())),
+                                          32, [], 1)),
+
+    # ---- acl.util
+    "util.ptr_to_bytes": R("value", lambda e: util.ptr_to_bytes(acl.util.bytes_to_ptr(e.keep(b"abcd")), 4),
+                           lambda r, e: r == b"abcd", invalid=lambda e: util.ptr_to_bytes(e.dev, 4)),
+    "util.ptr_to_numpy": R("value", lambda e: util.ptr_to_numpy(e.host, (4, 8), 11),
+                           lambda r, e: r.shape == (4, 8) and r.dtype == np.float32,
+                           invalid=lambda e: util.ptr_to_numpy(e.dev, (4,), 11)),
+    "util.numpy_to_ptr": R("value", lambda e: util.numpy_to_ptr(e.keep(np.zeros(4))),
+                           lambda r, e: r == e._keep[-1].ctypes.data, invalid=lambda e: util.numpy_to_ptr([1, 2])),
+    "util.numpy_contiguous_to_ptr": R("value", lambda e: util.numpy_contiguous_to_ptr(np.zeros((4, 4))[:, 1]),
+                                      lambda r, e: r[1].flags.c_contiguous and r[0] == r[1].ctypes.data,
+                                      invalid=lambda e: util.numpy_contiguous_to_ptr(b"bytes")),
+    "util.bytes_to_ptr": R("value", lambda e: util.bytes_to_ptr(e.keep(b"xyz")),
+                           lambda r, e: ctypes.string_at(r, 3) == b"xyz", invalid=lambda e: util.bytes_to_ptr(12)),
+    "util.start_thread": R("1", lambda e: util.start_thread(e.keep, [1]), lambda r, e: util.stop_thread(r[0]) == 0,
+                           invalid=lambda e: util.start_thread("run", [])),
+    "util.stop_thread": R("ret", lambda e: util.stop_thread(util.start_thread(len, [1])[0]),
+                          invalid=lambda e: util.stop_thread(threading.get_ident())),
+}
+
+# functions with no argument that can be wrong and no state in which they fail
+NO_INVALID_CALL = {"acl.get_version", "acl.get_cann_attribute_list"}
+
+
+def _all_functions() -> set[str]:
+    from npurt.acl import _other
+    names = {f"acl.{n}" for n in _other.__all__ if n != "get_recent_err_msg"} | {"acl.get_cann_version"}
+    names |= {n for n in acl.rt.FUNCTIONS if not getattr(getattr(acl.rt, n), "not_supported", False)}
+    names |= {f"util.{n}" for n in acl.util.__all__}
+    return names - {"get_last_error", "peek_at_last_error"}
+
+
+def _split(shape: str, result):
+    """(outputs, ret) of a result, asserting pyACL's shape."""
+    if shape == "value":
+        return result, None
+    if shape == "ret":
+        assert type(result) is int, f"expected a bare int ret, got {result!r}"
+        return (), result
+    assert isinstance(result, tuple) and len(result) == int(shape) + 1, f"expected {int(shape)} outputs + ret, got {result!r}"
+    assert type(result[-1]) is int
+    return result[:-1], result[-1]
+
+
+def _where(name: str) -> str:
+    return name if name.startswith("acl.") else ("acl." + name if name.startswith("util.") else "acl.rt." + name)
+
+
+@pytest.fixture
+def env(fresh_runtime):
+    e = Env()
+    yield e
+    acl.rt.set_exception_info_callback(None)
+
+
+def test_table_covers_every_function():
+    assert set(ROWS) == _all_functions()
+
+
+def test_every_row_has_an_invalid_call_unless_exempt():
+    missing = {n for n, row in ROWS.items() if row.invalid is None} - NO_INVALID_CALL
+    assert not missing
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_valid_call(env, name):
+    row = ROWS[name]
+    result = row.valid(env)
+    outputs, ret = _split(row.shape, result)
+    if ret is not None:
+        assert ret == row.valid_ret, f"{name}: ret {ret}, {acl.get_recent_err_msg()}"
+    else:
+        assert acl.rt.peek_at_last_error(0) == OK, acl.get_recent_err_msg()
+    if row.expect is not None and row.valid_ret == OK:
+        assert row.expect(result, env), f"{name} returned {result!r}"
+
+
+@pytest.mark.parametrize("name", sorted(set(ROWS) - NO_INVALID_CALL))
+def test_invalid_call_returns_code_and_records_it(env, name):
+    row = ROWS[name]
+    if row.thread:  # the call and the checks on a fresh thread (the last error is per thread)
+        assert in_new_thread(lambda: _check_invalid(env, name, row)) is None
+    else:
+        _check_invalid(env, name, row)
+
+
+def _check_invalid(env, name, row):
+    acl.rt.get_last_error(0)
+    acl.get_recent_err_msg()
+    with pytest.warns(RuntimeWarning) if name.startswith("util.ptr_to") else _nothing():
+        result = row.invalid(env)
+    outputs, ret = _split(row.shape, result)
+    if ret is not None:
+        assert ret == row.code, f"{name}: expected {row.code}, got {ret}: {acl.get_recent_err_msg()}"
+    assert acl.rt.peek_at_last_error(0) == row.code
+    message = acl.get_recent_err_msg()
+    assert _where(name) in message, message
+    assert acl.get_recent_err_msg() == ""  # reading the message cleared it
+    assert acl.rt.get_last_error(0) == row.code
+    assert acl.rt.get_last_error(0) == OK  # get_last_error cleared it
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+# ---------------------------------------------------------------- the functions that are not supported
+def _unsupported():
+    names = [(f"acl.rt.{n}", getattr(acl.rt, n)) for n in acl.rt.FUNCTIONS
+             if getattr(getattr(acl.rt, n), "not_supported", False)]
+    for ns, table in _namespaces.KNOWN.items():
+        module = getattr(acl, ns.split(".")[1])
+        names += [(f"{ns}.{n}", getattr(module, n)) for n in table]
+    return names
+
+
+@pytest.mark.parametrize("name,fn", _unsupported(), ids=[n for n, _ in _unsupported()])
+def test_unsupported_function_returns_feature_not_support_in_its_shape(env, name, fn):
+    result = fn(1, 2, 3)
+    code = C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+    if isinstance(result, tuple):  # outputs, then ret
+        assert result[-1] == code and len(result) >= 2
+    elif type(result) is int and result == code:  # ret only
+        pass
+    else:  # a value-returning function: the code is only recorded
+        assert result in (0, None)
+    assert acl.rt.get_last_error(0) == code
+    message = acl.get_recent_err_msg()
+    assert name in message and str(code) in message
+
+
+def test_unknown_name_in_unsupported_namespace_is_a_stub_not_an_attribute_error(env):
+    assert acl.mdl.load_from_file("model.om") == C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+    assert acl.media.vpc_resize_async(1, 2, 3) == C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+
+
+def test_unknown_name_in_acl_rt_is_an_attribute_error():
+    with pytest.raises(AttributeError):
+        acl.rt.no_such_function  # noqa: B018 - a typo must not pass silently
+
+
+# ---------------------------------------------------------------- last error
+def test_get_last_error_returns_the_latest_code_and_clears_it(env):
+    acl.rt.malloc(0, 0)
+    acl.rt.set_device(99)
+    assert acl.rt.get_last_error(C.ACL_RT_THREAD_LEVEL) == BAD_DEVICE
+    assert acl.rt.get_last_error(C.ACL_RT_THREAD_LEVEL) == OK
+
+
+def test_peek_at_last_error_does_not_clear(env):
+    acl.rt.set_device(99)
+    assert acl.rt.peek_at_last_error(C.ACL_RT_THREAD_LEVEL) == BAD_DEVICE
+    assert acl.rt.peek_at_last_error(C.ACL_RT_THREAD_LEVEL) == BAD_DEVICE
+
+
+@pytest.mark.parametrize("fn", [acl.rt.get_last_error, acl.rt.peek_at_last_error])
+def test_last_error_with_a_level_other_than_thread_is_invalid_param(env, fn):
+    acl.rt.set_device(99)
+    assert fn(1) == INVALID
+    assert acl.rt.peek_at_last_error(0) == BAD_DEVICE  # the recorded error is untouched
+
+
+def test_last_error_is_per_thread(env):
+    acl.rt.set_device(99)
+    assert in_new_thread(lambda: acl.rt.get_last_error(0)) == OK
+    assert acl.rt.get_last_error(0) == BAD_DEVICE
+
+
+def test_recent_err_msg_is_empty_without_failure(env):
+    assert acl.get_recent_err_msg() == ""
+
+
+def test_recent_err_msg_says_what_was_wrong(env):
+    acl.rt.set_device(99)
+    message = acl.get_recent_err_msg()
+    assert "acl.rt.set_device" in message and "99" in message and "107001" in message

@@ -1,0 +1,126 @@
+"""Smoke tests of `npurt bench`: it runs end to end at a tiny size and writes the JSON figures
+issue 7 fixes. No timing is asserted (speed belongs in the benchmark's own report)."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from npurt import bench
+from npurt.bench import harness, peers
+from npurt.runtime.runtime import RUNTIME
+
+REQUIRED_KEYS = {
+    "enqueue_us", "roundtrip_us", "event_sync_us", "alloc_free_us",
+    "memcpy_h2d_ratio", "memcpy_d2h_ratio", "memcpy_d2d_ratio",
+    "kernel_add_ratio", "matmul_ratio", "overlap_speedup", "streams_10k_s", "bytes_per_task",
+}
+
+
+def _finalize() -> None:
+    if RUNTIME.initialized:
+        RUNTIME.finalize(timeout_s=5.0)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """One in-process run of the benchmark at the tiny size: (exit code, JSON, stdout)."""
+    import contextlib
+    import io
+    _finalize()  # the bench owns the runtime (it raises the stream limit before init)
+    out = tmp_path_factory.mktemp("bench") / "bench.json"
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        code = bench.main(quick=True, json_out=str(out), peers=False, profile=harness.TINY)
+    _finalize()
+    return code, json.loads(out.read_text()), text.getvalue()
+
+
+def test_json_has_exactly_the_required_keys(tiny_run):
+    _, data, _ = tiny_run
+    assert set(data) == REQUIRED_KEYS
+
+
+def test_every_json_figure_is_a_finite_number(tiny_run):
+    _, data, out = tiny_run
+    bad = {k: v for k, v in data.items() if not isinstance(v, (int, float)) or not math.isfinite(v)}
+    assert not bad, f"figures not measured: {bad}\n{out}"
+
+
+def test_run_reports_success_when_every_figure_was_measured(tiny_run):
+    code, _, out = tiny_run
+    assert code == 0, out
+
+
+def test_reduced_run_says_so_in_its_output(tiny_run):
+    _, _, out = tiny_run
+    assert "TINY MODE: sizes and repeats are reduced" in out
+
+
+def test_table_prints_every_json_figure_with_its_target(tiny_run):
+    _, _, out = tiny_run
+    for spec in bench.report.SPECS:
+        if spec.json:
+            label = bench.report.label_of(spec, harness.TINY)
+            line = next((ln for ln in out.splitlines() if ln.startswith(label)), None)
+            assert line is not None, f"no row for {spec.id}"
+            assert ("yes" in line.split()) or ("NO" in line.split()), line
+
+
+def test_run_without_peers_says_how_to_measure_them(tiny_run):
+    _, _, out = tiny_run
+    assert "run `npurt bench --peers`" in out
+
+
+def test_missing_peer_is_skipped_with_the_install_hint(monkeypatch):
+    monkeypatch.setattr(peers.importlib.util, "find_spec", lambda name: None)
+    res = peers.run_peer("PoCL", harness.TINY)
+    assert res.skipped is not None and "pip install" in res.skipped
+
+
+def test_skipped_peer_gets_a_line_in_the_footer():
+    from npurt.bench.report import Results, footer
+    res = Results("npurt")
+    text = footer(res, [Results("PoCL", skipped="pyopencl is not installed")], True)
+    assert "peer PoCL: skipped: pyopencl is not installed" in text
+
+
+@pytest.mark.parametrize("name, module", [("PoCL", "pyopencl"), ("Numba sim", "numba")])
+def test_installed_peer_measures_the_shared_latency_figures(name, module):
+    pytest.importorskip(module)
+    res = peers.run_peer(name, harness.TINY, timeout_s=120)
+    assert res.skipped is None, res.skipped
+    assert not res.errors, res.errors
+    for key in ("enqueue_us", "roundtrip_us", "alloc_free_us", "memcpy_h2d_ratio"):
+        assert key in res.stats and res.stats[key].finite(), key
+
+
+def test_stat_reports_median_and_range_of_its_samples():
+    s = harness.Stat.of([5.0, 1.0, 3.0, 9.0, 2.0])
+    assert (s.median, s.lo, s.hi, s.n) == (3.0, 1.0, 9.0, 5)
+
+
+def test_paired_ratio_is_reference_time_over_subject_time(monkeypatch):
+    times = iter([4.0, 2.0, 2.0, 4.0, 6.0, 3.0])  # (ref, subj), then (subj, ref), then (ref, subj)
+    monkeypatch.setattr(harness, "timed", lambda fn: next(times))
+    res = harness.paired(lambda: None, lambda: None, repeats=3, warmup=0)
+    assert res.ratio.median == 2.0 and res.ratio.n == 3
+
+
+def test_failed_figure_is_reported_as_null_with_exit_code_1(monkeypatch, tmp_path, capsys):
+    from npurt.bench import metrics
+
+    def broken(session, profile):
+        raise RuntimeError("matmul kernel exploded")
+
+    monkeypatch.setattr(metrics, "measure_matmul", broken)
+    _finalize()
+    out = tmp_path / "bench.json"
+    code = bench.main(quick=True, json_out=str(out), peers=False, profile=harness.TINY)
+    _finalize()
+    data = json.loads(out.read_text())
+    printed = capsys.readouterr()
+    assert code == 1
+    assert data["matmul_ratio"] is None
+    assert "npurt error: matmul: RuntimeError: matmul kernel exploded" in printed.out

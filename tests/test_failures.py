@@ -1,0 +1,360 @@
+"""Failures of queued work: continue vs stop on failure, abort, destroy vs destroy_force,
+waits that time out and name what they are stuck on (issue 3, scope 6 and the bad inputs)."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+
+from npurt.runtime import constants as C
+from npurt.runtime.errors import (InvalidHandleError, InvalidValueError, NpuError,
+                                  StreamAbortedError, SyncTimeoutError, TaskError)
+
+
+@pytest.fixture
+def gate():
+    g = threading.Event()
+    yield g
+    g.set()
+
+
+def _boom():
+    raise ValueError("kaboom")
+
+
+def _hold(rt, stream, gate) -> None:
+    """Queue a task that waits for `gate`; return once it is running."""
+    started = threading.Event()
+
+    def hold():
+        started.set()
+        gate.wait(30)
+
+    rt.launch_host_func(stream, hold)
+    assert started.wait(10)
+
+
+# ---------------------------------------------------------------- continue on failure
+def test_a_failed_task_surfaces_at_the_next_synchronize(rt):
+    s = rt.create_stream()
+    rt.launch_host_func(s, _boom)
+    with pytest.raises(TaskError) as info:
+        rt.synchronize_stream(s)
+    err = info.value
+    assert err.code == C.ACL_ERROR_RT_AICPU_EXCEPTION == 507018
+    msg = str(err)
+    assert f"stream {s.stream_id} (device 0) task #1" in msg
+    assert "_boom" in msg and "ValueError: kaboom" in msg
+    assert isinstance(err.__cause__, ValueError)
+
+
+def test_a_failure_is_reported_once(rt):
+    s = rt.create_stream()
+    rt.launch_host_func(s, _boom)
+    with pytest.raises(TaskError):
+        rt.synchronize_stream(s)
+    rt.synchronize_stream(s)  # already reported
+
+
+def test_a_failure_surfaces_at_stream_query(rt):
+    s = rt.create_stream()
+    rt.launch_host_func(s, _boom)
+    deadline = time.monotonic() + 10
+    while s.completed_seq < 1 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    with pytest.raises(TaskError):
+        rt.stream_query(s)
+    assert rt.stream_query(s) == C.ACL_STREAM_STATUS_COMPLETE
+
+
+def test_continue_mode_runs_the_tasks_after_a_failure(rt):
+    s = rt.create_stream()
+    out = []
+    rt.launch_host_func(s, out.append, 1)
+    rt.launch_host_func(s, _boom)
+    rt.launch_host_func(s, out.append, 2)
+    with pytest.raises(TaskError):
+        rt.synchronize_stream(s)
+    assert out == [1, 2]
+
+
+def test_an_npu_error_raised_by_a_task_keeps_its_code(rt):
+    s = rt.create_stream()
+
+    def bad():
+        raise InvalidValueError("bad argument inside the task")
+
+    rt.launch_host_func(s, bad)
+    with pytest.raises(TaskError) as info:
+        rt.synchronize_stream(s)
+    assert info.value.code == C.ACL_ERROR_INVALID_PARAM
+
+
+def test_a_failure_surfaces_at_synchronize_device(rt):
+    s = rt.create_stream()
+    rt.launch_host_func(s, _boom)
+    with pytest.raises(TaskError):
+        rt.synchronize_device()
+
+
+def test_other_streams_and_the_device_stay_usable_after_a_failure(rt):
+    bad, good = rt.create_stream(), rt.create_stream()
+    rt.launch_host_func(bad, _boom)
+    out = []
+    rt.launch_host_func(good, out.append, 1)
+    rt.synchronize_stream(good)
+    assert out == [1]
+    with pytest.raises(TaskError):
+        rt.synchronize_stream(bad)
+    rt.free(rt.malloc(100))
+    rt.launch_host_func(bad, out.append, 2)
+    rt.synchronize_stream(bad)
+    assert out == [1, 2]
+
+
+def test_the_exception_info_callback_learns_about_the_failed_task(rt):
+    infos = []
+    rt.set_exception_info_callback(lambda handle: infos.append(rt.exception_info(handle)))
+    s = rt.create_stream()
+    rt.launch_host_func(s, lambda: None)
+    rt.launch_host_func(s, _boom)
+    with pytest.raises(TaskError):
+        rt.synchronize_stream(s)
+    (info,) = infos
+    assert (info.task_id, info.stream_id, info.device_id) == (2, s.stream_id, 0)
+    assert info.error_code == 507018
+    rt.set_exception_info_callback(None)
+
+
+# ---------------------------------------------------------------- stop on failure
+def test_stop_mode_drops_the_rest_of_the_queue(rt, gate):
+    s = rt.create_stream()
+    rt.set_stream_failure_mode(s, C.ACL_STOP_ON_FAILURE)
+    out = []
+    _hold(rt, s, gate)
+    rt.launch_host_func(s, _boom)
+    for i in range(5):
+        rt.launch_host_func(s, out.append, i)
+    gate.set()
+    with pytest.raises(TaskError):
+        rt.synchronize_stream(s)
+    assert out == []
+
+
+def test_stop_mode_refuses_new_tasks_after_a_failure(rt):
+    s = rt.create_stream()
+    rt.set_stream_failure_mode(s, C.ACL_STOP_ON_FAILURE)
+    rt.launch_host_func(s, _boom)
+    with pytest.raises(TaskError):
+        rt.synchronize_stream(s)
+    with pytest.raises(StreamAbortedError) as info:
+        rt.launch_host_func(s, print)
+    assert "stopped on failure" in str(info.value) and "kaboom" in str(info.value)
+    with pytest.raises(StreamAbortedError):
+        rt.memset_async(rt.malloc(64), 64, 0, 64, s)
+
+
+def test_stop_mode_applies_to_every_stream_of_the_context(rt, gate):
+    a, b = rt.create_stream(), rt.create_stream()
+    rt.set_stream_failure_mode(a, C.ACL_STOP_ON_FAILURE)
+    assert rt.get_stream_attribute(b, C.ACL_STREAM_ATTR_FAILURE_MODE) == {"failureMode": 1}
+    out = []
+    _hold(rt, b, gate)
+    rt.launch_host_func(b, _boom)
+    rt.launch_host_func(b, out.append, "dropped")
+    gate.set()
+    with pytest.raises(TaskError):
+        rt.synchronize_stream(b)
+    assert out == []
+    with pytest.raises(StreamAbortedError):
+        rt.launch_host_func(b, out.append, "refused")
+
+
+def test_stop_mode_does_not_reach_streams_of_another_context(rt):
+    mine = rt.get_context()
+    s = rt.create_stream()
+    rt.set_stream_failure_mode(s, C.ACL_STOP_ON_FAILURE)
+    other_ctx = rt.create_context(0)
+    other = rt.create_stream()
+    out = []
+    rt.launch_host_func(other, _boom)
+    rt.launch_host_func(other, out.append, 1)
+    with pytest.raises(TaskError):
+        rt.synchronize_stream(other)
+    assert out == [1]  # continue on failure there
+    rt.destroy_context(other_ctx)
+    rt.set_context(mine)
+
+
+def test_after_a_stop_other_streams_keep_working(rt):
+    a, b = rt.create_stream(), rt.create_stream()
+    rt.set_stream_failure_mode(a, C.ACL_STOP_ON_FAILURE)
+    rt.launch_host_func(a, _boom)
+    with pytest.raises(TaskError):
+        rt.synchronize_stream(a)
+    out = []
+    rt.launch_host_func(b, out.append, 1)
+    rt.synchronize_stream(b)
+    assert out == [1]
+
+
+def test_a_wait_on_an_event_whose_record_was_dropped_fails(rt, gate):
+    a, b = rt.create_stream(), rt.create_stream()
+    rt.set_stream_failure_mode(a, C.ACL_STOP_ON_FAILURE)
+    e = rt.create_event()
+    _hold(rt, a, gate)
+    rt.launch_host_func(a, _boom)
+    rt.record_event(e, a)  # dropped by the stop
+    rt.stream_wait_event(b, e)
+    gate.set()
+    with pytest.raises(TaskError) as info:
+        rt.synchronize_stream(b, 10_000)
+    assert info.value.code == C.ACL_ERROR_RT_EVENT_NOT_COMPLETE
+    assert "dropped" in str(info.value)
+
+
+# ---------------------------------------------------------------- abort
+def test_abort_drops_queued_work(rt, gate):
+    s = rt.create_stream()
+    out = []
+    _hold(rt, s, gate)
+    for i in range(10):
+        rt.launch_host_func(s, out.append, i)
+    rt.stream_abort(s)
+    gate.set()
+    rt.synchronize_stream(s, 10_000)
+    assert out == []
+
+
+def test_a_synchronize_waiting_during_an_abort_gets_stream_abort(rt, gate):
+    s = rt.create_stream()
+    ctx = rt.get_context()
+    _hold(rt, s, gate)
+    rt.launch_host_func(s, lambda: None)
+    result = []
+    waiting = threading.Event()
+
+    def sync():
+        rt.set_context(ctx)
+        waiting.set()
+        try:
+            rt.synchronize_stream(s)
+            result.append("returned")
+        except NpuError as exc:
+            result.append(exc)
+
+    t = threading.Thread(target=sync)
+    t.start()
+    waiting.wait(10)
+    time.sleep(0.05)
+    rt.stream_abort(s)
+    t.join(10)
+    gate.set()
+    assert isinstance(result[0], StreamAbortedError)
+    assert result[0].code == C.ACL_ERROR_RT_STREAM_ABORT == 107023
+
+
+def test_a_stream_takes_new_work_after_an_abort(rt, gate):
+    s = rt.create_stream()
+    _hold(rt, s, gate)
+    rt.launch_host_func(s, lambda: None)
+    rt.stream_abort(s)
+    gate.set()
+    out = []
+    rt.launch_host_func(s, out.append, 1)
+    rt.synchronize_stream(s, 10_000)
+    assert out == [1]
+
+
+def test_abort_releases_a_stream_parked_on_an_event(rt):
+    s = rt.create_stream()
+    rt.stream_wait_event(s, rt.create_event())  # never recorded
+    out = []
+    rt.launch_host_func(s, out.append, 1)
+    rt.stream_abort(s)
+    rt.synchronize_stream(s, 10_000)
+    assert out == []
+
+
+# ---------------------------------------------------------------- destroy with pending work
+def test_destroy_stream_waits_for_pending_work(rt, gate):
+    s = rt.create_stream()
+    out = []
+    _hold(rt, s, gate)
+    for i in range(5):
+        rt.launch_host_func(s, out.append, i)
+    threading.Timer(0.05, gate.set).start()
+    rt.destroy_stream(s)
+    assert out == [0, 1, 2, 3, 4]
+    assert s.destroyed
+
+
+def test_destroy_stream_does_not_report_the_streams_failure(rt):
+    s = rt.create_stream()
+    rt.launch_host_func(s, _boom)
+    rt.destroy_stream(s)  # documented: errors of the drained work are not raised here
+
+
+def test_destroy_stream_force_drops_pending_work(rt, gate):
+    s = rt.create_stream()
+    out = []
+    _hold(rt, s, gate)
+    for i in range(5):
+        rt.launch_host_func(s, out.append, i)
+    rt.destroy_stream(s, force=True)  # returns at once, although a task is still running
+    assert s.destroyed
+    gate.set()
+    time.sleep(0.05)
+    assert out == []
+
+
+def test_a_force_destroyed_stream_is_an_invalid_handle(rt, gate):
+    s = rt.create_stream()
+    _hold(rt, s, gate)
+    rt.destroy_stream(s, force=True)
+    with pytest.raises(InvalidHandleError):
+        rt.launch_host_func(s, print)
+    with pytest.raises(InvalidHandleError):
+        rt.synchronize_stream(s)
+
+
+# ---------------------------------------------------------------- stuck waits name their cause
+def test_a_timeout_behind_a_running_task_says_it_is_running(rt, gate):
+    s = rt.create_stream()
+    _hold(rt, s, gate)
+    with pytest.raises(SyncTimeoutError) as info:
+        rt.synchronize_stream(s, 50)
+    msg = str(info.value)
+    assert f"stream {s.stream_id} (device 0) is at task #1 host function" in msg
+    assert "running" in msg
+
+
+def test_a_timeout_behind_a_wait_names_the_stream_and_task_it_waits_for(rt, gate):
+    a, b = rt.create_stream(), rt.create_stream()
+    _hold(rt, a, gate)
+    e = rt.create_event()
+    rt.record_event(e, a)
+    rt.stream_wait_event(b, e)
+    rt.launch_host_func(b, lambda: None)
+    with pytest.raises(SyncTimeoutError) as info:
+        rt.synchronize_stream(b, 50)
+    msg = str(info.value)
+    assert f"stream {b.stream_id}" in msg and "task #1 stream_wait_event" in msg
+    assert f"stream {a.stream_id} (device 0) to finish task #2" in msg  # what the wait waits for
+    assert "waiting for #2" in msg
+
+
+def test_a_long_wait_logs_what_it_is_stuck_on(fresh_runtime, monkeypatch, caplog, gate):
+    monkeypatch.setenv("NPURT_HANG_WARNING_S", "0.05")
+    rt = fresh_runtime
+    rt.init()
+    rt.set_device(0)
+    s = rt.create_stream()
+    rt.stream_wait_event(s, rt.create_event())
+    with caplog.at_level(logging.WARNING, logger="npurt"):
+        with pytest.raises(SyncTimeoutError):
+            rt.synchronize_stream(s, 300)
+    assert any("never been recorded" in r.getMessage() for r in caplog.records)
+    rt.stream_abort(s)

@@ -1,0 +1,153 @@
+"""Stream-ordered memory reuse: a device block freed while queued work may still use it goes
+back to the pool only once that work has finished (issue 3, scope 8)."""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+import pytest
+
+from npurt.runtime import constants as C
+from npurt.runtime.errors import InvalidValueError
+
+H2D, D2H, D2D = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_MEMCPY_DEVICE_TO_DEVICE
+N = 64 * 1024
+
+
+def _view(ptr: int, n: int = N) -> np.ndarray:
+    return np.frombuffer((ctypes.c_ubyte * n).from_address(ptr), np.uint8)
+
+
+@pytest.fixture
+def gate():
+    g = threading.Event()
+    yield g
+    g.set()
+
+
+def _pending(rt) -> int:
+    return rt.memory_stats()["pending_free_blocks"]
+
+
+def test_a_block_freed_under_queued_work_is_not_handed_out_again(rt, gate):
+    s = rt.create_stream()
+    dev = rt.malloc(N)
+    rt.memset(dev, N, 7, N)
+    out = rt.malloc_host(N)
+    rt.launch_host_func(s, gate.wait, 30)
+    rt.memcpy_async(out, N, dev, N, D2H, s)  # reads `dev` later
+    rt.free(dev)
+    assert _pending(rt) == 1
+    other = rt.malloc(N)
+    assert other != dev  # the pending block is not reused
+    rt.memset(other, N, 0x11, N)  # would clobber the queued copy's source if it aliased
+    gate.set()
+    rt.synchronize_stream(s)
+    assert (_view(out) == 7).all()
+
+
+def test_a_pending_block_returns_to_the_pool_once_the_work_is_done(rt, gate):
+    s = rt.create_stream()
+    dev = rt.malloc(N)
+    rt.launch_host_func(s, gate.wait, 30)
+    rt.memset_async(dev, N, 1, N, s)
+    rt.free(dev)
+    gate.set()
+    rt.synchronize_stream(s)
+    maps = rt.memory_stats()["segment_maps"]
+    again = rt.malloc(N)
+    assert again == dev  # back in the cache, and reused
+    assert _pending(rt) == 0
+    assert rt.memory_stats()["segment_maps"] == maps
+
+
+def test_a_block_with_no_queued_work_is_cached_at_once(rt):
+    s = rt.create_stream()
+    dev = rt.malloc(N)
+    rt.memset_async(dev, N, 1, N, s)
+    rt.synchronize_stream(s)
+    rt.free(dev)
+    assert _pending(rt) == 0
+    assert rt.malloc(N) == dev
+
+
+def test_the_destination_of_a_queued_copy_is_protected_too(rt, gate):
+    s = rt.create_stream()
+    src = rt.malloc_host(N)
+    _view(src)[:] = 9
+    dst = rt.malloc(N)
+    rt.launch_host_func(s, gate.wait, 30)
+    rt.memcpy_async(dst, N, src, N, H2D, s)  # will write `dst`
+    rt.free(dst)
+    other = rt.malloc(N)
+    rt.memset(other, N, 0, N)
+    gate.set()
+    rt.synchronize_stream(s)
+    assert other != dst
+    assert not _view_device(rt, other).any()  # the late copy did not land in the new allocation
+
+
+def _view_device(rt, ptr: int) -> np.ndarray:
+    out = np.empty(N, np.uint8)
+    rt.memcpy(out.ctypes.data, N, ptr, N, D2H)
+    return out
+
+
+def test_uses_on_several_streams_all_have_to_finish(rt):
+    a, b = rt.create_stream(), rt.create_stream()
+    gate_a, gate_b = threading.Event(), threading.Event()
+    try:
+        dev = rt.malloc(N)
+        other = rt.malloc(N)
+        rt.launch_host_func(a, gate_a.wait, 30)
+        rt.launch_host_func(b, gate_b.wait, 30)
+        rt.memcpy_async(other, N, dev, N, D2D, a)
+        rt.memset_async(dev, N, 3, N, b)
+        rt.free(dev)
+        gate_a.set()
+        rt.synchronize_stream(a)
+        assert rt.malloc(N) != dev  # stream b still has work on it
+        gate_b.set()
+        rt.synchronize_stream(b)
+        rt.empty_cache()  # collects finished pending frees
+        assert _pending(rt) == 0
+    finally:
+        gate_a.set()
+        gate_b.set()
+
+
+def test_empty_cache_does_not_release_a_pending_block(rt, gate):
+    s = rt.create_stream()
+    dev = rt.malloc(N)
+    rt.launch_host_func(s, gate.wait, 30)
+    rt.memset_async(dev, N, 5, N, s)
+    rt.free(dev)
+    rt.empty_cache()
+    assert rt.memory_stats()["reserved_bytes"] > 0
+    assert _pending(rt) == 1
+    gate.set()
+    rt.synchronize_stream(s)
+    rt.empty_cache()
+    assert rt.memory_stats()["reserved_bytes"] == 0
+
+
+def test_a_pending_free_counts_as_freed_in_the_stats(rt, gate):
+    s = rt.create_stream()
+    dev = rt.malloc(N)
+    rt.launch_host_func(s, gate.wait, 30)
+    rt.memset_async(dev, N, 5, N, s)
+    rt.free(dev)
+    stats = rt.memory_stats()
+    assert stats["allocated_bytes"] == 0 and stats["num_frees"] == 1
+    assert stats["active_blocks"] == 0
+
+
+def test_a_pending_block_cannot_be_freed_twice(rt, gate):
+    s = rt.create_stream()
+    dev = rt.malloc(N)
+    rt.launch_host_func(s, gate.wait, 30)
+    rt.memset_async(dev, N, 5, N, s)
+    rt.free(dev)
+    with pytest.raises(InvalidValueError, match="double free"):
+        rt.free(dev)
