@@ -287,7 +287,8 @@ ROWS: dict[str, Row] = {
                              invalid=lambda e: rt.query_device_status(99), code=BAD_DEVICE),
     "set_device_sat_mode": R("ret", lambda e: rt.set_device_sat_mode(C.ACL_RT_OVERFLOW_MODE_SATURATION),
                              invalid=lambda e: rt.set_device_sat_mode(7)),
-    "get_device_sat_mode": R("1", lambda e: rt.get_device_sat_mode(), lambda r, e: r[0] == C.ACL_RT_OVERFLOW_MODE_INFNAN,
+    "get_device_sat_mode": R("1", lambda e: rt.get_device_sat_mode(),
+                             lambda r, e: r[0] == C.ACL_RT_OVERFLOW_MODE_INFNAN,
                              invalid=lambda e: rt.get_device_sat_mode(), thread=True, code=NO_CONTEXT),
     "get_overflow_status": R("ret", lambda e: rt.get_overflow_status(e.dev, 64, e.stream),
                              invalid=lambda e: rt.get_overflow_status(e.dev, 32, e.stream)),
@@ -395,7 +396,8 @@ ROWS: dict[str, Row] = {
                                e.stream, rt.create_event_with_flag(C.ACL_EVENT_TIME_LINE)[0])),
     "reset_event": R("ret", lambda e: rt.reset_event(e.recorded_event(C.ACL_EVENT_SYNC), e.stream),
                      invalid=lambda e: rt.reset_event(e.event, e.stream)),
-    "query_event": R("1", lambda e: rt.query_event(e.recorded_event()), lambda r, e: r[0] == C.ACL_EVENT_STATUS_COMPLETE,
+    "query_event": R("1", lambda e: rt.query_event(e.recorded_event()),
+                     lambda r, e: r[0] == C.ACL_EVENT_STATUS_COMPLETE,
                      invalid=lambda e: rt.query_event(rt.create_event_ex_with_flag(C.ACL_EVENT_SYNC)[0])),
     "query_event_status": R("1", lambda e: rt.query_event_status(e.recorded_event()),
                             lambda r, e: r[0] == C.ACL_EVENT_RECORDED_STATUS_COMPLETE,
@@ -640,7 +642,8 @@ def _split(shape: str, result):
     if shape == "ret":
         assert type(result) is int, f"expected a bare int ret, got {result!r}"
         return (), result
-    assert isinstance(result, tuple) and len(result) == int(shape) + 1, f"expected {int(shape)} outputs + ret, got {result!r}"
+    assert isinstance(result, tuple) and len(result) == int(shape) + 1, \
+        f"expected {int(shape)} outputs + ret, got {result!r}"
     assert type(result[-1]) is int
     return result[:-1], result[-1]
 

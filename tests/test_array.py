@@ -120,6 +120,13 @@ def test_bad_shape_and_dtype_are_invalid_value():
         npurt.empty(3, dtype="no such dtype")
 
 
+@pytest.mark.parametrize("call", [lambda x: x.reshape("a"), lambda x: x.reshape(None), lambda x: x.transpose("a", 1),
+                                  lambda x: x.reshape(4, -1, -1), lambda x: x.transpose(0, 0)])
+def test_bad_reshape_and_transpose_arguments_are_invalid_value(call):
+    with pytest.raises(npurt.InvalidValueError):
+        call(npurt.zeros((2, 3)))
+
+
 # ---------------------------------------------------------------- host copies
 def test_copy_from_host_and_copy_to_host_into_out(rng):
     host = rng.standard_normal((4, 4)).astype(np.float32)
@@ -192,6 +199,18 @@ def test_implicit_host_conversions_raise(convert):
     x = npurt.zeros(3) if convert not in (float, int, complex, bool) else npurt.zeros(())
     with pytest.raises(npurt.HostConversionError):
         convert(x)
+
+
+def test_copy_module_copies_device_memory_and_pickle_is_refused(rng):
+    import copy
+    import pickle
+    host = rng.standard_normal(8).astype(np.float32)
+    x = npurt.to_device(host)
+    for dup in (copy.copy(x), copy.deepcopy(x)):
+        assert dup.ptr != x.ptr
+        np.testing.assert_array_equal(dup.to_host(), host)
+    with pytest.raises(npurt.HostConversionError):
+        pickle.dumps(x)
 
 
 def test_item_copies_a_single_element_explicitly():

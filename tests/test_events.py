@@ -200,10 +200,6 @@ def test_sync_timeout_on_a_never_recorded_wait_names_the_event(rt):
     rt.synchronize_stream(b, 10_000)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG scheduler.py Scheduler.run_stream / event.py "
-                   "EventNextRecord.register: a record enqueued between WaitTask.blocker() and "
-                   "register() makes register() return False, and run_stream then executes the "
-                   "wait without waiting for that record to complete")
 def test_a_record_enqueued_while_the_wait_registers_is_still_waited_for(rt, gates, monkeypatch):
     a, b = rt.create_stream(), rt.create_stream()
     e = rt.create_event()
@@ -223,6 +219,20 @@ def test_a_record_enqueued_while_the_wait_registers_is_still_waited_for(rt, gate
     gate.set()
     rt.synchronize_stream(b, 10_000)
     assert seen == [COMPLETE]  # b ran only after the record completed
+
+
+def test_a_timeout_after_the_record_was_enqueued_names_the_recording_stream(rt, gates):
+    a, b = rt.create_stream(), rt.create_stream()
+    e = rt.create_event()
+    rt.stream_wait_event(b, e)
+    rt.launch_host_func(b, lambda: None)
+    gates.hold(rt, a)
+    rt.record_event(e, a)
+    with pytest.raises(SyncTimeoutError) as info:
+        rt.synchronize_stream(b, 100)
+    msg = str(info.value)
+    assert "never been recorded" not in msg
+    assert f"stream {a.stream_id}" in msg
 
 
 def test_several_streams_may_wait_on_one_event(rt, gates):

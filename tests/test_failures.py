@@ -248,7 +248,9 @@ def test_a_synchronize_waiting_during_an_abort_gets_stream_abort(rt, gate):
     t = threading.Thread(target=sync)
     t.start()
     waiting.wait(10)
-    time.sleep(0.05)
+    deadline = time.monotonic() + 10
+    while s.waiters == 0 and time.monotonic() < deadline:  # until it sleeps inside synchronize
+        time.sleep(0.001)
     rt.stream_abort(s)
     t.join(10)
     gate.set()
@@ -358,3 +360,18 @@ def test_a_long_wait_logs_what_it_is_stuck_on(fresh_runtime, monkeypatch, caplog
             rt.synchronize_stream(s, 300)
     assert any("never been recorded" in r.getMessage() for r in caplog.records)
     rt.stream_abort(s)
+
+
+def test_set_op_wait_timeout_fails_a_wait_that_never_completes(rt):
+    rt.set_op_wait_timeout(1)  # seconds; applies to waits issued from now on
+    s = rt.create_stream()
+    e = rt.create_event()
+    rt.stream_wait_event(s, e)  # never recorded
+    out = []
+    rt.launch_host_func(s, out.append, "after")
+    with pytest.raises(TaskError) as info:
+        rt.synchronize_stream(s, 30_000)
+    assert info.value.code == C.ACL_ERROR_RT_WAIT_TIMEOUT
+    assert "set_op_wait_timeout" in str(info.value)
+    assert out == ["after"]  # continue on failure: the stream went on
+    rt.set_op_wait_timeout(0)

@@ -3,7 +3,6 @@ OS, and the device address windows (issue 2, scope 2)."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from npurt.driver import SOCS, VA_BASE, SimulatedDevice, device_of_address
 from npurt.driver.hbm import HUGE1G_PAGE, HUGE_PAGE, NORMAL_PAGE, HbmArena
@@ -11,22 +10,14 @@ from npurt.driver.hbm import HUGE1G_PAGE, HUGE_PAGE, NORMAL_PAGE, HbmArena
 GiB, MiB = 1 << 30, 1 << 20
 
 
-def _mem_total() -> int:
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no MemTotal in /proc/meminfo")
-
-
-def test_a_64_gib_device_maps_on_a_smaller_machine():
+def test_a_64_gib_device_maps_without_using_ram():
+    """MAP_NORESERVE: the whole capacity is mapped (more than this 24 GiB machine has) and
+    nothing is resident until touched."""
     dev = SimulatedDevice(0, SOCS["Ascend910B3"])
     assert dev.arena.capacity == 64 * GiB
     assert dev.arena.mem.size == 64 * GiB
-    if _mem_total() >= 64 * GiB:
-        pytest.skip("this machine has 64 GiB of RAM or more; the check needs a smaller one")
-    # nothing is resident until touched
     assert dev.arena.resident_bytes() == 0
+    assert dev.arena.committed_bytes == 0
 
 
 def test_the_last_page_of_a_64_gib_arena_is_backed_on_demand():
@@ -104,7 +95,7 @@ def test_resident_bytes_are_per_arena_when_two_arenas_exist():
     # the kernel may merge adjacent identical mappings; each arena must still count its own
     a, b = HbmArena(1 * GiB), HbmArena(1 * GiB)
     a.mem[:8 * MiB] = 1
-    assert 8 * MiB <= a.resident_bytes() < 9 * MiB
+    assert 8 * MiB <= a.resident_bytes() <= 10 * MiB  # (one huge page of slack where THP is on)
     assert b.resident_bytes() == 0
 
 

@@ -178,3 +178,21 @@ def test_the_registered_alias_cannot_be_used_for_memcpy(rt):
         rt.memcpy(dev, 4096, alias, 4096, C.ACL_MEMCPY_DEVICE_TO_DEVICE)
     rt.host_unregister(addr)
     del raw
+
+
+def test_free_host_while_a_queued_copy_reads_it_keeps_the_memory_until_the_copy_ran(rt):
+    gate = rt.create_event()  # never recorded yet: holds the copy back
+    s = rt.create_stream()
+    host = rt.malloc_host(1 << 20)
+    _host_view(host, 1 << 20)[:] = 7
+    dev = rt.malloc(1 << 20)
+    rt.stream_wait_event(s, gate)
+    rt.memcpy_async(dev, 1 << 20, host, 1 << 20, C.ACL_MEMCPY_HOST_TO_DEVICE, s)
+    rt.free_host(host)  # the copy has not run: the mapping must survive it
+    with pytest.raises(InvalidValueError):
+        rt.free_host(host)  # but for the API the pointer is gone
+    rt.record_event(gate, rt.create_stream())
+    rt.synchronize_stream(s)
+    out = np.zeros(1 << 20, np.uint8)
+    rt.memcpy(out.ctypes.data, out.nbytes, dev, out.nbytes, C.ACL_MEMCPY_DEVICE_TO_HOST)
+    assert (out == 7).all()

@@ -1,6 +1,8 @@
 """The Pythonic module-level device and memory functions (issue 6, scope 1)."""
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -14,6 +16,25 @@ from npurt.runtime import constants as C
 def _fresh(fresh_runtime):
     """Each test starts uninitialized: the Pythonic API initializes on first use."""
     yield
+
+
+def test_import_npurt_is_light_and_does_not_initialize():
+    code = ("import sys, npurt\n"
+            "heavy = [m for m in ('npurt.ops', 'npurt.runtime.kernel', 'ml_dtypes', 'matplotlib', 'rich') "
+            "if m in sys.modules]\n"
+            "assert not heavy, heavy\n"
+            "from npurt.runtime.runtime import RUNTIME\n"
+            "assert not RUNTIME.initialized\n"
+            "from npurt import kernel, GM\n"
+            "assert callable(kernel) and GM is npurt.GM\n"
+            "assert npurt.ops.relu is npurt.ops.array_ops.relu\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    with pytest.raises(AttributeError):
+        npurt.no_such_thing
 
 
 def test_first_use_initializes_the_runtime_and_picks_device_0():

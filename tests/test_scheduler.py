@@ -99,6 +99,7 @@ def test_one_stream_never_runs_two_tasks_at_once(rt):
 
 
 # ---------------------------------------------------------------- concurrency across streams
+@pytest.mark.slow
 def test_two_streams_copying_overlap_in_wall_time(rt, gate, scale):
     """Each stream copies 256 MiB device to device. The copy tasks' own run intervals (taken
     from the runtime's task_started / task_finished hooks, on the thread running them) must
@@ -216,22 +217,22 @@ def test_synchronize_runs_ready_work_on_the_calling_thread(one_worker_rt, gate):
     assert who == [threading.current_thread()]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG stream.py Stream.synchronize: with a finite timeout it "
-                   "still drains READY tasks inline, so a long task runs on the calling thread and "
-                   "the timeout cannot fire")
 def test_synchronize_with_timeout_does_not_get_stuck_running_a_long_task_inline(one_worker_rt, gate):
+    """A timed wait must not run a READY task itself: the task could outlast the timeout."""
     rt = one_worker_rt
     _occupy_worker(rt, gate)
     s = rt.create_stream()
     release = threading.Event()
-    rt.launch_host_func(s, release.wait, 1.0)  # a task that takes up to a second
-    t0 = time.monotonic()
+    rt.launch_host_func(s, release.wait, 30)  # a task that runs until released
+    safety = threading.Timer(5, release.set)  # ends the task if the wait ran it inline
+    safety.start()
     try:
         with pytest.raises(SyncTimeoutError):
             rt.synchronize_stream(s, 100)
+        assert not release.is_set()  # the timeout fired while the task was still pending
     finally:
+        safety.cancel()
         release.set()
-    assert time.monotonic() - t0 < 0.9
 
 
 def test_streams_do_not_get_a_thread_each(rt):
@@ -297,3 +298,46 @@ def test_many_host_threads_synchronizing_one_stream_all_return(rt):
     for t in threads:
         t.join(60)
     assert not errors and out == list(range(500))
+
+
+def test_random_programs_of_streams_and_events_respect_every_dependency(rt):
+    """A random program of host tasks, records and waits over several streams (and both
+    devices). Every task must run after the tasks before it on its stream and after every
+    task captured by an event its stream waited for before it."""
+    seed = int(np.random.SeedSequence().entropy % 2**32)
+    print(f"seed {seed}")  # shown when the test fails
+    rng = np.random.default_rng(seed)
+    streams = [rt.create_stream() for _ in range(4)]
+    rt.set_device(1)
+    streams += [rt.create_stream() for _ in range(2)]
+    rt.set_device(0)
+    log: list[int] = []
+    deps: dict[int, set[int]] = {}       # task id -> task ids that must run before it
+    last_on: dict = {s: None for s in streams}  # stream -> its latest task id
+    must: dict = {s: set() for s in streams}    # stream -> what its next task must follow
+    events = []                          # (event, set of task ids its capture covers)
+    task_id = 0
+    for _ in range(1500):
+        s = streams[int(rng.integers(len(streams)))]
+        r = rng.random()
+        if r < 0.7:
+            deps[task_id] = set(must[s])
+            rt.launch_host_func(s, log.append, task_id)
+            must[s] = {task_id}
+            last_on[s] = task_id
+            task_id += 1
+        elif r < 0.85:
+            e = rt.create_event()
+            rt.record_event(e, s)
+            events.append((e, set(must[s])))
+        elif events:
+            e, covered = events[int(rng.integers(len(events)))]
+            rt.stream_wait_event(s, e)
+            must[s] = must[s] | covered
+    for s in streams:
+        rt.synchronize_stream(s, 60_000)
+    assert sorted(log) == list(range(task_id))
+    position = {t: i for i, t in enumerate(log)}
+    for t, before in deps.items():
+        for b in before:
+            assert position[b] < position[t], f"task {t} ran before task {b} it depends on"

@@ -133,7 +133,8 @@ def test_settings_defaults_without_environment(monkeypatch):
                  "NPURT_MAX_STREAMS", "NPURT_POISON_FREED", "NPURT_WORKERS"):
         monkeypatch.delenv(name, raising=False)
     s = Settings.from_env()
-    assert (s.soc, s.physical_devices, s.visible_devices, s.memcpy_kind) == ("Ascend910B3", 2, [0, 1], "strict")
+    assert (s.soc, s.physical_devices, s.visible_devices) == ("Ascend910B3", 2, [0, 1])
+    assert s.memcpy_kind == "strict"
     assert not (s.launch_blocking or s.task_stacks or s.poison_freed)
     assert s.max_streams is None
 
@@ -172,3 +173,20 @@ def test_device_hidden_by_visible_devices_is_invalid(fresh_runtime, monkeypatch)
     with pytest.raises(InvalidDeviceError) as info:
         fresh_runtime.set_device(1)
     assert info.value.code == C.ACL_ERROR_RT_INVALID_DEVICEID
+
+
+def test_user_and_logic_device_ids_follow_visible_devices(fresh_runtime, monkeypatch):
+    monkeypatch.setenv("NPURT_DEVICE_COUNT", "3")
+    monkeypatch.setenv("ASCEND_RT_VISIBLE_DEVICES", "2,0")
+    fresh_runtime.init()
+    assert [fresh_runtime.get_logic_dev_id_by_user_dev_id(u) for u in (0, 1)] == [2, 0]
+    assert [fresh_runtime.get_user_dev_id_by_logic_dev_id(p) for p in (2, 0)] == [0, 1]
+    with pytest.raises(InvalidDeviceError):
+        fresh_runtime.get_user_dev_id_by_logic_dev_id(1)  # physical 1 is hidden
+
+
+def test_user_and_logic_device_ids_are_the_identity_without_the_variable(fresh_runtime, monkeypatch):
+    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
+    fresh_runtime.init()
+    assert fresh_runtime.get_logic_dev_id_by_user_dev_id(1) == 1
+    assert fresh_runtime.get_user_dev_id_by_logic_dev_id(1) == 1

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -55,21 +56,21 @@ def as_dtype(dtype) -> np.dtype:
     return dt
 
 
+def _ints(values, what: str) -> list[int]:
+    """A sequence of ints (numpy ints included), or an InvalidValueError naming `what`."""
+    try:
+        return [operator.index(v) for v in values]
+    except TypeError:
+        raise InvalidValueError(f"{what} must be ints, got {values!r}") from None
+
+
 def _shape(shape) -> tuple[int, ...]:
     if isinstance(shape, numbers.Integral):
         shape = (shape,)
-    try:
-        shape = tuple(int(operator_index(n)) for n in shape)
-    except TypeError:
-        raise InvalidValueError(f"a shape is an int or a tuple of ints, got {shape!r}") from None
+    shape = tuple(_ints(shape, "shape entries"))
     if any(n < 0 for n in shape):
         raise InvalidValueError(f"negative dimension in shape {shape}")
     return shape
-
-
-def operator_index(n):
-    import operator
-    return operator.index(n)
 
 
 def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -230,10 +231,6 @@ class DeviceArray:
     def data_ptr(self) -> int:
         return self._ptr
 
-    @property
-    def base(self) -> "DeviceArray | None":
-        return None
-
     def is_contiguous(self) -> bool:
         """True if the elements are laid out C-contiguously (what kernels need)."""
         expect = self.dtype.itemsize
@@ -277,6 +274,15 @@ class DeviceArray:
     def tolist(self):
         raise _host_error("tolist()")
 
+    def __reduce__(self):
+        raise _host_error("pickling a DeviceArray")
+
+    def __copy__(self) -> "DeviceArray":
+        return self.copy()
+
+    def __deepcopy__(self, memo) -> "DeviceArray":
+        return self.copy()
+
     # ---------------------------------------------------------- host <-> device
     def to_host(self, stream=None) -> np.ndarray:
         """A new numpy array with the contents; waits for the copy (queued on `stream`,
@@ -312,7 +318,7 @@ class DeviceArray:
         src = self.contiguous(stream)
         if self.nbytes:
             seq = rt.memcpy_async(out.ctypes.data, out.nbytes, src._ptr, self.nbytes, D2H, s,
-                                  require_aligned=False, keep=(out, src))
+                                  require_aligned=False, keep=out)
             if blocking:
                 s.synchronize(until=seq)
         elif blocking:
@@ -405,7 +411,7 @@ class DeviceArray:
         non-contiguous array is copied first."""
         if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
             shape = shape[0]
-        shape = list(int(operator_index(n)) for n in shape)
+        shape = _ints(shape, "reshape sizes")
         if shape.count(-1) > 1:
             raise InvalidValueError("reshape: only one dimension can be -1")
         known = math.prod(n for n in shape if n != -1)
@@ -528,7 +534,7 @@ def _operand(other, scalar_ok: bool = True):
 def _normalize_axes(axes, ndim: int) -> list[int]:
     if axes is None or axes == ():
         return list(range(ndim))[::-1]
-    axes = [int(operator_index(a)) for a in axes]
+    axes = _ints(axes, "axes")
     axes = [a + ndim if a < 0 else a for a in axes]
     if sorted(axes) != list(range(ndim)):
         raise InvalidValueError(f"axes {tuple(axes)} are not a permutation of the {ndim} axes")
@@ -587,7 +593,7 @@ def _index(x: DeviceArray, key):
             strides.append(st * step)
         else:
             try:
-                i = operator_index(k)
+                i = operator.index(k)
             except TypeError:
                 raise ArrayIndexError(f"unsupported index {k!r} of type {type(k).__name__}") from None
             if not -n <= i < n:
@@ -690,6 +696,9 @@ def arange(start, stop=None, step=1, dtype=None, device: int | None = None, stre
     arguments. dtype defaults to int32 when all arguments are ints, else float32."""
     if stop is None:
         start, stop = 0, start
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if not isinstance(v, numbers.Real) or isinstance(v, bool):
+            raise InvalidValueError(f"arange: {name} must be a real number, got {v!r}")
     if step == 0:
         raise InvalidValueError("arange: step must not be zero")
     dt = _default_dtype(start, stop, step) if dtype is None else as_dtype(dtype)
@@ -705,7 +714,8 @@ def to_device(arr, stream=None, device: int | None = None, dtype=None) -> Device
     """Copy host data (a numpy array or anything np.asarray takes) to a new DeviceArray on
     `device` (default: current). The copy is queued on `stream` (default: the current stream
     of that device) and is asynchronous: the queued copy holds `arr` and reads it when it
-    runs, so do not modify `arr` until the stream has passed the copy."""
+    runs, so do not modify `arr` until the stream has passed the copy. The dtype is kept
+    (float64 stays float64), except that Python floats and lists become float32 as in torch."""
     if isinstance(arr, DeviceArray):
         return arr.to(device, dtype=dtype, stream=stream)
     host = np.asarray(arr) if dtype is None else np.asarray(arr, dtype=as_dtype(dtype))

@@ -14,13 +14,15 @@ checked against numpy; the exit status is non-zero if it does not match.
 """
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
 
 # default problem: a few MiB per batch, so that copies are visible next to the compute
-BATCH, D_IN, HIDDEN, CLASSES = 1024, 1024, 64, 16
+BATCH, D_IN, HIDDEN, CLASSES = 1024, 2048, 16, 16
 DEFAULT_BATCHES = 8
+ROUNDS = 2
 RTOL, ATOL = 1e-4, 1e-6
 
 
@@ -82,8 +84,10 @@ def _timeline(batches, width: int = 64) -> tuple[list[str], dict]:
     for name, rows in spans.items():
         cells = [" "] * width
         for i, s, e in rows:
-            a, z = int(s / end * width), max(int(s / end * width) + 1, int(round(e / end * width)))
-            for c in range(a, min(z, width)):
+            a = min(int(s / end * width), width - 1)
+            while a < width - 1 and cells[a] != " ":  # a short span right after another
+                a += 1
+            for c in range(a, max(a + 1, min(int(round(e / end * width)), width))):
                 cells[c] = str(i % 10)
         lines.append(f"  {name:<8}|{''.join(cells)}|")
     busy = {k: sum(e - s for _, s, e in rows) for k, rows in spans.items()}
@@ -121,18 +125,21 @@ def main(batches: int | None = None, quiet: bool = False) -> int:
         f"{copy_stream.stream_id}, compute stream {compute_stream.stream_id}; inputs in pinned host memory "
         f"({BATCH * D_IN * 4 / 2**20:.0f} MiB per batch)")
 
-    # warm-up (first-use costs: worker threads, pool segments, BLAS), then the baseline on
-    # one stream (no overlap possible), then the real pipeline on two streams
-    _run(npurt, host_in[:1], outs[:1], w1, w2, copy_stream, compute_stream)
-    t = time.perf_counter()
-    _run(npurt, host_in, outs, w1, w2, compute_stream, compute_stream)
-    one_stream_ms = (time.perf_counter() - t) * 1e3
-    for o in outs:
-        o.fill(np.nan)  # the checked results must come from the two-stream run
-    npurt.reset_peak_memory_stats()
-    t = time.perf_counter()
-    recs = _run(npurt, host_in, outs, w1, w2, copy_stream, compute_stream)
-    two_stream_ms = (time.perf_counter() - t) * 1e3
+    # warm-up: first-use costs (worker threads, pool segments, BLAS buffers per thread) must
+    # not count against either variant; then the best of two rounds of each
+    _run(npurt, host_in[:2], outs[:2], w1, w2, copy_stream, compute_stream)
+    _run(npurt, host_in[:2], outs[:2], w1, w2, compute_stream, compute_stream)
+    one_stream_ms = two_stream_ms = float("inf")
+    for _ in range(ROUNDS):
+        t = time.perf_counter()
+        _run(npurt, host_in, outs, w1, w2, compute_stream, compute_stream)
+        one_stream_ms = min(one_stream_ms, (time.perf_counter() - t) * 1e3)
+        for o in outs:
+            o.fill(np.nan)  # the checked results must come from the two-stream run
+        npurt.reset_peak_memory_stats()
+        t = time.perf_counter()
+        recs = _run(npurt, host_in, outs, w1, w2, copy_stream, compute_stream)
+        two_stream_ms = min(two_stream_ms, (time.perf_counter() - t) * 1e3)
 
     lines, tl = _timeline(recs)
     say("\n  batch  H2D on copy stream        compute + D2H on compute stream   (ms from the first copy)")
@@ -150,8 +157,11 @@ def main(batches: int | None = None, quiet: bool = False) -> int:
             f"({min(100.0, 100 * overlap / max(tl['copy'], 1e-9)):.0f}% of the copy time hidden)")
     else:
         say("  overlap: none measured this run (copies and compute did not run at the same time)")
-    say(f"  wall time: two streams {two_stream_ms:.1f} ms, one stream {one_stream_ms:.1f} ms "
-        f"({one_stream_ms / max(two_stream_ms, 1e-9):.2f}x); timings on a shared host are noisy")
+    say(f"  wall time (best of {ROUNDS}): two streams {two_stream_ms:.1f} ms, one stream {one_stream_ms:.1f} ms "
+        f"({one_stream_ms / max(two_stream_ms, 1e-9):.2f}x)")
+    say(f"  note: the simulated DMA engines and AI cores share this host's {os.cpu_count()} CPU cores (and "
+        "numpy's BLAS threads), so overlap shortens the wall time only while cores are idle; "
+        "timings on a shared host are noisy")
     stats = npurt.memory_stats()
     say(f"  device memory: peak {stats['peak_allocated_bytes'] / 2**20:.1f} MiB, "
         f"{stats['num_allocs']} allocations of which {stats['pool_hits']} served from the caching pool")

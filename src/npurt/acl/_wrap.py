@@ -85,11 +85,6 @@ def context_of(handle):
     return _contexts.get(handle)
 
 
-def handle_of(obj) -> int:
-    """The int handle of a runtime object (0 for None)."""
-    return 0 if obj is None else obj.handle
-
-
 # ---------------------------------------------------------------- wrapper generation
 _TEMPLATES = {
     # no outputs: a bare int

@@ -330,9 +330,14 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
     """A double-buffered pipeline: batch i is copied host -> device (memcpy_async from
     pinned memory) while batch i-1 is computed (gelu, one block: one AI core, as the copy is
     one DMA engine). Two streams ordered by events, against the same calls on one stream;
-    overlap_speedup = one-stream time / two-stream time. overlap_ideal is what perfect
-    overlap of this work mix would give, (copies + kernels) / max(copies, kernels), from the
-    copies alone and the kernels alone on one stream in the same run."""
+    overlap_speedup = one-stream time / two-stream time.
+
+    The stages are balanced as a pipeline designer would balance them: each batch copies
+    `overlap_batch_bytes`, and the kernel runs gelu over as many of the batch's elements as
+    take about as long as the copy (calibrated in this run: `overlap_kernel_fraction`).
+    overlap_ideal is what perfect overlap of the measured mix would give,
+    (copies + kernels) / max(copies, kernels), from the copies alone and the kernels alone on
+    one stream in the same run."""
     launch = _ops()
     rt = s.acl.rt
     B, batches = p.overlap_batch_bytes, p.overlap_batches
@@ -345,7 +350,8 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
     events = [value(rt.create_event(), "create_event") for _ in range(4)]
     from ..runtime.runtime import RUNTIME
     try:
-        def pipeline(copy_stream: int, compute_stream: int, copies: bool = True, kernels: bool = True) -> float:
+        def pipeline(copy_stream: int, compute_stream: int, m: int, copies: bool = True,
+                     kernels: bool = True) -> float:
             ready, done = events[:2], events[2:]
             compute_obj = RUNTIME.streams.get(compute_stream)
             t0 = clock()
@@ -358,7 +364,7 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
                 rt.record_event(ready[j], copy_stream)
                 rt.stream_wait_event(compute_stream, ready[j])
                 if kernels:
-                    launch.elementwise(OVERLAP_OP, d_out[j], d_in[j], None, n, np.float32, stream=compute_obj,
+                    launch.elementwise(OVERLAP_OP, d_out[j], d_in[j], None, m, np.float32, stream=compute_obj,
                                        num_blocks=1)
                 rt.record_event(done[j], compute_stream)
             check(rt.synchronize_stream(compute_stream), "synchronize_stream")
@@ -366,14 +372,20 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
             return clock() - t0
 
         one = s.stream
-        res = paired(lambda: pipeline(one, one), lambda: pipeline(copy_h, one), p.overlap_repeats, p.warmup)
-        copies = sample(lambda: pipeline(one, one, kernels=False), p.overlap_repeats, 1)
-        kernels = sample(lambda: pipeline(one, one, copies=False), p.overlap_repeats, 1)
+        # calibrate: elements of gelu that take as long as one batch's copy
+        c0 = sample(lambda: pipeline(one, one, n, kernels=False), 3, 1).median
+        k0 = sample(lambda: pipeline(one, one, n, copies=False), 3, 1).median
+        m = max(1024, min(n, int(n * c0 / k0)) // 1024 * 1024)
+        res = paired(lambda: pipeline(one, one, m), lambda: pipeline(copy_h, one, m), p.overlap_repeats, p.warmup)
+        copies = sample(lambda: pipeline(one, one, m, kernels=False), p.overlap_repeats, 1)
+        kernels = sample(lambda: pipeline(one, one, m, copies=False), p.overlap_repeats, 1)
         c, k = copies.median, kernels.median
         ideal = (c + k) / max(c, k)
+        frac = m / n
         return {"overlap_speedup": res.ratio, "overlap_one_stream_ms": res.reference_s.scaled(1e3),
                 "overlap_two_streams_ms": res.subject_s.scaled(1e3), "overlap_copies_ms": copies.scaled(1e3),
-                "overlap_kernels_ms": kernels.scaled(1e3), "overlap_ideal": Stat(ideal, ideal, ideal, 1)}
+                "overlap_kernels_ms": kernels.scaled(1e3), "overlap_ideal": Stat(ideal, ideal, ideal, 1),
+                "overlap_kernel_fraction": Stat(frac, frac, frac, 1)}
     finally:
         for ev in events:
             rt.destroy_event(ev)

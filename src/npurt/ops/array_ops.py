@@ -21,15 +21,12 @@ import numbers
 import numpy as np
 
 from .. import _devices
-from ..array import DeviceArray, _copy_into, _rt_stream, as_dtype, broadcast_to, full
+from ..array import DeviceArray, _copy_into, _ints, _rt_stream, as_dtype, broadcast_to, full
 from ..exceptions import InvalidValueError
 from . import launch
 
 __all__ = ["add", "sub", "mul", "div", "maximum", "relu", "gelu", "cast", "astype", "matmul", "sum", "max",
            "mean", "softmax", "layer_norm", "transpose", "fill", "arange", "arange_into", "contiguous"]
-
-_sum, _max = sum, max  # the built-ins, before this module's sum/max shadow them
-
 
 # ---------------------------------------------------------------- helpers
 def _kdt(dtype: np.dtype):
@@ -401,7 +398,7 @@ def transpose(x: DeviceArray, axes=None, stream=None) -> DeviceArray:
     """A contiguous array with x's axes permuted (reversed by default): the transpose kernel.
     (`x.T` / `x.transpose()` are views; this one moves the data.)"""
     (x,) = _arrays("transpose", x)
-    axes = list(range(x.ndim))[::-1] if axes is None else [int(a) % x.ndim if x.ndim else int(a) for a in axes]
+    axes = list(range(x.ndim))[::-1] if axes is None else [a % x.ndim if x.ndim else a for a in _ints(axes, "axes")]
     if sorted(axes) != list(range(x.ndim)):
         raise InvalidValueError(f"npurt.ops.transpose: axes {tuple(axes)} are not a permutation of {x.ndim} axes")
     s = _stream(stream, x.device)

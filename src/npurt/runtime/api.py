@@ -246,6 +246,9 @@ def stream_of(stream: Stream | None) -> Stream:
     """`stream`, or the current context's default stream for None."""
     if stream is None:
         return current_context().default_stream
+    if type(stream) is not Stream:
+        raise InvalidHandleError(f"expected a stream (or None for the default stream), got "
+                                 f"{type(stream).__name__}")
     if stream.destroyed:
         raise InvalidHandleError(f"stream {stream.stream_id} was destroyed")
     return stream
@@ -262,6 +265,8 @@ def create_stream(priority: int = 0, flags: int = 0) -> Stream:
 def destroy_stream(stream: Stream, force: bool = False) -> None:
     """Destroy a stream. Without `force` its queued work runs first (errors from it are not
     reported); with `force` queued work is dropped."""
+    if type(stream) is not Stream:
+        raise InvalidHandleError(f"expected a stream, got {type(stream).__name__}")
     if stream.is_default:
         raise InvalidValueError("a default stream cannot be destroyed; it lives as long as its context")
     if stream.destroyed:
@@ -395,8 +400,7 @@ def create_event(flags: int | None = None, ex: bool = False) -> Event:
 
 def destroy_event(event: Event) -> None:
     """Destroy an event; never blocks (queued records of it still complete)."""
-    if event.destroyed:
-        raise InvalidHandleError(f"event {event.event_id} was already destroyed")
+    _live(event)
     event.destroyed = True
     device = event.device
     with device.lock:
@@ -407,6 +411,8 @@ def destroy_event(event: Event) -> None:
 
 
 def _live(event: Event) -> Event:
+    if type(event) is not Event:
+        raise InvalidHandleError(f"expected an event, got {type(event).__name__}")
     if event.destroyed:
         raise InvalidHandleError(f"event {event.event_id} was destroyed")
     return event
@@ -626,7 +632,7 @@ def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
 
 def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int, stream: Stream | None,
                  require_aligned: bool = True, keep=None) -> int:
-    if stream is None or stream.destroyed:
+    if type(stream) is not Stream or stream.destroyed:  # None, a wrong object, destroyed
         stream = stream_of(stream)
     return memops.memcpy_async(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
 
@@ -648,7 +654,7 @@ def memset(ptr: int, max_count: int, value: int, count: int) -> None:
 
 
 def memset_async(ptr: int, max_count: int, value: int, count: int, stream: Stream | None) -> int:
-    if stream is None or stream.destroyed:
+    if type(stream) is not Stream or stream.destroyed:  # None, a wrong object, destroyed
         stream = stream_of(stream)
     return memops.memset_async(rt, ptr, max_count, value, count, stream)
 

@@ -11,6 +11,7 @@ reporting write it.
 """
 from __future__ import annotations
 
+import operator
 import threading
 
 from . import constants as C
@@ -130,6 +131,19 @@ class TaskError(NpuError, RuntimeError):
     def __init__(self, message: str, code: int | None = None, task_info: str = ""):
         super().__init__(message, code)
         self.task_info = task_info
+
+
+def as_int(value, what: str) -> int:
+    """`value` as a Python int if it is an integer (numpy integers too, as pyACL's argument
+    parser accepts anything with __index__; bools are refused)."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool):
+        raise InvalidValueError(f"{what} must be an int, got a bool")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise InvalidValueError(f"{what} must be an int, got {type(value).__name__}") from None
 
 
 # ---------------------------------------------------------------- per-thread last error

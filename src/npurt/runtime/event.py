@@ -191,7 +191,11 @@ class EventNextRecord:
             return True
 
     def describe(self) -> str:
-        return f"event {self.event.event_id}, which has never been recorded"
+        rec = self.event.record
+        if rec is None:
+            return f"event {self.event.event_id}, which has never been recorded"
+        return (f"event {self.event.event_id}, recorded on stream {rec.stream.stream_id} as task "
+                f"#{rec.seq}, which has not completed (that stream has finished #{rec.stream.completed_seq})")
 
 
 class RecordTask(Task):

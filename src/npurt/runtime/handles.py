@@ -34,6 +34,15 @@ class HandleTable:
     def remove(self, handle: int) -> None:
         self._objects.pop(handle, None)
 
+    def keep_newest(self, limit: int) -> None:
+        """Forget the oldest handles beyond `limit` (for tables nobody destroys from)."""
+        objects = self._objects
+        while len(objects) > limit:
+            try:
+                del objects[next(iter(objects))]
+            except (StopIteration, KeyError, RuntimeError):
+                break
+
     def values(self) -> list:
         return list(self._objects.values())
 

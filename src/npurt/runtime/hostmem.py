@@ -15,7 +15,8 @@ import numpy as np
 
 from . import address
 from . import constants as C
-from .errors import InvalidValueError, NpuError, OutOfMemoryError
+from .errors import InvalidValueError, NpuError, OutOfMemoryError, as_int
+from .memory import uses_pending
 
 PAGE = mmap.PAGESIZE
 
@@ -23,11 +24,12 @@ PAGE = mmap.PAGESIZE
 class HostRange:
     """A pinned host range: a malloc_host allocation or a registered buffer."""
 
-    __slots__ = ("addr", "size", "mm", "registered", "alias", "device_id", "flags")
+    __slots__ = ("addr", "size", "mm", "registered", "alias", "device_id", "flags", "uses")
 
     def __init__(self, addr: int, size: int, mm=None, registered=False, alias=0, device_id=-1, flags=0):
         self.addr, self.size, self.mm = addr, size, mm
         self.registered, self.alias, self.device_id, self.flags = registered, alias, device_id, flags
+        self.uses: dict | None = None  # stream -> last sequence number of an async copy using it
 
     def __repr__(self) -> str:
         what = "registered host range" if self.registered else "malloc_host allocation"
@@ -43,10 +45,13 @@ class HostMemory:
         self.aliases: dict[int, HostRange] = {}  # alias start -> registered range
         self.alias_next: dict[int, int] = {}     # device -> next free alias offset
         self.lock = threading.Lock()
+        self.closing: list[HostRange] = []       # freed while async copies still use them
 
     # ------------------------------------------------------------ malloc_host
     def malloc(self, size: int) -> int:
-        if type(size) is not int or size <= 0:
+        if type(size) is not int:
+            size = as_int(size, "malloc_host size")
+        if size <= 0:
             raise InvalidValueError(f"malloc_host size must be a positive int, got {size!r}")
         length = (size + PAGE - 1) // PAGE * PAGE
         try:
@@ -56,6 +61,7 @@ class HostMemory:
                                    C.ACL_ERROR_BAD_ALLOC) from None
         addr = np.frombuffer(mm, np.uint8).ctypes.data
         self._add(HostRange(addr, size, mm=mm))
+        self.collect_closing()
         return addr
 
     def free(self, addr: int) -> None:
@@ -63,10 +69,22 @@ class HostMemory:
         if rng is None or rng.registered:
             raise InvalidValueError(self._not_ours(addr, "free_host", "malloc_host"))
         self._remove(rng)
-        try:
-            rng.mm.close()
-        except BufferError:  # a view (ptr_to_numpy) is still alive; the mapping goes with it
-            pass
+        if uses_pending(rng.uses):  # queued copies still read or write it: unmap it later
+            with self.lock:
+                self.closing.append(rng)
+        else:
+            _close(rng)
+        self.collect_closing()
+
+    def collect_closing(self) -> None:
+        """Unmap freed ranges whose queued copies have finished."""
+        if not self.closing:
+            return
+        with self.lock:
+            done = [r for r in self.closing if not uses_pending(r.uses)]
+            self.closing = [r for r in self.closing if uses_pending(r.uses)]
+        for rng in done:
+            _close(rng)
 
     # ------------------------------------------------------------ registration
     def register(self, addr: int, size: int, device, flags: int) -> HostRange:
@@ -173,12 +191,17 @@ class HostMemory:
 
     def release_all(self) -> None:
         with self.lock:
-            for rng in self.ranges.values():
+            for rng in [*self.ranges.values(), *self.closing]:
                 if rng.mm is not None:
-                    try:
-                        rng.mm.close()
-                    except BufferError:
-                        pass
+                    _close(rng)
+            self.closing.clear()
             self.ranges.clear()
             self.starts.clear()
             self.aliases.clear()
+
+
+def _close(rng: HostRange) -> None:
+    try:
+        rng.mm.close()
+    except BufferError:  # a numpy view of it (ptr_to_numpy) is alive; the mapping goes with it
+        pass

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import address
 from . import constants as C
-from .errors import AddressUnalignedError, FeatureNotSupportedError, InvalidValueError
+from .errors import AddressUnalignedError, FeatureNotSupportedError, InvalidValueError, as_int
 from .memory import LIVE, PENDING
 from .tasks import Copy2dTask, CopyTask, MemsetTask, copy2d
 
@@ -69,10 +69,7 @@ def locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) -
 
 def _locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) -> Span:
     if type(addr) is not int:
-        if isinstance(addr, int) and not isinstance(addr, bool):
-            addr = int(addr)
-        else:
-            raise InvalidValueError(f"the {role} address must be an int, got {type(addr).__name__}")
+        addr = as_int(addr, f"the {role} address")
     if addr >= address.VA_BASE:
         device = rt.device_by_physical.get(address.physical_device(addr))
         if device is None:
@@ -149,21 +146,23 @@ def check_kind(rt: "Runtime", kind, dst: Span, src: Span) -> int:
     return actual
 
 
-def _check_counts(dest_max, count) -> None:
-    if type(count) is int and type(dest_max) is int and 0 <= count <= dest_max:
-        return
-    for name, value in (("dest_max", dest_max), ("count", count)):
-        if type(value) is not int or value < 0:
-            raise InvalidValueError(f"{name} must be a non-negative int, got {value!r}")
+def _check_counts(dest_max, count) -> tuple[int, int]:
+    """(dest_max, count) as ints; an error if negative or count > dest_max."""
+    if type(count) is not int or type(dest_max) is not int:
+        dest_max, count = as_int(dest_max, "dest_max"), as_int(count, "count")
+    if dest_max < 0 or count < 0:
+        raise InvalidValueError(f"dest_max and count must be non-negative, got {dest_max} and {count}")
     if count > dest_max:
         raise InvalidValueError(f"count ({count}) is larger than dest_max ({dest_max}), the capacity "
                                 "of the destination")
+    return dest_max, count
 
 
 def record_use(span: Span, stream: "Stream", seq: int) -> None:
-    """Remember that task `seq` of `stream` uses this device block (stream-ordered free)."""
+    """Remember that task `seq` of `stream` uses this device block or pinned host range, so
+    freeing it does not let the memory be reused (or unmapped) before the task has run."""
     block = span.block
-    if span.device is None or block is None:
+    if block is None:
         return
     uses = block.uses
     if uses is None:
@@ -175,7 +174,7 @@ def record_use(span: Span, stream: "Stream", seq: int) -> None:
 # ---------------------------------------------------------------- synchronous
 def memcpy(rt: "Runtime", dst, dest_max, src, count, kind) -> None:
     """Immediate copy in the calling thread (no implicit stream synchronization)."""
-    _check_counts(dest_max, count)
+    dest_max, count = _check_counts(dest_max, count)
     d = locate(rt, dst, count, "destination")
     s = locate(rt, src, count, "source")
     check_kind(rt, kind, d, s)
@@ -185,7 +184,8 @@ def memcpy(rt: "Runtime", dst, dest_max, src, count, kind) -> None:
 
 def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, stream=None,
              allowed=(H2D, D2H)) -> None:
-    d, s, direction = _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed)
+    d, s, direction, (dpitch, spitch, width, height) = _check_2d(
+        rt, dst, dpitch, src, spitch, width, height, kind, allowed)
     if stream is None:
         copy2d(d.addr, dpitch, s.addr, spitch, width, height)
         return
@@ -198,8 +198,10 @@ def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, strea
 
 
 def _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed):
+    dpitch, spitch, width, height = (as_int(v, n) for v, n in (
+        (dpitch, "dpitch"), (spitch, "spitch"), (width, "width"), (height, "height")))
     for name, value in (("dpitch", dpitch), ("spitch", spitch), ("width", width), ("height", height)):
-        if type(value) is not int or value < 0:
+        if value < 0:
             raise InvalidValueError(f"{name} must be a non-negative int, got {value!r}")
     if width > dpitch or width > spitch:
         raise InvalidValueError(f"width ({width}) must not exceed dpitch ({dpitch}) or spitch ({spitch})")
@@ -214,20 +216,21 @@ def _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed):
     if direction not in allowed:
         names = " and ".join(KIND_NAMES[k] for k in allowed)
         raise InvalidValueError(f"memcpy2d supports only {names}; this copy is {KIND_NAMES[direction]}")
-    return d, s, direction
+    return d, s, direction, (dpitch, spitch, width, height)
 
 
 def memset(rt: "Runtime", ptr, max_count, value, count) -> None:
-    span, byte = _check_set(rt, ptr, max_count, value, count)
+    span, byte, count = _check_set(rt, ptr, max_count, value, count)
     if count:
         address.view(span.addr, count).fill(byte)
 
 
 def _check_set(rt, ptr, max_count, value, count):
-    _check_counts(max_count, count)
-    if type(value) is not int or not -(1 << 31) <= value < (1 << 31):
+    max_count, count = _check_counts(max_count, count)
+    value = as_int(value, "memset value")
+    if not -(1 << 31) <= value < (1 << 31):
         raise InvalidValueError(f"memset value must be an int32, got {value!r}")
-    return locate(rt, ptr, count, "memset"), value & 0xFF
+    return locate(rt, ptr, count, "memset"), value & 0xFF, count
 
 
 # ---------------------------------------------------------------- asynchronous
@@ -268,10 +271,8 @@ def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream
                     and direction != H2H and (ddev is sdev or ddev is None or sdev is None)
                     and not (require_aligned and (dst | src) & 63)):
                 seq = stream.enqueue(CopyTask(dst, src, count, SHORT[direction], keep))
-                if ddev is not None:
-                    _use(dblock, stream, seq)
-                if sdev is not None:
-                    _use(sblock, stream, seq)
+                _use(dblock, stream, seq)  # a device block or a pinned host range
+                _use(sblock, stream, seq)
                 return seq
     return _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
 
@@ -286,7 +287,7 @@ def _use(block, stream: "Stream", seq: int) -> None:
 
 def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep) -> int:
     """memcpy_async with every check and message (anything the fast path does not cover)."""
-    _check_counts(dest_max, count)
+    dest_max, count = _check_counts(dest_max, count)
     trusted = keep is not None  # the caller hands us the buffer object: no need to probe it
     d = locate(rt, dst, count, "destination", trusted)
     s = locate(rt, src, count, "source", trusted)
@@ -308,7 +309,7 @@ def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_a
 
 
 def memset_async(rt: "Runtime", ptr, max_count, value, count, stream: "Stream") -> int:
-    span, byte = _check_set(rt, ptr, max_count, value, count)
+    span, byte, count = _check_set(rt, ptr, max_count, value, count)
     seq = stream.enqueue(MemsetTask(span.addr, byte, count))
     record_use(span, stream, seq)
     return seq

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from . import constants as C
 from .config import POISON_BYTE
-from .errors import InvalidValueError, OutOfMemoryError
+from .errors import InvalidValueError, OutOfMemoryError, as_int
 
 if TYPE_CHECKING:
     from ..driver import DeviceBackend
@@ -82,6 +82,18 @@ def parse_policy(policy: int, size: int) -> tuple[str, bool]:
     return ("huge_only" if size >= 2 * MiB else "normal_only"), False
 
 
+def uses_pending(uses: dict | None) -> bool:
+    """True while a task recorded in `uses` (stream -> sequence number) has not retired;
+    clears `uses` once none is left."""
+    if not uses:
+        return False
+    for stream, seq in list(uses.items()):
+        if stream.completed_seq < seq:
+            return True
+    uses.clear()
+    return False
+
+
 class Segment:
     """One driver allocation: `size` bytes of `page`-sized pages at device address `va`."""
 
@@ -110,14 +122,7 @@ class Block:
         return self.addr <= addr and addr + nbytes <= self.addr + self.requested
 
     def work_pending(self) -> bool:
-        uses = self.uses
-        if not uses:
-            return False
-        for stream, seq in list(uses.items()):
-            if stream.completed_seq < seq:
-                return True
-        uses.clear()
-        return False
+        return uses_pending(self.uses)
 
     def __repr__(self) -> str:
         state = ("free", "live", "pending-free")[self.state]
@@ -133,6 +138,9 @@ class PagePool:
         self.bins: dict[int, list[Block]] = {}
         self.bin_sizes: list[int] = []  # sorted keys of bins (may include empty bins)
         self.segments: dict[int, Segment] = {}
+        # segments where a block was freed since the last coalescing: only these can have
+        # mergeable neighbours. (A mark lost to a race only delays a merge.)
+        self.dirty: set[Segment] = set()
 
     def push(self, block: Block) -> None:
         """Return a block to its bin (the fast path when the bin exists)."""
@@ -197,7 +205,9 @@ class DeviceMemory:
     # ------------------------------------------------------------ malloc / free
     def malloc(self, size: int, policy: int, align32: bool = False) -> int:
         """Allocate `size` bytes; returns a 64-byte aligned device address."""
-        if type(size) is not int or size <= 0:
+        if type(size) is not int:
+            size = as_int(size, "malloc size")
+        if size <= 0:
             raise InvalidValueError(f"malloc size must be a positive int, got {size!r}")
         # ACL's rounding rule: up to 32, plus 32 bytes (not for malloc_align32)
         rounded = (size + 31) & ~31
@@ -241,7 +251,9 @@ class DeviceMemory:
             return
         if self.poison:
             self.backend.view(block.addr, block.size).fill(POISON_BYTE)
-        block.pool.push(block)
+        pool = block.pool
+        pool.dirty.add(block.segment)
+        pool.push(block)
 
     def _pool_for(self, policy: int, bsize: int) -> PagePool:
         placement, _p2p = parse_policy(policy, bsize)
@@ -309,6 +321,7 @@ class DeviceMemory:
         block.next = rest
         block.size = bsize
         self._index(rest)
+        block.pool.dirty.add(block.segment)  # the remainder may touch a free neighbour
         block.pool.push(rest)
 
     def _index(self, block: Block) -> None:
@@ -323,7 +336,14 @@ class DeviceMemory:
     def _coalesce(self, pool: PagePool, release_empty: bool) -> None:
         """Merge runs of adjacent free blocks; with `release_empty`, unmap segments that are
         entirely free. Caller holds the lock."""
-        for seg in list(pool.segments.values()):
+        if release_empty:
+            segments = list(pool.segments.values())
+            pool.dirty = set()
+        else:
+            segments, pool.dirty = pool.dirty, set()
+        for seg in segments:
+            if seg.va not in pool.segments:
+                continue
             block = seg.first
             while block is not None:
                 if block.state != FREE or not pool.claim(block):
@@ -359,10 +379,12 @@ class DeviceMemory:
         with self.lock:
             done = [b for b in self.pending if not b.work_pending()]
             if done:
-                self.pending = [b for b in self.pending if b.state == PENDING and b not in done]
+                finished = set(map(id, done))
+                self.pending = [b for b in self.pending if id(b) not in finished]
                 for block in done:
                     if self.poison:
                         self.backend.view(block.addr, block.size).fill(POISON_BYTE)
+                    block.pool.dirty.add(block.segment)
                     block.pool.push(block)
             return len(done)
 

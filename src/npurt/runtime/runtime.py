@@ -230,6 +230,7 @@ class Runtime:
         info = ExceptionInfo(task.seq, stream.stream_id, threading.get_native_id(), stream.device.id,
                              error.code, error.message)
         handle = self.exception_infos.add(info)
+        self.exception_infos.keep_newest(1024)  # bounded: infos are read during or soon after
         try:
             callback(handle)
         except Exception:  # noqa: BLE001 - a user callback must not break the worker

@@ -129,7 +129,7 @@ class Stream:
         return StreamAbortedError(
             f"stream {self.stream_id} stopped on failure and accepts no new work "
             f"(ACL_STOP_ON_FAILURE); the failure was: {stop.message}. "
-            "Destroy it and create a new stream.", stop.code)
+            "Destroy it and create a new stream.")
 
     @property
     def cond(self) -> threading.Condition:
