@@ -415,3 +415,13 @@ def test_create_context_on_an_invalid_device(rt):
 def test_primary_context_state(rt):
     assert rt.get_primary_ctx_state(0) == (1, 0)
     assert rt.get_primary_ctx_state(1) == (0, 0)
+
+
+def test_the_config_default_device_is_used_by_threads_that_never_chose_one(fresh_runtime, tmp_path):
+    rt = fresh_runtime
+    config = tmp_path / "acl.json"
+    config.write_text('{"defaultDevice": {"default_device": "1"}}')
+    rt.init(str(config))
+    assert rt.get_device() == 1
+    rt.set_device(0)  # an explicit choice wins
+    assert rt.get_device() == 0

@@ -26,48 +26,15 @@ from .runtime.stream import Stream as _RtStream
 
 
 # ---------------------------------------------------------------- retire notifications
-class _Wakeup:
-    """Adapter to the runtime's blocker protocol (see runtime.tasks.Task.blocker): whoever
-    satisfies a blocker calls `blocker.waiter.scheduler.unpark(blocker)`. Here that calls
-    `fn()` once, in the thread that retired the task (a device worker, or a host thread
-    that ran the stream inline)."""
-
-    __slots__ = ("fn", "fired")
-
-    def __init__(self, fn):
-        self.fn, self.fired = fn, False
-
-    @property
-    def waiter(self):
-        return self
-
-    @property
-    def scheduler(self):
-        return self
-
-    def unpark(self, _blocker) -> None:
-        if not self.fired:
-            self.fired = True
-            self.fn()
-
-
 def _on_retired(stream: _RtStream, seq: int, fn) -> None:
     """Call fn() once task `seq` of `stream` has retired (now, if it already has)."""
-    if not stream.watch(seq, _Wakeup(fn)):
-        fn()
+    stream.on_retired(seq, fn)
 
 
 def _on_event_done(ev: _RtEvent, rec, fn) -> None:
     """Call fn() once the capture `rec` of the event has retired (or, for None: once a
     record of the never-recorded event completes)."""
-    if rec is None:
-        wake = _Wakeup(fn)
-        with ev.lock:
-            if ev.record is None:
-                ev.watchers.append(wake)
-                return
-        rec = ev.record
-    _on_retired(rec.stream, rec.seq, fn)
+    ev.on_completed(fn, rec)
 
 
 async def _until(register) -> None:

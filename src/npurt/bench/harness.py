@@ -79,7 +79,7 @@ class Profile:
 MiB = 1 << 20
 FULL = Profile("full", latency_calls=2000, latency_repeats=31, copy_bytes=64 * MiB, add_bytes=64 * MiB,
                matmul_n=4096, big_repeats=11, matmul_repeats=5, overlap_batches=8,
-               overlap_batch_bytes=16 * MiB, overlap_repeats=7, streams=10_000, streams_repeats=5,
+               overlap_batch_bytes=32 * MiB, overlap_repeats=9, streams=10_000, streams_repeats=5,
                queued_tasks=1_000_000, peer_queued_tasks=100_000, peer_matmul_n=1024,
                sim_add_elements=4096)
 QUICK = replace(FULL, name="quick", latency_calls=1000, latency_repeats=21, copy_bytes=16 * MiB,

@@ -57,6 +57,7 @@ SPECS: list[Spec] = [
     Spec("numpy_matmul_ms", "  reference: np.matmul(out=)", "ms", L),
     Spec("overlap_speedup", "copy+gelu, 2 streams vs 1 ({batches}x{batch})", "x", H, 1.5, True),
     Spec("overlap_ideal", "  limit: perfect overlap of this work mix", "x", H),
+    Spec("overlap_threads_limit", "  the same work on 2 plain threads vs 1 (this machine)", "x", H),
     Spec("overlap_kernel_fraction", "  share of each batch the kernel covers (balanced)", "", H),
     Spec("overlap_one_stream_ms", "  one stream", "ms", L),
     Spec("overlap_two_streams_ms", "  two streams + events", "ms", L),

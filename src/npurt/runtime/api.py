@@ -21,7 +21,7 @@ from .event import Event
 from .memory import HUGE1G_PAGE, HUGE_PAGE, LIVE, NORMAL_PAGE
 from .observers import HOOKS
 from .runtime import RUNTIME
-from .scheduler import task_error
+from .scheduler import Blocker, task_error
 from .stream import Stream
 from .tasks import HostFuncTask, Task
 
@@ -660,8 +660,10 @@ def memset_async(ptr: int, max_count: int, value: int, count: int, stream: Strea
 
 
 # ================================================================ host callbacks
-class _CallbackItem:
-    __slots__ = ("fn", "user_data", "done", "error", "waiter", "lock", "stream", "task", "parked")
+class _CallbackItem(Blocker):
+    """A posted launch_callback; for ACL_CALLBACK_BLOCK also what its stream parks on."""
+
+    __slots__ = ("fn", "user_data", "done", "error", "lock", "stream", "task", "parked")
 
     def __init__(self, fn, user_data, stream):
         self.fn, self.user_data, self.stream = fn, user_data, stream
@@ -689,7 +691,7 @@ class _CallbackItem:
             self.error = error
             parked = self.parked
         if parked:
-            self.waiter.scheduler.unpark(self)
+            self.fire()
 
 
 class CallbackTask(Task):

@@ -50,6 +50,12 @@ def current_context() -> Context:
     if not RUNTIME.initialized:
         raise NotInitializedError("the runtime is not initialized: call acl.init() first "
                                   "(the Pythonic API initializes on first use)")
+    if ctx is None and RUNTIME.default_device is not None:
+        # acl.init's config {"defaultDevice": {"default_device": "<id>"}}: a thread that never
+        # chose a device uses that one (an explicit set_device still wins)
+        from .api import set_device
+        set_device(RUNTIME.default_device)
+        return _thread.context
     if ctx is None:
         raise ContextError("this thread has no current context: call set_device(device_id) or "
                            "set_context(context) first (every new thread starts without one)")

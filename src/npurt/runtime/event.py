@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from . import constants as C
 from .errors import EventError, InvalidValueError, SyncTimeoutError, TaskError
-from .scheduler import WATCHDOG, wait_until
+from .scheduler import WATCHDOG, Blocker, Callback, wait_until
 from .tasks import StreamProgress, Task
 
 if TYPE_CHECKING:
@@ -98,7 +98,19 @@ class Event:
             watchers, self.watchers = self.watchers, []
             self.cond.notify_all()
         for blocker in watchers:
-            blocker.waiter.scheduler.unpark(blocker)
+            blocker.fire()
+
+    def on_completed(self, fn, rec: Record | None = None) -> None:
+        """Call fn() once the capture `rec` (default: the latest) has retired, or, if the
+        event was never recorded, once a record of it completes. fn must be quick."""
+        rec = rec or self.record
+        if rec is None:
+            with self.lock:
+                rec = self.record
+                if rec is None:
+                    self.watchers.append(Callback(fn))
+                    return
+        rec.stream.on_retired(rec.seq, fn)
 
     # ------------------------------------------------------------ host side
     def is_complete(self) -> bool:
@@ -174,10 +186,10 @@ def _remaining(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
-class EventNextRecord:
+class EventNextRecord(Blocker):
     """Blocker: a record of `event` (which had none when the wait began) completes."""
 
-    __slots__ = ("event", "waiter")
+    __slots__ = ("event",)
 
     def __init__(self, event: Event):
         self.event = event
@@ -243,7 +255,7 @@ class WaitTask(Task):
                 stream = self.stream
                 if stream.parked_on is blocker:
                     self.timed_out = True
-                    stream.scheduler.unpark(blocker)
+                    blocker.fire()
             blocker.waiter = self.stream
             WATCHDOG.call_at(time.monotonic() + self.timeout_s, expire)
         return blocker

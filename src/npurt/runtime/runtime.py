@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import threading
 import warnings
 from collections import deque
@@ -119,6 +120,8 @@ class Runtime:
             self.host.release_all()
             self.driver.close()
             address.backends.clear()
+            for binary in self.binaries.values():  # loaded kernel binaries are modules
+                sys.modules.pop(getattr(getattr(binary, "module", None), "__name__", ""), None)
             for tbl in (self.contexts, self.streams, self.events, self.binaries, self.functions,
                         self.args, self.exception_infos):
                 tbl.clear()

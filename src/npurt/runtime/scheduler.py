@@ -46,6 +46,32 @@ PRIORITIES = 8          # 0 highest .. 7 lowest, as ACL stream priorities
 WORKER_BUDGET = 64      # tasks a worker runs on one stream before letting others go first
 
 
+class Blocker:
+    """What a parked stream waits for. Subclasses implement `register() -> bool` (False:
+    already satisfied) and `describe()`; whoever satisfies a blocker calls `fire()`."""
+
+    __slots__ = ("waiter",)
+
+    def fire(self) -> None:
+        """The blocker is satisfied: the stream parked on it becomes READY again."""
+        self.waiter.scheduler.unpark(self)
+
+
+class Callback:
+    """A watcher that calls `fn()` instead of unparking a stream (Stream.on_retired,
+    Event.on_completed): the Pythonic API's awaitables and done-callbacks."""
+
+    __slots__ = ("fn", "fired")
+
+    def __init__(self, fn) -> None:
+        self.fn, self.fired = fn, False
+
+    def fire(self) -> None:
+        if not self.fired:
+            self.fired = True
+            self.fn()
+
+
 class Worker:
     __slots__ = ("wake", "thread")
 

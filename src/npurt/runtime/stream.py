@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from . import constants as C
 from .errors import InvalidHandleError, InvalidValueError, StreamAbortedError, SyncTimeoutError, TaskError
 from .observers import HOOKS
-from .scheduler import IDLE, PARKED, RUNNING, wait_until
+from .scheduler import IDLE, PARKED, RUNNING, Callback, wait_until
 
 if TYPE_CHECKING:
     from .context import Context
@@ -156,10 +156,16 @@ class Stream:
                 if ready:
                     self.watchers = [(seq, b) for seq, b in self.watchers if seq > done]
             for blocker in ready:
-                blocker.waiter.scheduler.unpark(blocker)
+                blocker.fire()
+
+    def on_retired(self, seq: int, fn) -> None:
+        """Call fn() once task `seq` has retired (run, or dropped by an abort or a stop): at
+        once if it has, else in the thread that retires it. fn must be quick and not block."""
+        if not self.watch(seq, Callback(fn)):
+            fn()
 
     def watch(self, seq: int, blocker) -> bool:
-        """Register `blocker` to be unparked once we retire `seq`; False if already done."""
+        """Fire `blocker` once we retire `seq`; False (and no firing) if already done."""
         if self.completed_seq >= seq:
             return False
         with self.lock:

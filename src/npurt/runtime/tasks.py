@@ -14,6 +14,7 @@ import numpy as np
 
 from . import address
 from . import constants as C
+from .scheduler import Blocker
 
 if TYPE_CHECKING:
     from .stream import Stream
@@ -30,9 +31,8 @@ class Task:
     def blocker(self):
         """A blocker if the task cannot run yet, else None (only asked when may_block).
 
-        A blocker has `register() -> bool` (False: satisfied meanwhile), `describe()`, and a
-        `waiter` attribute the scheduler sets; whoever satisfies it calls
-        `blocker.waiter.scheduler.unpark(blocker)`."""
+        See scheduler.Blocker: `register() -> bool` (False: satisfied meanwhile),
+        `describe()`, and `fire()`, which whoever satisfies it calls."""
         return None
 
     def run(self) -> None:
@@ -149,10 +149,10 @@ class NopTask(Task):
         pass
 
 
-class StreamProgress:
+class StreamProgress(Blocker):
     """Blocker: stream `source` has retired task `seq`."""
 
-    __slots__ = ("source", "seq", "waiter")
+    __slots__ = ("source", "seq")
 
     def __init__(self, source: "Stream", seq: int):
         self.source, self.seq = source, seq
