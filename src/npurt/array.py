@@ -41,6 +41,8 @@ H2D, D2H, D2D = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_
 # ---------------------------------------------------------------- dtypes
 def as_dtype(dtype) -> np.dtype:
     """np.dtype of `dtype`; "bfloat16" (and ml_dtypes.bfloat16) need the ml_dtypes package."""
+    if type(dtype) is np.dtype and dtype.kind in "biuf":
+        return dtype  # the common case
     if isinstance(dtype, str) and dtype.lower() == "bfloat16":
         try:
             import ml_dtypes
@@ -65,6 +67,8 @@ def _ints(values, what: str) -> list[int]:
 
 
 def _shape(shape) -> tuple[int, ...]:
+    if type(shape) is tuple and all(type(n) is int and n >= 0 for n in shape):
+        return shape  # the common case
     if isinstance(shape, numbers.Integral):
         shape = (shape,)
     shape = tuple(_ints(shape, "shape entries"))
@@ -87,12 +91,11 @@ class _Allocation:
 
     __slots__ = ("ptr", "nbytes", "device", "block")
 
-    def __init__(self, nbytes: int, device_id: int):
-        with _devices._bound(device_id) as ctx:
-            self.ptr = rt.malloc(max(nbytes, 1))
-            self.device = ctx.device
+    def __init__(self, nbytes: int, device):
+        self.ptr = rt.malloc_on(device, max(nbytes, 1))
+        self.device = device
         self.nbytes = nbytes
-        self.block = self.device.memory.live.get(self.ptr)
+        self.block = device.memory.live.get(self.ptr)
 
     def __del__(self) -> None:
         # Free only the allocation we made: after a device reset or a finalize (and a new
@@ -187,8 +190,7 @@ class DeviceArray:
 
     def __init__(self, shape, dtype="float32", device: int | None = None):
         shape, dtype = _shape(shape), as_dtype(dtype)
-        dev = _devices._device_obj(device).id
-        self._mem = _Allocation(math.prod(shape) * dtype.itemsize, dev)
+        self._mem = _Allocation(math.prod(shape) * dtype.itemsize, _devices._device_obj(device))
         self._ptr = self._mem.ptr
         self.shape, self.dtype = shape, dtype
         self.strides = c_strides(shape, dtype.itemsize)

@@ -12,7 +12,7 @@ import time
 
 from . import address, memops
 from . import constants as C
-from .context import Context, bind, current_context, peek_context
+from .context import Context, _thread, bind, current_context, peek_context
 from .device import Device
 from .errors import (ContextError, InvalidDeviceError,
                      InvalidHandleError, InvalidValueError, NpuError, ResourceExhaustedError,
@@ -486,10 +486,18 @@ def get_event_avail_num() -> int:
 # ================================================================ device memory
 def malloc(size: int, policy: int = C.ACL_MEM_MALLOC_HUGE_FIRST, align32: bool = False) -> int:
     """Allocate device memory on the current device; a 64-byte aligned device address."""
-    ctx = current_context()
-    addr = ctx.device.memory.malloc(size, policy, align32)
+    ctx = _thread.context
+    if ctx is None or not ctx.alive:
+        ctx = current_context()
+    return malloc_on(ctx.device, size, policy, align32)
+
+
+def malloc_on(device: Device, size: int, policy: int = C.ACL_MEM_MALLOC_HUGE_FIRST,
+              align32: bool = False) -> int:
+    """malloc on a given device, whatever the calling thread's current context."""
+    addr = device.memory.malloc(size, policy, align32)
     if HOOKS.active:
-        HOOKS.emit("mem_alloc", device=ctx.device, addr=addr, size=size)
+        HOOKS.emit("mem_alloc", device=device, addr=addr, size=size)
     return addr
 
 

@@ -195,9 +195,10 @@ class DeviceMemory:
         self.allocated = 0
         self.peak = 0
         self.reserved = 0
-        self.num_allocs = 0
+        self.fast_allocs = 0    # served by the fast path (cache hits)
+        self.slow_allocs = 0    # served by the slow path
+        self.slow_hits = 0      # ... of which from the cache (best fit / coalescing)
         self.num_frees = 0
-        self.pool_hits = 0
         self.segment_maps = 0
         self.segment_unmaps = 0
         self.num_ooms = 0
@@ -228,11 +229,10 @@ class DeviceMemory:
                 block.state = LIVE
                 block.requested = size
                 self.live[block.addr] = block
-                self.pool_hits += 1
-                self.num_allocs += 1
-                self.allocated += bsize
-                if self.allocated > self.peak:
-                    self.peak = self.allocated
+                self.fast_allocs += 1
+                allocated = self.allocated = self.allocated + bsize
+                if allocated > self.peak:
+                    self.peak = allocated
                 return block.addr
         return self._malloc_slow(size, bsize, pool, policy)
 
@@ -243,17 +243,23 @@ class DeviceMemory:
         if block is None:
             raise self._bad_free(addr)
         self.num_frees += 1
-        self.allocated -= block.size
+        size = block.size
+        self.allocated -= size
         if block.uses and block.work_pending():
             block.state = PENDING
             with self.lock:
                 self.pending.append(block)
             return
         if self.poison:
-            self.backend.view(block.addr, block.size).fill(POISON_BYTE)
+            self.backend.view(block.addr, size).fill(POISON_BYTE)
         pool = block.pool
         pool.dirty.add(block.segment)
-        pool.push(block)
+        lst = pool.bins.get(size)
+        if lst is None:
+            pool.push(block)  # first block of this size: the bin is made under the lock
+        else:
+            block.state = FREE
+            lst.append(block)
 
     def _pool_for(self, policy: int, bsize: int) -> PagePool:
         placement, _p2p = parse_policy(policy, bsize)
@@ -289,8 +295,8 @@ class DeviceMemory:
             block.state = LIVE
             block.requested = size
             self.live[block.addr] = block
-            self.pool_hits += cached
-            self.num_allocs += 1
+            self.slow_hits += cached
+            self.slow_allocs += 1
             self.allocated += block.size
             self.peak = max(self.peak, self.allocated)
             return block.addr
@@ -446,9 +452,9 @@ class DeviceMemory:
             "committed_bytes": committed,
             "active_blocks": len(self.live),
             "pending_free_blocks": len(self.pending),
-            "num_allocs": self.num_allocs,
+            "num_allocs": self.fast_allocs + self.slow_allocs,
             "num_frees": self.num_frees,
-            "pool_hits": self.pool_hits,
+            "pool_hits": self.fast_allocs + self.slow_hits,
             "segment_maps": self.segment_maps,
             "segment_unmaps": self.segment_unmaps,
             "num_ooms": self.num_ooms,
