@@ -114,22 +114,21 @@ def get_run_mode() -> int:
 
 
 def synchronize_device(timeout_ms: int = -1) -> None:
-    """Wait for every stream of the current device; raises the first stream failure."""
+    """Wait for every stream of the current device; then raise the first stream failure
+    (the failures of other streams stay on them for their own synchronize)."""
     device = current_context().device
     deadline = None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
-    first = None
     if HOOKS.active:
         HOOKS.emit("host_sync", what="device", obj=device)
-    for stream in device.all_streams():
+    streams = device.all_streams()
+    for stream in streams:
         left = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
         try:
-            stream.synchronize(timeout_ms=left)
+            stream.synchronize(timeout_ms=left, report_errors=False)
         except SyncTimeoutError as exc:
             raise SyncTimeoutError(f"synchronize_device timed out after {timeout_ms} ms: {exc.message}") from None
-        except NpuError as exc:
-            first = first or exc
-    if first is not None:
-        raise first
+    for stream in streams:
+        stream.raise_error()
 
 
 def get_device_info(device_id: int, attr: int) -> int:
@@ -551,7 +550,9 @@ def get_mem_info(attr: int) -> tuple[int, int]:
              C.ACL_HBM_MEM_HUGE1G: HUGE1G_PAGE, C.ACL_HBM_MEM_P2P_HUGE1G: HUGE1G_PAGE,
              C.ACL_MEM_HUGE1G: HUGE1G_PAGE, C.ACL_MEM_P2P_HUGE1G: HUGE1G_PAGE}
     page = names.get(attr, NORMAL_PAGE)
-    cached = sum(b.size for pool in device.memory.pools.values() for lst in pool.bins.values() for b in list(lst))
+    with device.memory.lock:  # bins may gain entries concurrently
+        cached = sum(b.size for pool in device.memory.pools.values()
+                     for lst in list(pool.bins.values()) for b in list(lst))
     free = arena.free_bytes + cached
     return free // page * page, arena.capacity
 

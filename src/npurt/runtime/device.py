@@ -41,7 +41,6 @@ class Device:
         self.event_ids = itertools.count(0)
         self.peer_access: set[int] = set()   # logical ids this device may access
         self.boot_ns = time.perf_counter_ns()
-        self.last_task_error = None
         self.sat_mode = 1  # ACL_RT_OVERFLOW_MODE_INFNAN
 
     def __repr__(self) -> str:

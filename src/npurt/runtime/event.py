@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from . import constants as C
 from .errors import EventError, InvalidValueError, SyncTimeoutError, TaskError
 from .scheduler import WATCHDOG, Blocker, Callback, wait_until
-from .tasks import StreamProgress, Task
+from .tasks import NopTask, StreamProgress, Task
 
 if TYPE_CHECKING:
     from .device import Device
@@ -70,6 +70,7 @@ class Event:
             rec.seq = seq
             with self.lock:
                 self.record = rec
+                self.cond.notify_all()  # a host waiting for "a record" moves on to this one
 
         return stream.enqueue(RecordTask(self, rec), on_seq=publish)
 
@@ -79,7 +80,11 @@ class Event:
                 f"event {self.event_id} was created without ACL_EVENT_SYNC and cannot be used with "
                 "stream_wait_event; create it with create_event() or create_event_with_flag(ACL_EVENT_SYNC)")
         rec = self.record
-        seq = stream.enqueue(WaitTask(self, rec, self.device.runtime.op_wait_timeout_s))
+        if rec is None and self.ex:
+            # an _ex_ event that was never recorded counts as complete: nothing to wait for
+            seq = stream.enqueue(NopTask())
+        else:
+            seq = stream.enqueue(WaitTask(self, rec, self.device.runtime.op_wait_timeout_s))
         self.last_wait = (stream, seq)
         return seq
 
@@ -253,9 +258,12 @@ class WaitTask(Task):
         if self.timeout_s > 0:
             def expire():
                 stream = self.stream
-                if stream.parked_on is blocker:
+                with stream.lock:  # as Scheduler.unpark: exactly one of us and the real firing wins
+                    if stream.parked_on is not blocker:
+                        return
+                    stream.parked_on = None
                     self.timed_out = True
-                    blocker.fire()
+                stream.scheduler.submit(stream)
             blocker.waiter = self.stream
             WATCHDOG.call_at(time.monotonic() + self.timeout_s, expire)
         return blocker

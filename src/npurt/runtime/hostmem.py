@@ -15,10 +15,12 @@ import numpy as np
 
 from . import address
 from . import constants as C
-from .errors import InvalidValueError, NpuError, OutOfMemoryError, as_int
+from ..driver.simulated import DEVICE_WINDOW, HOST_ALIAS_OFFSET
+from .errors import InvalidValueError, NpuError, OutOfMemoryError, ResourceExhaustedError, as_int
 from .memory import uses_pending
 
 PAGE = mmap.PAGESIZE
+ALIAS_WINDOW = DEVICE_WINDOW - HOST_ALIAS_OFFSET  # per device, for host_register aliases
 
 
 class HostRange:
@@ -43,7 +45,6 @@ class HostMemory:
         self.ranges: dict[int, HostRange] = {}   # start -> range
         self.starts: list[int] = []
         self.aliases: dict[int, HostRange] = {}  # alias start -> registered range
-        self.alias_next: dict[int, int] = {}     # device -> next free alias offset
         self.lock = threading.Lock()
         self.closing: list[HostRange] = []       # freed while async copies still use them
 
@@ -103,13 +104,30 @@ class HostMemory:
             if hit is not None or self._overlaps(addr, size):
                 raise NpuError(f"host_register: [0x{addr:x}, +{size}) overlaps a range that is already "
                                "registered or allocated with malloc_host", C.ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
-            offset = self.alias_next.get(device.id, 0)
-            alias = device.backend.alias_base + offset
-            self.alias_next[device.id] = offset + (size + PAGE - 1) // PAGE * PAGE
+            alias = self._alias_slot(device, size)
             rng = HostRange(addr, size, registered=True, alias=alias, device_id=device.id, flags=flags)
             self._add(rng, locked=True)
             self.aliases[alias] = rng
         return rng
+
+    def _alias_slot(self, device, size: int) -> int:
+        """First free page-aligned range of `size` in the device's alias window (caller
+        holds the lock); aliases of unregistered ranges are reused."""
+        need = (size + PAGE - 1) // PAGE * PAGE
+        base = device.backend.alias_base
+        taken = sorted((r.alias, r.alias + (r.size + PAGE - 1) // PAGE * PAGE)
+                       for r in self.aliases.values() if r.device_id == device.id)
+        start = base
+        for lo, hi in taken:
+            if lo - start >= need:
+                break
+            start = max(start, hi)
+        if start + need > base + ALIAS_WINDOW:
+            raise ResourceExhaustedError(
+                f"host_register: device {device.id}'s alias window ({ALIAS_WINDOW >> 30} GiB) has no "
+                f"room for {size} more bytes; unregister ranges you no longer need",
+                C.ACL_ERROR_RT_RESOURCE_ALLOC_FAIL)
+        return start
 
     def unregister(self, addr: int) -> None:
         rng = self.ranges.get(addr)
@@ -117,6 +135,10 @@ class HostMemory:
             raise NpuError(f"host_unregister(0x{addr:x}): this address was not registered with host_register"
                            if isinstance(addr, int) else "host_unregister expects an int address",
                            C.ACL_ERROR_HOST_MEMORY_NOT_REGISTERED)
+        # the buffer is the user's, who may free it right after: let queued copies that use
+        # it finish first (their failures stay on their streams)
+        for stream, seq in list((rng.uses or {}).items()):
+            stream.synchronize(until=seq, report_errors=False)
         self._remove(rng)
         self.aliases.pop(rng.alias, None)
 

@@ -44,6 +44,7 @@ class KernelArgs:
         self.holders: dict[int, np.ndarray | None] = {}  # slot -> placeholder buffer
         self.finalized = False
         self.handle = 0
+        self.user_addr = 0  # user memory the block lives in, when npurt cannot keep it alive
 
     def __repr__(self) -> str:
         state = "finalized" if self.finalized else f"{self.appended}/{len(self.func.params)} appended"
@@ -90,6 +91,10 @@ def args_of(args) -> KernelArgs:
     if type(args) is int:
         found = _by_user_mem.get(args)
         if found is not None:
+            if found.user_addr and not address.host_range_mapped(found.user_addr, found.func.args_size):
+                del _by_user_mem[args]
+                raise InvalidHandleError(f"the user memory of kernel args 0x{args:x} (at "
+                                         f"0x{found.user_addr:x}) is no longer mapped: it was freed")
             return found
         obj = RUNTIME.args.get(args)  # raises a clear InvalidHandleError
         if isinstance(obj, KernelArgs):
@@ -144,12 +149,24 @@ def kernel_args_init_by_user_mem(func, args_handle: int, user_host_mem: int, act
     if type(actual_args_size) is not int or actual_args_size < f.args_size:
         raise InvalidValueError(f"actual_args_size {actual_args_size!r} is smaller than the {f.args_size} "
                                 f"bytes kernel {f.name!r} needs (see kernel_args_get_mem_size)")
-    mem = address.host_view(user_host_mem, f.args_size)
+    rng = RUNTIME.host.find(user_host_mem, f.args_size)
+    if rng is not None and rng.mm is not None:
+        # malloc_host memory: a view of the mapping keeps it mapped even after free_host
+        offset = user_host_mem - rng.addr
+        mem = np.frombuffer(rng.mm, np.uint8)[offset:offset + f.args_size]
+    else:
+        mem = address.host_view(user_host_mem, f.args_size)
     mem[:] = 0
     a = KernelArgs(f, mem)
     a.handle = args_handle
+    a.user_addr = user_host_mem if rng is None else 0  # memory we cannot keep alive: re-probe it
     _by_user_mem[args_handle] = a
     return a
+
+
+def forget_user_mem() -> None:
+    """Drop every argument block built in user memory (the runtime finalizes)."""
+    _by_user_mem.clear()
 
 
 def kernel_args_append(args, param, param_size: int | None = None) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 from . import address
 from . import constants as C
 from .errors import AddressUnalignedError, FeatureNotSupportedError, InvalidValueError, as_int
-from .memory import LIVE, PENDING
+from .memory import LIVE
 from .tasks import Copy2dTask, CopyTask, MemsetTask, copy2d
 
 if TYPE_CHECKING:
@@ -106,8 +106,6 @@ def dead_address_message(device, addr: int, block, role: str) -> str:
         return f"the {role} address 0x{addr:x} was released by {released}"
     if block is None:
         return f"the {role} address 0x{addr:x} is not inside any allocation of device {device.id}"
-    if block.state == PENDING or block.addr == addr:
-        return f"the {role} address 0x{addr:x} lies in device memory that was freed (use after free)"
     return f"the {role} address 0x{addr:x} lies in device memory that was freed (use after free)"
 
 
@@ -189,12 +187,11 @@ def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, strea
     if stream is None:
         copy2d(d.addr, dpitch, s.addr, spitch, width, height)
         return
-    host_keep = None
-    seq = stream.enqueue(Copy2dTask(d.addr, dpitch, s.addr, spitch, width, height, SHORT[direction], host_keep))
+    seq = stream.enqueue(Copy2dTask(d.addr, dpitch, s.addr, spitch, width, height, SHORT[direction]))
     record_use(d, stream, seq)
     record_use(s, stream, seq)
-    if not (d.pinned and s.pinned):
-        stream.synchronize(until=seq)
+    if not (d.pinned and s.pinned):  # pageable host memory: returns once the copy has run
+        stream.synchronize(until=seq, report_errors=False)
 
 
 def _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed):
@@ -295,8 +292,12 @@ def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_a
     if direction == H2H:
         raise FeatureNotSupportedError(
             "memcpy_async host to host is not supported on a host-attached (EP) device; use memcpy")
-    if require_aligned and ((d.addr | s.addr) & 63):
-        bad = d.addr if d.addr & 63 else s.addr
+    # the 64-byte rule binds device and pinned memory, which the DMA engine reads directly;
+    # pageable memory is staged by the runtime (the call is synchronous), so it may be
+    # wherever numpy put it
+    aligned_addrs = (d.addr if d.pinned else 0) | (s.addr if s.pinned else 0)
+    if require_aligned and aligned_addrs & 63:
+        bad = d.addr if d.pinned and d.addr & 63 else s.addr
         raise AddressUnalignedError(
             f"memcpy_async needs 64-byte aligned addresses; 0x{bad:x} is not (malloc and "
             "malloc_host return aligned memory; keep offsets multiples of 64)")
@@ -304,7 +305,9 @@ def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_a
     record_use(d, stream, seq)
     record_use(s, stream, seq)
     if keep is None and not (d.pinned and s.pinned):
-        stream.synchronize(until=seq)
+        # pageable host memory: return once the copy has run, as ACL does (the caller may
+        # free the buffer right after); failures stay on the stream for its synchronize
+        stream.synchronize(until=seq, report_errors=False)
     return seq
 
 
@@ -312,4 +315,6 @@ def memset_async(rt: "Runtime", ptr, max_count, value, count, stream: "Stream") 
     span, byte, count = _check_set(rt, ptr, max_count, value, count)
     seq = stream.enqueue(MemsetTask(span.addr, byte, count))
     record_use(span, stream, seq)
+    if span.device is None and not span.pinned:  # pageable host memory: as memcpy_async
+        stream.synchronize(until=seq, report_errors=False)
     return seq

@@ -19,6 +19,7 @@ Event names and their fields:
 """
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 Observer = Callable[..., None]
@@ -41,7 +42,10 @@ class Hooks:
 
     def emit(self, name: str, **fields) -> None:
         for fn in self._observers:
-            fn(name, **fields)
+            try:
+                fn(name, **fields)
+            except Exception:  # noqa: BLE001 - a tool's bug must not break the runtime
+                logging.getLogger("npurt").exception("npurt: observer %r raised on %s; ignored", fn, name)
 
 
 HOOKS = Hooks()

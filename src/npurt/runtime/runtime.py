@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 import threading
+import time
 import warnings
 from collections import deque
 
@@ -122,6 +123,9 @@ class Runtime:
             address.backends.clear()
             for binary in self.binaries.values():  # loaded kernel binaries are modules
                 sys.modules.pop(getattr(getattr(binary, "module", None), "__name__", ""), None)
+            kernel_args = sys.modules.get("npurt.runtime.kernel_args")
+            if kernel_args is not None:
+                kernel_args.forget_user_mem()
             for tbl in (self.contexts, self.streams, self.events, self.binaries, self.functions,
                         self.args, self.exception_infos):
                 tbl.clear()
@@ -191,10 +195,12 @@ class Runtime:
             self._release_device(device, reason, 30.0)
 
     def _release_device(self, device: Device, reason: str, timeout_s: float) -> None:
-        """Wait for the device's work (bounded), then free all it holds."""
+        """Wait for the device's work (at most `timeout_s` in all), then free all it holds."""
+        deadline = time.monotonic() + timeout_s
         for stream in device.all_streams():
+            left_ms = max(0, int((deadline - time.monotonic()) * 1000))
             try:
-                stream.synchronize(timeout_ms=int(timeout_s * 1000), report_errors=False)
+                stream.synchronize(timeout_ms=left_ms, report_errors=False)
             except SyncTimeoutError:
                 log.warning("npurt: %s: stream %d still had work after %.0f s; dropping it",
                             reason, stream.stream_id, timeout_s)

@@ -69,7 +69,10 @@ class Callback:
     def fire(self) -> None:
         if not self.fired:
             self.fired = True
-            self.fn()
+            try:
+                self.fn()
+            except Exception:  # noqa: BLE001 - a user callback must not wedge the stream
+                log.exception("npurt: a done-callback (%r) raised; ignored", self.fn)
 
 
 class Worker:
@@ -137,20 +140,27 @@ class Scheduler:
 
     def _worker_loop(self, me: Worker) -> None:
         while not self.stopping:
-            stream = self._take_ready()
-            if stream is not None:
-                self.run_stream(stream, budget=WORKER_BUDGET)
-                continue
-            self.idle.append(me)
-            stream = self._take_ready()  # re-check: a submit may have missed us
-            if stream is not None:
-                try:
-                    self.idle.remove(me)
-                except ValueError:
-                    me.wake.acquire()  # a submitter popped us and releases (or released) the lock
-                self.run_stream(stream, budget=WORKER_BUDGET)
-                continue
-            me.wake.acquire()
+            try:
+                self._work(me)
+            except Exception:  # noqa: BLE001 - a worker must never die
+                log.exception("npurt: a scheduler worker hit an unexpected error; it goes on")
+
+    def _work(self, me: Worker) -> None:
+        """One turn of the worker loop: run a ready stream, or sleep until woken."""
+        stream = self._take_ready()
+        if stream is not None:
+            self.run_stream(stream, budget=WORKER_BUDGET)
+            return
+        self.idle.append(me)
+        stream = self._take_ready()  # re-check: a submit may have missed us
+        if stream is not None:
+            try:
+                self.idle.remove(me)
+            except ValueError:
+                me.wake.acquire()  # a submitter popped us and releases (or released) the lock
+            self.run_stream(stream, budget=WORKER_BUDGET)
+            return
+        me.wake.acquire()
 
     def shutdown(self) -> None:
         self.stopping = True
@@ -190,7 +200,13 @@ class Scheduler:
                 s.retire(task)
                 continue
             if task.may_block:
-                blocker = task.blocker()
+                try:
+                    blocker = task.blocker()
+                except BaseException as exc:  # noqa: BLE001 - fails the task like run() would
+                    s.fail(task, task_error(task, exc))
+                    queue.popleft()
+                    s.retire(task)
+                    continue
                 if blocker is not None:
                     if self._park(s, blocker):
                         return

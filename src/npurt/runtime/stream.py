@@ -15,7 +15,8 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from . import constants as C
-from .errors import InvalidHandleError, InvalidValueError, StreamAbortedError, SyncTimeoutError, TaskError
+from .errors import (InvalidHandleError, InvalidValueError, StreamAbortedError, SyncTimeoutError, TaskError,
+                     set_last_error)
 from .observers import HOOKS
 from .scheduler import IDLE, PARKED, RUNNING, Callback, wait_until
 
@@ -104,6 +105,9 @@ class Stream:
             task.capture_stack()
         lock = self.enq_lock
         lock.acquire()
+        if self.stopped is not None or self.destroyed:  # a failure stopped us meanwhile
+            lock.release()
+            raise self._refusal()
         seq = task.seq = self.enqueued_seq + 1
         if on_seq is not None:
             try:
@@ -161,8 +165,9 @@ class Stream:
     def on_retired(self, seq: int, fn) -> None:
         """Call fn() once task `seq` has retired (run, or dropped by an abort or a stop): at
         once if it has, else in the thread that retires it. fn must be quick and not block."""
-        if not self.watch(seq, Callback(fn)):
-            fn()
+        callback = Callback(fn)
+        if not self.watch(seq, callback):
+            callback.fire()
 
     def watch(self, seq: int, blocker) -> bool:
         """Fire `blocker` once we retire `seq`; False (and no firing) if already done."""
@@ -183,7 +188,6 @@ class Stream:
         """Record a failed task; with stop-on-failure, drop everything queued after it."""
         if self.error is None:
             self.error = error
-        self.device.last_task_error = error
         if self.failure_mode == C.ACL_STOP_ON_FAILURE:
             with self.enq_lock:
                 self.stopped = error
@@ -233,9 +237,12 @@ class Stream:
             self.raise_error()
 
     def raise_error(self) -> None:
+        """Raise (once) the failure this stream holds, recording it as the calling thread's
+        last error, as a synchronize or query that reports it does."""
         err = self.error
         if err is not None:
             self.error = None
+            set_last_error(err)
             raise err
 
     def query(self) -> bool:

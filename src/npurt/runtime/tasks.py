@@ -82,6 +82,7 @@ class Copy2dTask(Task):
     error_code = C.ACL_ERROR_RT_SYS_DMA
 
     def __init__(self, dst, dpitch, src, spitch, width, height, direction, keep=None):
+        # keep: a host buffer object the task holds alive until it ran
         self.dst, self.dpitch, self.src, self.spitch = dst, dpitch, src, spitch
         self.width, self.height, self.direction, self.keep = width, height, direction, keep
 
