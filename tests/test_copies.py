@@ -89,8 +89,10 @@ def test_memcpy_at_offsets_inside_allocations(rt):
 
 def test_memcpy_of_zero_bytes_is_a_no_op(rt):
     ptr = rt.malloc(16)
+    rt.memset(ptr, 16, 7, 16)
     buf = np.ones(16, np.uint8)
     rt.memcpy(ptr, 16, buf.ctypes.data, 0, H2D)
+    assert (_download(rt, ptr, 16) == 7).all()
 
 
 def test_memcpy_of_64_mib_is_exact(rt):

@@ -177,8 +177,10 @@ def test_synchronize_with_zero_timeout_polls_once(rt, gate):
 
 def test_synchronize_with_timeout_succeeds_when_work_finishes_in_time(rt):
     s = rt.create_stream()
-    rt.launch_host_func(s, lambda: None)
+    ran = []
+    rt.launch_host_func(s, ran.append, 1)
     rt.synchronize_stream(s, 10_000)
+    assert ran == [1]
 
 
 @pytest.mark.parametrize("timeout", [-2, 1.5, "100"])
@@ -215,6 +217,7 @@ def test_synchronize_device_covers_only_the_current_device(rt, gate):
     rt.set_device(0)
     rt.launch_host_func(rt.create_stream(), lambda: None)
     rt.synchronize_device(5_000)  # device 1's blocked stream does not hold it up
+    assert rt.stream_query(other) == C.ACL_STREAM_STATUS_NOT_READY
 
 
 # ---------------------------------------------------------------- attributes

@@ -25,18 +25,6 @@ from .runtime.event import Event as _RtEvent
 from .runtime.stream import Stream as _RtStream
 
 
-# ---------------------------------------------------------------- retire notifications
-def _on_retired(stream: _RtStream, seq: int, fn) -> None:
-    """Call fn() once task `seq` of `stream` has retired (now, if it already has)."""
-    stream.on_retired(seq, fn)
-
-
-def _on_event_done(ev: _RtEvent, rec, fn) -> None:
-    """Call fn() once the capture `rec` of the event has retired (or, for None: once a
-    record of the never-recorded event completes)."""
-    ev.on_completed(fn, rec)
-
-
 async def _until(register) -> None:
     """Suspend until `register(callback)` calls back (from any thread)."""
     loop = asyncio.get_running_loop()
@@ -170,7 +158,7 @@ class Stream:
             def release() -> None:
                 if not s.destroyed:
                     device.release_stream(s)
-            _on_retired(s, s.enqueued_seq, release)
+            s.on_retired(s.enqueued_seq, release)
         except Exception:  # noqa: BLE001 - interpreter shutdown or a finalized runtime
             pass
 
@@ -220,7 +208,7 @@ class Stream:
         s = self._s
         seq = s.enqueued_seq
         if s.completed_seq < seq:
-            await _until(lambda wake: _on_retired(s, seq, wake))
+            await _until(lambda wake: s.on_retired(seq, wake))
         s.raise_error()
 
     def __await__(self):
@@ -232,7 +220,7 @@ class Stream:
         stream's work): keep it short, and do not block in it."""
         if not callable(fn):
             raise InvalidValueError(f"add_done_callback needs a callable, got {type(fn).__name__}")
-        _on_retired(self._s, self._s.enqueued_seq, lambda: fn(self))
+        self._s.on_retired(self._s.enqueued_seq, lambda: fn(self))
 
     # ---------------------------------------------------------- cross-stream order
     def wait_event(self, event: "Event") -> None:
@@ -342,7 +330,7 @@ class Event:
         rec = ev.record
         if rec is not None and rec.ran:
             return
-        await _until(lambda wake: _on_event_done(ev, rec, wake))
+        await _until(lambda wake: ev.on_completed(wake, rec))
         if rec is not None and not rec.ran:
             stop = rec.stream.stopped
             raise EventError(

@@ -79,14 +79,14 @@ class CorePool:
             return
         pool = self._pool or self._start()
         futures = [pool.submit(self._lane, body, lane, lanes, n) for lane in range(1, lanes)]
-        errors = [self._lane(body, 0, lanes, n, capture=True)]
+        errors = [self._lane(body, 0, lanes, n)]
         errors += [f.result() for f in futures]
         errors = [e for e in errors if e is not None]
         if errors:
             raise min(errors, key=lambda e: getattr(e, "block_idx", 0))
 
     @staticmethod
-    def _lane(body, lane, lanes, n, capture=True):
+    def _lane(body, lane, lanes, n):
         try:
             for i in range(lane, n, lanes):
                 body(i)

@@ -46,10 +46,6 @@ def host_view(addr: int, nbytes: int) -> np.ndarray:
     return np.frombuffer((ctypes.c_ubyte * nbytes).from_address(addr), np.uint8)
 
 
-def device_view(addr: int, nbytes: int) -> np.ndarray:
-    return backends[(addr - VA_BASE) // DEVICE_WINDOW].view(addr, nbytes)
-
-
 def view(addr: int, nbytes: int) -> np.ndarray:
     """uint8 view of [addr, addr + nbytes) in whichever space `addr` lives."""
     if addr >= VA_BASE:

@@ -272,9 +272,8 @@ def destroy_stream(stream: Stream, force: bool = False) -> None:
         raise InvalidHandleError(f"stream {stream.stream_id} was already destroyed")
     ctx = peek_context()
     if ctx is not stream.context:
-        from .errors import ContextError as _CE
-        raise _CE(f"stream {stream.stream_id} belongs to another context; make that context current "
-                  "(set_context) before destroying it", C.ACL_ERROR_RT_STREAM_CONTEXT)
+        raise ContextError(f"stream {stream.stream_id} belongs to another context; make that context "
+                           "current (set_context) before destroying it", C.ACL_ERROR_RT_STREAM_CONTEXT)
     if force:
         stream.abort()
     else:
@@ -1057,11 +1056,10 @@ def check_device_range(ptr: int, size: int, call: str) -> None:
 
 def cmo_async(src: int, size: int, cmo_type: int, stream: Stream | None) -> None:
     """Cache prefetch hint: validated, and a no-op (the simulated device has no cache to warm)."""
-    s = stream_of(stream)
+    stream_of(stream)  # validates the stream
     if cmo_type != C.ACL_RT_CMO_TYPE_PREFETCH:
         raise InvalidValueError(f"cmo_async supports only ACL_RT_CMO_TYPE_PREFETCH (0), got {cmo_type!r}")
     check_device_range(src, size, "cmo_async")
-    del s
 
 
 def check_malloc_config(cfg, host: bool = False) -> None:

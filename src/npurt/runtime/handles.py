@@ -7,7 +7,6 @@ stay below 2**48, out of the device address range, and are never 0 (0 means "def
 from __future__ import annotations
 
 import itertools
-import threading
 
 from .errors import InvalidHandleError
 
@@ -18,7 +17,6 @@ class HandleTable:
         self.tag = tag << 40
         self._objects: dict[int, object] = {}
         self._ids = itertools.count(1)
-        self._lock = threading.Lock()
 
     def add(self, obj) -> int:
         handle = self.tag | next(self._ids)

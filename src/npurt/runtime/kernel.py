@@ -62,7 +62,7 @@ from . import constants as C
 from .api import stream_of
 from .errors import InvalidHandleError, InvalidValueError, NpuError
 from .memops import dead_address_message, locate
-from .memory import LIVE, PENDING
+from .memory import LIVE, PENDING, note_use
 from .observers import HOOKS
 from .runtime import RUNTIME
 from .tasks import Task
@@ -70,7 +70,6 @@ from .tasks import Task
 MAX_PARAMS = 128              # kernel parameters, as the A2 runtime allows
 SLOT = 8                      # bytes per packed parameter
 UB_SIZE = 192 * 1024          # A2 unified buffer per core: the DYN_UBUF_SIZE limit
-AICORE_DEFAULT_TIMEOUT_S = 1091  # A2 default AI Core op timeout
 
 _VA_BASE = address.VA_BASE
 _is_alias = address.is_host_alias
@@ -426,12 +425,8 @@ class KernelTask(Task):
 
 def _default_timeout_ns() -> int:
     """The op execute timeout (set_op_execute_timeout*) for launches that carry none."""
-    from . import api
-    effective = getattr(api, "effective_op_execute_timeout_us", None)
-    if effective is not None:
-        return effective() * 1000
-    us = RUNTIME.op_execute_timeout_us
-    return us * 1000 if us else AICORE_DEFAULT_TIMEOUT_S * 1_000_000_000
+    from .api import effective_op_execute_timeout_us
+    return effective_op_execute_timeout_us() * 1000
 
 
 # ---------------------------------------------------------------- validation at enqueue
@@ -509,11 +504,7 @@ def _recorder(blocks: list, stream):
     while it is queued does not let the memory be reused before it ran."""
     def record(seq: int) -> None:
         for block in blocks:
-            uses = block.uses
-            if uses is None:
-                block.uses = {stream: seq}
-            else:
-                uses[stream] = seq
+            note_use(block, stream, seq)
     return record
 
 
@@ -598,7 +589,11 @@ def launch(func, num_blocks: int, args=(), stream=None, cfg=None, extents=None) 
 
 def launch_kernel(func, num_blocks: int, args_ptr: int, args_size: int, stream=None) -> int:
     """acl.rt.launch_kernel: the packed args are in device memory at `args_ptr` and are read
-    when the task runs (so a memcpy_async earlier on the stream may fill them)."""
+    when the task runs (so a memcpy_async earlier on the stream may fill them).
+
+    Stream-ordered free covers the args buffer and, best effort, the GM pointers it holds at
+    this call: a pointer written into the args later (by a queued copy) is not protected, so
+    freeing its allocation before the launch ran lets a new malloc reuse it."""
     f = function_of(func)
     s = stream_of(stream)
     check_args_size(f, args_size)

@@ -16,7 +16,7 @@ import numpy as np
 from . import address
 from . import constants as C
 from .errors import AddressUnalignedError, FeatureNotSupportedError, InvalidValueError, as_int
-from .memory import LIVE
+from .memory import LIVE, note_use
 from .tasks import Copy2dTask, CopyTask, MemsetTask, copy2d
 
 if TYPE_CHECKING:
@@ -38,6 +38,8 @@ KIND_NAMES = {
 # what each kind asserts about (dst, src); DEFAULT asserts nothing
 _KIND_DIRECTION = {0: H2H, 1: H2D, 2: D2H, 3: D2D, 5: H2D, 6: D2D, 7: D2D}
 SHORT = {H2H: "H2H", H2D: "H2D", D2H: "D2H", D2D: "D2D"}
+# (destination is host, source is host) -> the copy's real direction
+DIRECTION = {(True, True): H2H, (True, False): D2H, (False, True): H2D, (False, False): D2D}
 _VA_BASE = address.VA_BASE
 
 
@@ -55,15 +57,30 @@ class Span:
         return f"0x{self.addr:x} is device memory of device {self.device.id}"
 
 
-def locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) -> Span:
-    """Find where [addr, addr + nbytes) lives; a clear error if it is not usable memory.
-    `trusted`: a host range the caller holds a buffer object for is not probed."""
-    if type(addr) is int and addr >= _VA_BASE:  # fast path: the start of a live block
+def _quick(rt: "Runtime", addr, nbytes: int):
+    """(device, block) for the start of a live device block, (None, range) for the start of
+    a pinned host range, or None: the common cases, decided without building messages."""
+    if type(addr) is not int:
+        return None
+    if addr >= _VA_BASE:
         device = rt.device_by_physical.get((addr - _VA_BASE) >> 40)
         if device is not None:
             block = device.memory.live.get(addr)
             if block is not None and nbytes <= block.requested:
-                return Span(addr, device, block, True)
+                return device, block
+        return None
+    rng = rt.host.ranges.get(addr)
+    if rng is not None and nbytes <= rng.size:
+        return None, rng
+    return None
+
+
+def locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) -> Span:
+    """Find where [addr, addr + nbytes) lives; a clear error if it is not usable memory.
+    `trusted`: a host range the caller holds a buffer object for is not probed."""
+    quick = _quick(rt, addr, nbytes)
+    if quick is not None:
+        return Span(addr, quick[0], quick[1], True)
     return _locate(rt, addr, nbytes, role, trusted)
 
 
@@ -109,25 +126,15 @@ def dead_address_message(device, addr: int, block, role: str) -> str:
     return f"the {role} address 0x{addr:x} lies in device memory that was freed (use after free)"
 
 
-def _direction(dst: Span, src: Span) -> int:
-    if dst.device is None:
-        return H2H if src.device is None else D2H
-    return H2D if src.device is None else D2D
-
-
 def check_kind(rt: "Runtime", kind, dst: Span, src: Span) -> int:
     """The copy's real direction; an error if `kind` contradicts it (strict mode)."""
-    if dst.device is None:
-        actual = H2H if src.device is None else D2H
-    else:
-        actual = H2D if src.device is None else D2D
+    actual = DIRECTION[dst.device is None, src.device is None]
     if (kind == actual or kind == C.ACL_MEMCPY_DEFAULT) and type(kind) is int and (
             actual != D2D or dst.device is src.device):
         return actual  # the common case: nothing to explain
     if type(kind) is not int or kind not in KIND_NAMES:
         raise InvalidValueError(f"unknown memcpy kind {kind!r}; use ACL_MEMCPY_HOST_TO_HOST (0), "
                                 "HOST_TO_DEVICE (1), DEVICE_TO_HOST (2), DEVICE_TO_DEVICE (3) or DEFAULT (4)")
-    actual = _direction(dst, src)
     claimed = _KIND_DIRECTION.get(kind)
     if claimed is not None and claimed != actual and rt.settings.memcpy_kind == "strict":
         raise InvalidValueError(
@@ -157,16 +164,8 @@ def _check_counts(dest_max, count) -> tuple[int, int]:
 
 
 def record_use(span: Span, stream: "Stream", seq: int) -> None:
-    """Remember that task `seq` of `stream` uses this device block or pinned host range, so
-    freeing it does not let the memory be reused (or unmapped) before the task has run."""
-    block = span.block
-    if block is None:
-        return
-    uses = block.uses
-    if uses is None:
-        block.uses = {stream: seq}
-    else:
-        uses[stream] = seq
+    """note_use for a located address (stream-ordered free of what it lies in)."""
+    note_use(span.block, stream, seq)
 
 
 # ---------------------------------------------------------------- synchronous
@@ -231,27 +230,6 @@ def _check_set(rt, ptr, max_count, value, count):
 
 
 # ---------------------------------------------------------------- asynchronous
-def _quick(rt: "Runtime", addr, nbytes: int):
-    """(device, block) for the start of a live device block, (None, range) for the start of
-    a pinned host range, or None: the common cases, decided without building messages."""
-    if type(addr) is not int:
-        return None
-    if addr >= _VA_BASE:
-        device = rt.device_by_physical.get((addr - _VA_BASE) >> 40)
-        if device is not None:
-            block = device.memory.live.get(addr)
-            if block is not None and nbytes <= block.requested:
-                return device, block
-        return None
-    rng = rt.host.ranges.get(addr)
-    if rng is not None and nbytes <= rng.size:
-        return None, rng
-    return None
-
-
-_DIRECTION = {(True, True): H2H, (True, False): D2H, (False, True): H2D, (False, False): D2D}
-
-
 def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream",
                  require_aligned: bool = True, keep=None) -> int:
     """Enqueue a copy. With pageable host memory (not malloc_host / host_register) the call
@@ -263,23 +241,15 @@ def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream
         if d is not None and s is not None:  # fast path: block starts and pinned buffers
             ddev, dblock = d
             sdev, sblock = s
-            direction = _DIRECTION[ddev is None, sdev is None]
+            direction = DIRECTION[ddev is None, sdev is None]
             if ((kind == direction or kind == C.ACL_MEMCPY_DEFAULT) and type(kind) is int
                     and direction != H2H and (ddev is sdev or ddev is None or sdev is None)
                     and not (require_aligned and (dst | src) & 63)):
                 seq = stream.enqueue(CopyTask(dst, src, count, SHORT[direction], keep))
-                _use(dblock, stream, seq)  # a device block or a pinned host range
-                _use(sblock, stream, seq)
+                note_use(dblock, stream, seq)  # a device block or a pinned host range
+                note_use(sblock, stream, seq)
                 return seq
     return _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
-
-
-def _use(block, stream: "Stream", seq: int) -> None:
-    uses = block.uses
-    if uses is None:
-        block.uses = {stream: seq}
-    else:
-        uses[stream] = seq
 
 
 def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep) -> int:

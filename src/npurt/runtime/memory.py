@@ -15,8 +15,9 @@ GIL in CPython 3.11 making each of `list.pop()`, `list.append()`, `dict.pop()` a
 
 `list.pop()` (fast malloc) and `list.remove()` (the locked slow path: best fit, coalescing,
 giving segments back) are both atomic, so exactly one of two racing claimers gets a block.
-Counters are plain attribute updates; CPython 3.11 only switches threads at calls and
-backward jumps, never inside `obj.attr += n` on a slotted attribute, so they stay exact.
+Counters are plain attribute updates; CPython only switches threads at calls and backward
+jumps, never inside `obj.attr += n` on a plain attribute, so they stay exact. (Free-threaded
+builds are refused at import for this reason: see npurt.runtime.)
 
 Stream-ordered reuse: tasks that touch a block record (stream -> sequence number) in
 `block.uses`. `free` of a block whose recorded work has not finished parks it as *pending*;
@@ -80,6 +81,19 @@ def parse_policy(policy: int, size: int) -> tuple[str, bool]:
     if base in _BASE_POLICIES:
         return _BASE_POLICIES[base]
     return ("huge_only" if size >= 2 * MiB else "normal_only"), False
+
+
+def note_use(holder, stream, seq: int) -> None:
+    """Remember that task `seq` of `stream` uses `holder` (a device Block or a pinned host
+    range), so freeing it does not let the memory be reused or unmapped before that task
+    retired. None (pageable host memory) is ignored."""
+    if holder is None:
+        return
+    uses = holder.uses
+    if uses is None:
+        holder.uses = {stream: seq}
+    else:
+        uses[stream] = seq
 
 
 def uses_pending(uses: dict | None) -> bool:

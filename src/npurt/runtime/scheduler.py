@@ -190,9 +190,15 @@ class Scheduler:
                     s.state = RUNNING
                     continue
                 return
-            if budget <= 0 or (until and s.completed_seq >= until):
+            if until and s.completed_seq >= until:  # a host thread got what it waited for
                 self.submit(s)
                 return
+            if budget <= 0:  # let other ready streams go first, if there are any
+                if not any(self.ready):
+                    budget = WORKER_BUDGET
+                else:
+                    self.submit(s)
+                    return
             budget -= 1
             task = queue[0]
             if task.seq <= s.dropped_upto:  # dropped by an abort or a stop-on-failure

@@ -282,6 +282,3 @@ class Stream:
         cond = self.cond
         with cond:
             cond.notify_all()
-
-    def pending(self) -> int:
-        return self.enqueued_seq - self.completed_seq
