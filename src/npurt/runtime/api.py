@@ -487,7 +487,9 @@ def malloc(size: int, policy: int = C.ACL_MEM_MALLOC_HUGE_FIRST, align32: bool =
     ctx = _thread.context
     if ctx is None or not ctx.alive:
         ctx = current_context()
-    return malloc_on(ctx.device, size, policy, align32)
+    if HOOKS.active:
+        return malloc_on(ctx.device, size, policy, align32)
+    return ctx.device.memory.malloc(size, policy, align32)  # the hot path: one call less
 
 
 def malloc_on(device: Device, size: int, policy: int = C.ACL_MEM_MALLOC_HUGE_FIRST,

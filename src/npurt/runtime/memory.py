@@ -200,6 +200,7 @@ class DeviceMemory:
         self.poison = poison
         self.lock = threading.RLock()
         self.pools = {p: PagePool(self, p) for p in (NORMAL_PAGE, HUGE_PAGE, HUGE1G_PAGE)}
+        self.normal_pool = self.pools[NORMAL_PAGE]
         self.live: dict[int, Block] = {}          # start address -> LIVE block
         self.blocks: dict[int, Block] = {}        # start address -> every block
         self.starts: list[int] = []               # sorted keys of `blocks`
@@ -224,13 +225,14 @@ class DeviceMemory:
             size = as_int(size, "malloc size")
         if size <= 0:
             raise InvalidValueError(f"malloc size must be a positive int, got {size!r}")
-        # ACL's rounding rule: up to 32, plus 32 bytes (not for malloc_align32)
-        rounded = (size + 31) & ~31
-        if not align32:
-            rounded += 32
-        bsize = (rounded + SIZE_CLASS - 1) & ~(SIZE_CLASS - 1)
+        # ACL's rounding rule (up to 32, plus 32 bytes; no plus for malloc_align32), then up
+        # to the size class; 32 divides SIZE_CLASS, so the two roundings fold into one
+        if align32:
+            bsize = (size + SIZE_CLASS - 1) & ~(SIZE_CLASS - 1)
+        else:
+            bsize = (size + 32 + SIZE_CLASS - 1) & ~(SIZE_CLASS - 1)
         if policy == 0 and bsize <= SMALL_REQUEST:
-            pool = self.pools[NORMAL_PAGE]  # the common case, decided without parse_policy
+            pool = self.normal_pool  # the common case, decided without parse_policy
         else:
             pool = self._pool_for(policy, bsize)
         lst = pool.bins.get(bsize)
@@ -432,6 +434,7 @@ class DeviceMemory:
             self.pending.clear()
             for page, pool in self.pools.items():
                 self.pools[page] = PagePool(self, page)
+            self.normal_pool = self.pools[NORMAL_PAGE]
             self.allocated = self.reserved = 0
             return leaked
 
