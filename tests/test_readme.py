@@ -28,3 +28,14 @@ def test_a_readme_sample_runs(sample, tmp_path):
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "sample done" in out.stdout
+
+
+def test_the_quick_start_is_two_commands_and_ci_runs_the_test_one_verbatim():
+    text = README.read_text()
+    block = re.search(r"## Quick start.*?```sh\n(.*?)```", text, re.S).group(1)
+    commands = [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+    assert len(commands) == 2
+    demo, tests = commands
+    assert demo.endswith("npurt demo")
+    ci = (README.parent / ".ci" / "run").read_text()
+    assert tests in ci
