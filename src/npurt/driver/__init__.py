@@ -7,7 +7,7 @@ host-visible view for copies, a pool of cores for kernel blocks) without the run
 """
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Protocol
 
 import numpy as np
 

@@ -1,7 +1,7 @@
 """Runtime layer: devices, contexts, memory, streams, events, the scheduler, kernels.
 
 Its operations (`npurt.runtime.malloc`, `create_stream`, `memcpy_async`, ...) are plain
-functions that raise `NpuError`s carrying the real aclError codes; see `api.py`.
+functions that raise `NpuError`s carrying the real aclError codes; see `api/`.
 """
 import sys as _sys
 

@@ -1,0 +1,487 @@
+"""Devices and contexts: selection, reset, peer access, device queries and settings."""
+from __future__ import annotations
+
+import time
+
+from .. import address, memops
+from .. import constants as C
+from ..context import Context, bind, current_context, peek_context
+from ..device import Device
+from ..errors import (ContextError, InvalidDeviceError, InvalidHandleError, InvalidValueError, NpuError,
+                      SyncTimeoutError)
+from ..observers import HOOKS
+from ..runtime import RUNTIME
+from ..stream import Stream
+from .memory import malloc, malloc_host, memset_async
+from .streams import stream_of
+
+rt = RUNTIME
+
+
+# ================================================================ devices
+def get_device_count() -> int:
+    rt.check_initialized()
+    return len(rt.devices)
+
+
+def set_device(device_id: int) -> None:
+    """Make `device_id` the calling thread's device: bind its default context (created on
+    first use; reference counted per device)."""
+    device = rt.device(device_id)
+    ctx = rt.default_context(device)
+    with device.lock:
+        device.set_count += 1
+    bind(ctx)
+
+
+def get_device() -> int:
+    return current_context().device.id
+
+
+def current_device() -> Device:
+    return current_context().device
+
+
+def reset_device(device_id: int) -> None:
+    """Drop one set_device reference; at zero, wait for the device's work and free all it
+    holds (memory, streams, events, contexts)."""
+    device = rt.device(device_id)
+    with device.lock:
+        if device.set_count <= 0:
+            raise InvalidValueError(f"reset_device({device_id}): the device is not set (set_device was "
+                                    "not called, or every reference was already reset)")
+        device.set_count -= 1
+        if device.set_count:
+            return
+    _unbind_if_current(device)
+    rt.release_device(device, f"reset_device({device_id})")
+
+
+def reset_device_force(device_id: int) -> None:
+    """Release the device whatever the set_device count."""
+    device = rt.device(device_id)
+    if device.set_count <= 0 and device.default_context is None:
+        raise InvalidValueError(f"reset_device_force({device_id}): the device is not set")
+    _unbind_if_current(device)
+    rt.release_device(device, f"reset_device_force({device_id})")
+
+
+def _unbind_if_current(device: Device) -> None:
+    ctx = peek_context()
+    if ctx is not None and ctx.device is device:
+        bind(None)
+
+
+def get_soc_name() -> str:
+    rt.check_initialized()
+    return rt.driver.spec.name
+
+
+def get_run_mode() -> int:
+    rt.check_initialized()
+    return C.ACL_HOST
+
+
+def synchronize_device(timeout_ms: int = -1) -> None:
+    """Wait for every stream of the current device; then raise the first stream failure
+    (the failures of other streams stay on them for their own synchronize)."""
+    device = current_context().device
+    deadline = None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
+    if HOOKS.active:
+        HOOKS.emit("host_sync", what="device", obj=device)
+    streams = device.all_streams()
+    for stream in streams:
+        left = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+        try:
+            stream.synchronize(timeout_ms=left, report_errors=False)
+        except SyncTimeoutError as exc:
+            raise SyncTimeoutError(f"synchronize_device timed out after {timeout_ms} ms: {exc.message}") from None
+    for stream in streams:
+        stream.raise_error()
+
+
+def get_device_info(device_id: int, attr: int) -> int:
+    spec = rt.device(device_id).spec
+    values = {
+        C.ACL_DEV_ATTR_AICPU_CORE_NUM: spec.aicpu_num,
+        C.ACL_DEV_ATTR_AICORE_CORE_NUM: spec.aicore_num,
+        C.ACL_DEV_ATTR_CUBE_CORE_NUM: spec.aicore_num,
+        C.ACL_DEV_ATTR_VECTOR_CORE_NUM: spec.vector_core_num,
+        C.ACL_DEV_ATTR_LOCAL_MEM_PER_VECTOR_CORE: 192 * 1024,
+        C.ACL_DEV_ATTR_TOTAL_GLOBAL_MEM_SIZE: spec.memory_bytes,
+        C.ACL_DEV_ATTR_L2_CACHE_SIZE: spec.l2_size,
+        C.ACL_DEV_ATTR_PHY_CHIP_ID: rt.settings.visible_devices[device_id],
+        C.ACL_DEV_ATTR_NPU_ARCH: spec.npu_arch,
+        C.ACL_DEV_ATTR_HD_CONNECT_TYPE: 0,
+        C.ACL_DEV_ATTR_DEVICE_FORM_FACTOR: 3,
+        C.ACL_DEV_ATTR_IS_VIRTUAL: 0,
+        C.ACL_DEV_ATTR_CUST_OP_PRIVILEGE: 0,
+    }
+    zero_attrs = {C.ACL_DEV_ATTR_WARP_SIZE, C.ACL_DEV_ATTR_MAX_THREAD_PER_VECTOR_CORE,
+                  C.ACL_DEV_ATTR_MAX_GRID_DIM_X, C.ACL_DEV_ATTR_MAX_GRID_DIM_Y, C.ACL_DEV_ATTR_MAX_GRID_DIM_Z,
+                  C.ACL_DEV_ATTR_MAX_BLOCK_PER_GRID, C.ACL_DEV_ATTR_MAX_THREADS_PER_BLOCK,
+                  C.ACL_DEV_ATTR_MAX_BLOCK_DIM_X, C.ACL_DEV_ATTR_MAX_BLOCK_DIM_Y, C.ACL_DEV_ATTR_MAX_BLOCK_DIM_Z,
+                  C.ACL_DEV_ATTR_SMP_ID, C.ACL_DEV_ATTR_SUPER_POD_DEVICE_ID, C.ACL_DEV_ATTR_SUPER_POD_SERVER_ID,
+                  C.ACL_DEV_ATTR_SUPER_POD_ID, C.ACL_DEV_ATTR_MAINBOARD_ID, C.ACL_DEV_ATTR_SUPER_POD_CHASSIS_ID}
+    if attr in values:
+        return values[attr]
+    if attr in zero_attrs:
+        return 0  # SIMT / super-pod attributes: not present on this SoC
+    raise InvalidValueError(f"unknown device attribute {attr!r} (see aclrtDevAttr)")
+
+
+def device_can_access_peer(device_id: int, peer_id: int) -> int:
+    rt.device(device_id), rt.device(peer_id)
+    if device_id == peer_id:
+        raise InvalidValueError("device_can_access_peer needs two different device ids")
+    return 1  # simulated devices of one process share one host: peers always reachable
+
+
+def device_enable_peer_access(peer_id: int, flag: int = 0) -> None:
+    device = current_context().device
+    peer = rt.device(peer_id)
+    if flag != 0:
+        raise InvalidValueError(f"device_enable_peer_access: flag must be 0, got {flag!r}")
+    if peer is device:
+        raise InvalidValueError("device_enable_peer_access: the peer must differ from the current device")
+    device.peer_access.add(peer.id)
+
+
+def device_disable_peer_access(peer_id: int) -> None:
+    device = current_context().device
+    peer = rt.device(peer_id)
+    if peer is device:
+        raise InvalidValueError("device_disable_peer_access: the peer must differ from the current device")
+    if peer.id not in device.peer_access:
+        raise InvalidValueError(f"peer access from device {device.id} to device {peer.id} is not enabled")
+    device.peer_access.discard(peer.id)
+
+
+def device_peer_access_status(device_id: int, peer_id: int) -> int:
+    return int(rt.device(peer_id).id in rt.device(device_id).peer_access)
+
+
+# ================================================================ contexts
+def create_context(device_id: int) -> Context:
+    """An explicit context on `device_id`, made current for the calling thread."""
+    device = rt.device(device_id)
+    ctx = Context(device, is_default=False)
+    ctx.handle = rt.contexts.add(ctx)
+    with device.lock:
+        device.contexts.add(ctx)
+    bind(ctx)
+    return ctx
+
+
+def destroy_context(ctx: Context) -> None:
+    if ctx.is_default:
+        raise InvalidValueError("the default context of a device cannot be destroyed; use reset_device")
+    if not ctx.alive:
+        raise InvalidHandleError("this context was already destroyed")
+    device = ctx.device
+    for stream in [ctx.default_stream, *ctx.streams]:
+        try:
+            stream.synchronize(report_errors=False)
+        except NpuError:
+            stream.abort()
+        device.release_stream(stream)
+    ctx.alive = False
+    with device.lock:
+        device.contexts.discard(ctx)
+    rt.contexts.remove(ctx.handle)
+    if peek_context() is None:
+        bind(None)
+
+
+def set_context(ctx: Context) -> None:
+    if not ctx.alive:
+        raise ContextError(f"cannot set a destroyed context (device {ctx.device.id}); create a new one")
+    bind(ctx)
+
+
+def get_context() -> Context:
+    return current_context()
+
+
+def get_primary_ctx_state(device_id: int) -> tuple[int, int]:
+    """(active, flags) of the device's default context."""
+    ctx = rt.device(device_id).default_context
+    return int(ctx is not None and ctx.alive), 0
+
+
+# ================================================================ device queries and settings
+# (added for the pyACL facade: queries and process/context settings that do no device work)
+OP_TIMEOUT_INTERVAL_US = 4_294_967  # A2: 254 intervals = the 1091 s default AI Core timeout
+OP_TIMEOUT_MAX_INTERVALS = 254
+
+
+def set_ts_device(ts_id: int) -> None:
+    """Choose the task scheduler (ACL_TS_ID_*). One scheduler serves every engine here, so
+    the choice changes nothing, as on SoCs that only have the AI Core scheduler."""
+    rt.check_initialized()
+    if type(ts_id) is not int or ts_id not in (C.ACL_TS_ID_AICORE, C.ACL_TS_ID_AIVECTOR, C.ACL_TS_ID_RESERVED):
+        raise InvalidValueError(f"ts_id must be ACL_TS_ID_AICORE (0), ACL_TS_ID_AIVECTOR (1) or "
+                                f"ACL_TS_ID_RESERVED (2), got {ts_id!r}")
+
+
+def get_device_capability(device_id: int, feature: int) -> int:
+    """1 if the device supports an aclrtDevFeatureType feature; the simulated SoC has none."""
+    rt.device(device_id)
+    if type(feature) is not int or feature not in (C.ACL_FEATURE_TSCPU_TASK_UPDATE_SUPPORT_AIC_AIV,
+                                                   C.ACL_FEATURE_SYSTEM_MEMQ_EVENT_CROSS_DEV):
+        raise InvalidValueError(f"unknown device feature {feature!r} (see aclrtDevFeatureType)")
+    return 0
+
+
+def get_hardware_info(device_id: int, info: int) -> int:
+    """acl.get_device_capability: AI Core count, vector core count or L2 size (aclDeviceInfo)."""
+    spec = rt.device(device_id).spec
+    values = {C.ACL_DEVICE_INFO_AI_CORE_NUM: spec.aicore_num,
+              C.ACL_DEVICE_INFO_VECTOR_CORE_NUM: spec.vector_core_num,
+              C.ACL_DEVICE_INFO_L2_SIZE: spec.l2_size}
+    if type(info) is not int or info not in values:
+        raise InvalidValueError(f"unknown device info {info!r}: use ACL_DEVICE_INFO_AI_CORE_NUM (0), "
+                                "ACL_DEVICE_INFO_VECTOR_CORE_NUM (1) or ACL_DEVICE_INFO_L2_SIZE (2)")
+    return values[info]
+
+
+def get_device_utilization_rate(device_id: int) -> dict:
+    """aclrtUtilizationInfo. Compute utilization is not sampled here (-1, "unsupported");
+    memory utilization is the percentage of device memory in use."""
+    device = rt.device(device_id)
+    arena = device.backend.arena
+    used = arena.capacity - arena.free_bytes
+    return {"cube_utilization": -1, "vector_utilization": -1, "aicpu_utilization": -1,
+            "memory_utilization": used * 100 // arena.capacity, "utilization_extend": 0}
+
+
+def query_device_status(device_id: int) -> int:
+    rt.device(device_id)
+    return C.ACL_RT_DEVICE_STATUS_NORMAL
+
+
+def set_device_sat_mode(mode: int) -> None:
+    """Float overflow mode of the current device (recorded; numpy arithmetic is always inf/nan)."""
+    device = current_context().device
+    if type(mode) is not int or mode not in (C.ACL_RT_OVERFLOW_MODE_SATURATION, C.ACL_RT_OVERFLOW_MODE_INFNAN):
+        raise InvalidValueError(f"overflow mode must be ACL_RT_OVERFLOW_MODE_SATURATION (0) or "
+                                f"ACL_RT_OVERFLOW_MODE_INFNAN (1), got {mode!r}")
+    device.sat_mode = mode
+
+
+def get_device_sat_mode() -> int:
+    return current_context().device.sat_mode
+
+
+def device_get_stream_priority_range() -> tuple[int, int]:
+    """(least, greatest) stream priority: 7 and 0."""
+    rt.check_initialized()
+    from ..stream import HIGHEST_PRIORITY, LOWEST_PRIORITY
+    return LOWEST_PRIORITY, HIGHEST_PRIORITY
+
+
+def get_devices_topo(device_id: int, other_id: int) -> int:
+    """Link between two devices (ACL_RT_DEVS_TOPOLOGY_* bits): simulated devices of one
+    server are reported as HCCS-connected, as the NPUs of an A2 server are."""
+    rt.device(device_id), rt.device(other_id)
+    if device_id == other_id:
+        raise InvalidValueError("get_devices_topo needs two different device ids")
+    return C.ACL_RT_DEVS_TOPOLOGY_HCCS
+
+
+def get_logic_dev_id_by_user_dev_id(user_id: int) -> int:
+    """The driver (physical) id behind a user (visible, ASCEND_RT_VISIBLE_DEVICES) id."""
+    rt.device(user_id)
+    return rt.settings.visible_devices[user_id]
+
+
+def get_user_dev_id_by_logic_dev_id(logic_id: int) -> int:
+    rt.check_initialized()
+    visible = rt.settings.visible_devices
+    if type(logic_id) is not int or logic_id not in visible:
+        raise InvalidDeviceError(f"device {logic_id!r} is not visible to this process "
+                                 f"(ASCEND_RT_VISIBLE_DEVICES maps user ids to {visible})")
+    return visible.index(logic_id)
+
+
+def device_get_uuid(device_id: int) -> dict:
+    """{"bytes": 16 characters}: a stable id derived from the SoC and the physical device."""
+    import uuid
+    device = rt.device(device_id)
+    raw = uuid.uuid5(uuid.NAMESPACE_OID, f"npurt/{device.spec.name}/{device.backend.physical_id}").bytes
+    return {"bytes": raw.decode("latin-1")}
+
+
+def device_get_bare_tgid() -> int:
+    import os
+    rt.check_initialized()
+    return os.getpid()
+
+
+_DEVICE_LIMITS = {  # aclrtDeviceLimit -> (default, low (exclusive for SIMD stack), high, granule)
+    C.ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE: (32768, 32768, 192 * 1024, 16 * 1024),
+    C.ACL_RT_DEV_LIMIT_SIMD_PRINTF_FIFO_SIZE_PER_CORE: (32768, 1024, 64 << 20, 8),
+}
+
+
+def device_set_limit(limit: int, value: int) -> None:
+    """Process-wide device limit (takes effect at the next device setup, as in ACL). Only
+    the SIMD limits exist on the simulated SoCs; SIMT ones are FEATURE_NOT_SUPPORT."""
+    rt.check_initialized()
+    spec = _device_limit(limit)
+    if type(value) is not int or value < 0:
+        raise InvalidValueError(f"device limit value must be a non-negative int, got {value!r}")
+    default, low, high, granule = spec
+    if limit == C.ACL_RT_DEV_LIMIT_SIMD_STACK_SIZE:
+        if not low < value <= high:
+            raise InvalidValueError(f"SIMD stack size must be in (32 KiB, 192 KiB], got {value}")
+        value = (value + granule - 1) // granule * granule
+    elif not low <= value <= high or value % granule:
+        raise InvalidValueError(f"SIMD printf FIFO size must be a multiple of 8 in [1 KiB, 64 MiB], got {value}")
+    rt.device_limits[limit] = value
+
+
+def device_get_limit(limit: int) -> int:
+    rt.check_initialized()
+    default = _device_limit(limit)[0]
+    return rt.device_limits.get(limit, default)
+
+
+def _device_limit(limit):
+    if limit in (C.ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, C.ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE,
+                 C.ACL_RT_DEV_LIMIT_SIMT_PRINTF_FIFO_SIZE):
+        from ..errors import FeatureNotSupportedError
+        raise FeatureNotSupportedError(f"device limit {limit} is a SIMT limit; the simulated SoC has no SIMT units")
+    spec = _DEVICE_LIMITS.get(limit) if type(limit) is int else None
+    if spec is None:
+        raise InvalidValueError(f"unknown device limit {limit!r} (see aclrtDeviceLimit)")
+    return spec
+
+
+_SYS_PARAM_OPTS = (C.ACL_OPT_DETERMINISTIC, C.ACL_OPT_ENABLE_DEBUG_KERNEL, C.ACL_OPT_STRONG_CONSISTENCY,
+                   C.ACL_OPT_ENABLE_KERNEL_EARLY_START)
+
+
+def _check_sys_param(opt, value=0) -> None:
+    if type(opt) is not int or opt not in _SYS_PARAM_OPTS:
+        raise InvalidValueError(f"unknown system parameter option {opt!r} (see aclSysParamOpt)")
+    if type(value) is not int:
+        raise InvalidValueError(f"system parameter value must be an int, got {value!r}")
+
+
+def set_sys_param_opt(opt: int, value: int) -> None:
+    """Process-wide option (last call wins)."""
+    rt.check_initialized()
+    _check_sys_param(opt, value)
+    rt.sys_params[opt] = value
+
+
+def get_sys_param_opt(opt: int) -> int:
+    """The process-wide option; 0 when never set."""
+    rt.check_initialized()
+    _check_sys_param(opt)
+    return rt.sys_params.get(opt, 0)
+
+
+def ctx_set_sys_param_opt(opt: int, value: int) -> None:
+    """Option of the current context (last call wins)."""
+    ctx = current_context()
+    _check_sys_param(opt, value)
+    ctx.sys_params[opt] = value
+
+
+def ctx_get_sys_param_opt(opt: int) -> int:
+    """The current context's option; SYSPARAMOPT_NOT_SET (107021) when never set there."""
+    ctx = current_context()
+    _check_sys_param(opt)
+    if opt not in ctx.sys_params:
+        raise NpuError(f"system parameter option {opt} was never set in this context "
+                       "(ctx_set_sys_param_opt first)", C.ACL_ERROR_RT_SYSPARAMOPT_NOT_SET)
+    return ctx.sys_params[opt]
+
+
+def get_op_timeout_interval() -> int:
+    """Granule of op execute timeouts, in microseconds."""
+    rt.check_initialized()
+    return OP_TIMEOUT_INTERVAL_US
+
+
+def effective_op_execute_timeout_us() -> int:
+    """The op execute timeout in effect, in microseconds: the setting rounded up to whole
+    intervals, capped at 254 intervals; 0 (not set) means the maximum. A kernel launched
+    without its own timeout that runs longer fails with ACL_ERROR_RT_AICORE_TIMEOUT once it
+    has finished (a running kernel body is Python code and cannot be preempted)."""
+    rt.check_initialized()
+    limit = OP_TIMEOUT_INTERVAL_US * OP_TIMEOUT_MAX_INTERVALS
+    wanted = rt.op_execute_timeout_us
+    if wanted == 0:
+        return limit
+    return min(-(-wanted // OP_TIMEOUT_INTERVAL_US) * OP_TIMEOUT_INTERVAL_US, limit)
+
+
+def get_overflow_status(output_addr: int, output_size: int, stream: Stream | None) -> int:
+    """Stream-ordered: write the device's 64-byte float overflow status to `output_addr`.
+    numpy kernels never raise the hardware overflow flag, so the status is all zeros."""
+    if output_size != 64:
+        raise InvalidValueError(f"get_overflow_status: output_size must be 64, got {output_size!r}")
+    if type(output_addr) is not int or not address.is_device(output_addr):
+        raise InvalidValueError("get_overflow_status: the output buffer must be device memory from malloc")
+    return memset_async(output_addr, output_size, 0, output_size, stream)
+
+
+def reset_overflow_status(stream: Stream | None) -> None:
+    stream_of(stream)  # nothing to clear: the status is always zero (see get_overflow_status)
+
+
+def check_device_range(ptr: int, size: int, call: str) -> None:
+    """A clear error unless [ptr, ptr + size) lies in one live allocation (mem_flush, cmo)."""
+    rt.check_initialized()
+    if type(size) is not int or size <= 0:
+        raise InvalidValueError(f"{call}: size must be a positive int, got {size!r}")
+    if type(ptr) is not int or not address.is_device(ptr):
+        raise InvalidValueError(f"{call}: expects a device address from malloc, got {ptr!r}")
+    memops.locate(rt, ptr, size, call)
+
+
+def cmo_async(src: int, size: int, cmo_type: int, stream: Stream | None) -> None:
+    """Cache prefetch hint: validated, and a no-op (the simulated device has no cache to warm)."""
+    stream_of(stream)  # validates the stream
+    if cmo_type != C.ACL_RT_CMO_TYPE_PREFETCH:
+        raise InvalidValueError(f"cmo_async supports only ACL_RT_CMO_TYPE_PREFETCH (0), got {cmo_type!r}")
+    check_device_range(src, size, "cmo_async")
+
+
+def check_malloc_config(cfg, host: bool = False) -> None:
+    """Validate an aclrtMallocConfig dict ({} or {"attrs": [{"attr", "value"}], "numAttrs"})."""
+    if cfg is None or cfg == {}:
+        return
+    if not isinstance(cfg, dict):
+        raise InvalidValueError(f"the malloc config must be a dict (aclrtMallocConfig), got {type(cfg).__name__}")
+    attrs = cfg.get("attrs", [])
+    if not isinstance(attrs, list) or not all(isinstance(a, dict) for a in attrs):
+        raise InvalidValueError("malloc config 'attrs' must be a list of {'attr': ..., 'value': {...}} dicts")
+    if "numAttrs" in cfg and cfg["numAttrs"] != len(attrs):
+        raise InvalidValueError(f"malloc config numAttrs ({cfg['numAttrs']!r}) does not match the "
+                                f"{len(attrs)} attrs given")
+    for item in attrs:
+        attr, value = item.get("attr"), item.get("value", {})
+        if attr not in (C.ACL_RT_MEM_ATTR_RSV, C.ACL_RT_MEM_ATTR_MODULE_ID, C.ACL_RT_MEM_ATTR_DEVICE_ID,
+                        C.ACL_RT_MEM_ATTR_VA_FLAG):
+            raise InvalidValueError(f"unknown malloc attribute {attr!r} (see aclrtMallocAttrType)")
+        if attr == C.ACL_RT_MEM_ATTR_DEVICE_ID and not host:
+            dev = value.get("deviceId") if isinstance(value, dict) else None
+            if dev != current_context().device.id:
+                raise InvalidValueError(f"malloc config deviceId {dev!r} must be the current device "
+                                        f"({current_context().device.id})")
+
+
+def malloc_with_cfg(size: int, policy: int, cfg) -> int:
+    current_context()
+    check_malloc_config(cfg)
+    return malloc(size, policy)
+
+
+def malloc_host_with_cfg(size: int, cfg) -> int:
+    rt.check_initialized()
+    check_malloc_config(cfg, host=True)
+    return malloc_host(size)

@@ -1,0 +1,203 @@
+"""Memory: device and host allocation, pointer attributes, copies and sets."""
+from __future__ import annotations
+
+from .. import address, memops
+from .. import constants as C
+from ..context import _thread, current_context
+from ..device import Device
+from ..errors import InvalidValueError
+from ..memory import HUGE1G_PAGE, HUGE_PAGE, LIVE, NORMAL_PAGE
+from ..observers import HOOKS
+from ..runtime import RUNTIME
+from ..stream import Stream
+from .streams import stream_of
+
+rt = RUNTIME
+
+
+# ================================================================ device memory
+def malloc(size: int, policy: int = C.ACL_MEM_MALLOC_HUGE_FIRST, align32: bool = False) -> int:
+    """Allocate device memory on the current device; a 64-byte aligned device address."""
+    ctx = _thread.context
+    if ctx is None or not ctx.alive:
+        ctx = current_context()
+    if HOOKS.active:
+        return malloc_on(ctx.device, size, policy, align32)
+    return ctx.device.memory.malloc(size, policy, align32)  # the hot path: one call less
+
+
+def malloc_on(device: Device, size: int, policy: int = C.ACL_MEM_MALLOC_HUGE_FIRST,
+              align32: bool = False) -> int:
+    """malloc on a given device, whatever the calling thread's current context."""
+    addr = device.memory.malloc(size, policy, align32)
+    if HOOKS.active:
+        HOOKS.emit("mem_alloc", device=device, addr=addr, size=size)
+    return addr
+
+
+def free(ptr: int) -> None:
+    """Free device memory (any device; the address says which). Stream-ordered: memory that
+    queued work still uses is reused only after that work has finished."""
+    if type(ptr) is int and ptr >= address.VA_BASE:  # fast path: a device address
+        device = rt.device_by_physical.get((ptr - address.VA_BASE) >> 40)
+        if device is not None and not HOOKS.active:
+            device.memory.free(ptr)
+            return
+    device = _device_of(ptr, "free")
+    if HOOKS.active:
+        block = device.memory.live.get(ptr)
+        HOOKS.emit("mem_free", device=device, addr=ptr, size=block.requested if block else 0)
+    device.memory.free(ptr)
+
+
+def _device_of(ptr, call: str) -> Device:
+    rt.check_initialized()
+    if type(ptr) is not int:
+        raise InvalidValueError(f"{call} expects a device address int, got {type(ptr).__name__}")
+    if ptr < address.VA_BASE:
+        if ptr == 0:
+            raise InvalidValueError(f"{call}: null pointer")
+        raise InvalidValueError(f"{call}(0x{ptr:x}): that is a host address; device memory comes from "
+                                "malloc, host memory from malloc_host is freed with free_host")
+    device = rt.device_by_physical.get(address.physical_device(ptr))
+    if device is None:
+        raise InvalidValueError(f"{call}(0x{ptr:x}): the address belongs to no visible device")
+    return device
+
+
+def get_mem_info(attr: int) -> tuple[int, int]:
+    """(free, total) bytes of the current device for an aclrtMemAttr; (0, 0) for memory
+    kinds this SoC does not have."""
+    device = current_context().device
+    arena = device.backend.arena
+    kind = device.spec.memory_kind
+    hbm = {C.ACL_HBM_MEM, C.ACL_HBM_MEM_HUGE, C.ACL_HBM_MEM_NORMAL, C.ACL_HBM_MEM_P2P_HUGE,
+           C.ACL_HBM_MEM_P2P_NORMAL, C.ACL_HBM_MEM_HUGE1G, C.ACL_HBM_MEM_P2P_HUGE1G}
+    ddr = {C.ACL_DDR_MEM, C.ACL_DDR_MEM_HUGE, C.ACL_DDR_MEM_NORMAL, C.ACL_DDR_MEM_P2P_HUGE,
+           C.ACL_DDR_MEM_P2P_NORMAL}
+    auto = set(range(C.ACL_MEM_NORMAL, C.ACL_MEM_P2P_HUGE1G + 1))
+    if type(attr) is not int or attr not in hbm | ddr | auto:
+        raise InvalidValueError(f"unknown memory attribute {attr!r} (see aclrtMemAttr)")
+    if attr in ddr and kind == "HBM":
+        return 0, 0
+    names = {C.ACL_HBM_MEM_HUGE: HUGE_PAGE, C.ACL_HBM_MEM_P2P_HUGE: HUGE_PAGE, C.ACL_DDR_MEM_HUGE: HUGE_PAGE,
+             C.ACL_DDR_MEM_P2P_HUGE: HUGE_PAGE, C.ACL_MEM_HUGE: HUGE_PAGE, C.ACL_MEM_P2P_HUGE: HUGE_PAGE,
+             C.ACL_HBM_MEM_HUGE1G: HUGE1G_PAGE, C.ACL_HBM_MEM_P2P_HUGE1G: HUGE1G_PAGE,
+             C.ACL_MEM_HUGE1G: HUGE1G_PAGE, C.ACL_MEM_P2P_HUGE1G: HUGE1G_PAGE}
+    page = names.get(attr, NORMAL_PAGE)
+    with device.memory.lock:  # bins may gain entries concurrently
+        cached = sum(b.size for pool in device.memory.pools.values()
+                     for lst in list(pool.bins.values()) for b in list(lst))
+    free = arena.free_bytes + cached
+    return free // page * page, arena.capacity
+
+
+def empty_cache(device: Device | None = None) -> None:
+    """Give the caching pool's unused segments back to the driver (and the OS)."""
+    (device or current_context().device).memory.empty_cache()
+
+
+def memory_stats(device: Device | None = None) -> dict:
+    return (device or current_context().device).memory.stats()
+
+
+def pointer_get_attributes(ptr: int) -> dict:
+    """Where `ptr` lives: {"location": {"id", "type"}, "pageSize", "rsv"} plus npurt extras
+    ("allocation": start of the allocation holding it, "size": its size)."""
+    rt.check_initialized()
+    if type(ptr) is not int:
+        raise InvalidValueError(f"pointer_get_attributes expects an int address, got {type(ptr).__name__}")
+    if ptr >= address.VA_BASE:
+        device = rt.device_by_physical.get(address.physical_device(ptr))
+        if device is None:
+            raise InvalidValueError(f"0x{ptr:x} belongs to no visible device")
+        if address.is_host_alias(ptr):
+            return {"location": {"id": device.id, "type": C.ACL_MEM_LOCATION_TYPE_DEVICE},
+                    "pageSize": 4096, "rsv": 0, "allocation": ptr, "size": 0}
+        block = device.memory.find(ptr)
+        if block is None or block.state != LIVE:
+            raise InvalidValueError(memops.dead_address_message(device, ptr, block, "queried"))
+        return {"location": {"id": device.id, "type": C.ACL_MEM_LOCATION_TYPE_DEVICE},
+                "pageSize": block.segment.page, "rsv": 0, "allocation": block.addr, "size": block.requested}
+    if ptr <= 0:
+        raise InvalidValueError("pointer_get_attributes: null or negative address")
+    rng = rt.host.find(ptr)
+    if rng is None:
+        return {"location": {"id": 0, "type": C.ACL_MEM_LOCATION_TYPE_UNREGISTERED},
+                "pageSize": 4096, "rsv": 0, "allocation": 0, "size": 0}
+    return {"location": {"id": 0, "type": C.ACL_MEM_LOCATION_TYPE_HOST},
+            "pageSize": 4096, "rsv": 0, "allocation": rng.addr, "size": rng.size}
+
+
+# ================================================================ host memory
+def malloc_host(size: int) -> int:
+    """Page-locked (here: its own page-aligned mapping) host memory; a usable host pointer."""
+    rt.check_initialized()
+    return rt.host.malloc(size)
+
+
+def free_host(ptr: int) -> None:
+    rt.check_initialized()
+    rt.host.free(ptr)
+
+
+def host_register(ptr: int, size: int, flags: int = C.ACL_HOST_REGISTER_MAPPED) -> int:
+    """Mark an existing host range as pinned; returns its device-side alias (for kernels)."""
+    device = current_context().device
+    if flags not in (C.ACL_HOST_REGISTER_MAPPED, C.ACL_HOST_REGISTER_IOMEMORY, C.ACL_HOST_REGISTER_READONLY,
+                     C.ACL_HOST_REG_MAPPED, C.ACL_HOST_REG_PINNED, C.ACL_HOST_REG_MAPPED | C.ACL_HOST_REG_PINNED):
+        raise InvalidValueError(f"unknown host registration type {flags!r}")
+    return rt.host.register(ptr, size, device, flags).alias
+
+
+def host_unregister(ptr: int) -> None:
+    rt.check_initialized()
+    rt.host.unregister(ptr)
+
+
+def host_get_device_pointer(ptr: int, flag: int = 0) -> int:
+    rt.check_initialized()
+    if flag != 0:
+        raise InvalidValueError("host_get_device_pointer: flag must be 0")
+    rng = rt.host.ranges.get(ptr) if type(ptr) is int else None
+    if rng is None or not rng.registered:
+        rng = rt.host._find(ptr, 1) if type(ptr) is int else None
+        if rng is None or not rng.registered:
+            raise InvalidValueError(f"0x{ptr:x} is not registered host memory" if type(ptr) is int
+                                    else "host_get_device_pointer expects an int address")
+    return rng.alias + (ptr - rng.addr)
+
+
+# ================================================================ copies and sets
+def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
+    rt.check_initialized()
+    memops.memcpy(rt, dst, dest_max, src, count, kind)
+
+
+def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int, stream: Stream | None,
+                 require_aligned: bool = True, keep=None) -> int:
+    if type(stream) is not Stream or stream.destroyed:  # None, a wrong object, destroyed
+        stream = stream_of(stream)
+    return memops.memcpy_async(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
+
+
+def memcpy2d(dst, dpitch, src, spitch, width, height, kind) -> None:
+    rt.check_initialized()
+    memops.memcpy2d(rt, dst, dpitch, src, spitch, width, height, kind)
+
+
+def memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream: Stream | None) -> None:
+    s = stream_of(stream)
+    memops.memcpy2d(rt, dst, dpitch, src, spitch, width, height, kind, stream=s,
+                    allowed=(memops.H2D, memops.D2H, memops.D2D))
+
+
+def memset(ptr: int, max_count: int, value: int, count: int) -> None:
+    rt.check_initialized()
+    memops.memset(rt, ptr, max_count, value, count)
+
+
+def memset_async(ptr: int, max_count: int, value: int, count: int, stream: Stream | None) -> int:
+    if type(stream) is not Stream or stream.destroyed:  # None, a wrong object, destroyed
+        stream = stream_of(stream)
+    return memops.memset_async(rt, ptr, max_count, value, count, stream)

@@ -1,0 +1,134 @@
+"""Streams: create, destroy, synchronize, query, failure mode, attributes, host functions."""
+from __future__ import annotations
+
+from .. import constants as C
+from ..context import current_context, peek_context
+from ..errors import ContextError, InvalidHandleError, InvalidValueError
+from ..runtime import RUNTIME
+from ..stream import Stream
+from ..tasks import HostFuncTask, Task
+
+rt = RUNTIME
+
+
+# ================================================================ streams
+def stream_of(stream: Stream | None) -> Stream:
+    """`stream`, or the current context's default stream for None."""
+    if stream is None:
+        return current_context().default_stream
+    if type(stream) is not Stream:
+        raise InvalidHandleError(f"expected a stream (or None for the default stream), got "
+                                 f"{type(stream).__name__}")
+    if stream.destroyed:
+        raise InvalidHandleError(f"stream {stream.stream_id} was destroyed")
+    return stream
+
+
+def create_stream(priority: int = 0, flags: int = 0) -> Stream:
+    """A new stream in the current context."""
+    if type(priority) is not int or type(flags) is not int or flags < 0:
+        raise InvalidValueError(f"stream priority and flags must be ints (flags >= 0), got {priority!r}, {flags!r}")
+    ctx = current_context()
+    return ctx.device.new_stream(ctx, priority, flags)
+
+
+def destroy_stream(stream: Stream, force: bool = False) -> None:
+    """Destroy a stream. Without `force` its queued work runs first (errors from it are not
+    reported); with `force` queued work is dropped."""
+    if type(stream) is not Stream:
+        raise InvalidHandleError(f"expected a stream, got {type(stream).__name__}")
+    if stream.is_default:
+        raise InvalidValueError("a default stream cannot be destroyed; it lives as long as its context")
+    if stream.destroyed:
+        raise InvalidHandleError(f"stream {stream.stream_id} was already destroyed")
+    ctx = peek_context()
+    if ctx is not stream.context:
+        raise ContextError(f"stream {stream.stream_id} belongs to another context; make that context "
+                           "current (set_context) before destroying it", C.ACL_ERROR_RT_STREAM_CONTEXT)
+    if force:
+        stream.abort()
+    else:
+        stream.synchronize(report_errors=False)
+    stream.device.release_stream(stream)
+
+
+def synchronize_stream(stream: Stream | None, timeout_ms: int = -1) -> None:
+    _check_timeout(timeout_ms)
+    stream_of(stream).synchronize(timeout_ms=timeout_ms)
+
+
+def stream_query(stream: Stream | None) -> int:
+    """ACL_STREAM_STATUS_COMPLETE (0) or ACL_STREAM_STATUS_NOT_READY (1)."""
+    done = stream_of(stream).query()
+    return C.ACL_STREAM_STATUS_COMPLETE if done else C.ACL_STREAM_STATUS_NOT_READY
+
+
+def stream_abort(stream: Stream | None) -> None:
+    stream_of(stream).abort()
+
+
+def set_stream_failure_mode(stream: Stream | None, mode: int) -> None:
+    stream_of(stream).set_failure_mode(mode)
+
+
+def get_stream_available_num() -> int:
+    device = current_context().device
+    return device.max_streams - device.stream_count
+
+
+def set_stream_attribute(stream: Stream | None, attr: int, value: dict) -> None:
+    s = stream_of(stream)
+    if not isinstance(value, dict):
+        raise InvalidValueError("the stream attribute value must be a dict (aclrtStreamAttrValue)")
+    if attr == C.ACL_STREAM_ATTR_FAILURE_MODE:
+        if s.is_default:
+            raise InvalidValueError("the failure mode of a default stream cannot be set through "
+                                    "set_stream_attribute; use set_stream_failure_mode")
+        s.set_failure_mode(_attr_value(value, "failureMode"))
+    elif attr == C.ACL_STREAM_ATTR_FLOAT_OVERFLOW_CHECK:
+        s.attributes["overflowSwitch"] = int(bool(_attr_value(value, "overflowSwitch")))
+    elif attr == C.ACL_STREAM_ATTR_USER_CUSTOM_TAG:
+        s.attributes["userCustomTag"] = _attr_value(value, "userCustomTag") & 0xFFFFFFFF
+    elif attr == C.ACL_STREAM_ATTR_PRIORITY:
+        prio = _attr_value(value, "streamPriority")
+        s.priority = min(max(prio, 0), 7)
+    else:
+        raise InvalidValueError(f"unknown or read-only stream attribute {attr!r}")
+
+
+def get_stream_attribute(stream: Stream | None, attr: int) -> dict:
+    s = stream_of(stream)
+    if attr == C.ACL_STREAM_ATTR_FAILURE_MODE:
+        return {"failureMode": s.failure_mode}
+    if attr == C.ACL_STREAM_ATTR_FLOAT_OVERFLOW_CHECK:
+        return {"overflowSwitch": s.attributes["overflowSwitch"]}
+    if attr == C.ACL_STREAM_ATTR_USER_CUSTOM_TAG:
+        return {"userCustomTag": s.attributes["userCustomTag"]}
+    if attr == C.ACL_STREAM_ATTR_PRIORITY:
+        return {"streamPriority": s.priority}
+    raise InvalidValueError(f"unknown stream attribute {attr!r}")
+
+
+def _attr_value(value: dict, key: str) -> int:
+    v = value.get(key)
+    if type(v) is not int:
+        raise InvalidValueError(f"stream attribute value needs an int under {key!r}, got {value!r}")
+    return v
+
+
+def _check_timeout(timeout_ms) -> None:
+    if type(timeout_ms) is not int or timeout_ms < -1:
+        raise InvalidValueError(f"timeout must be -1 (wait forever), 0 (poll) or a positive number of "
+                                f"milliseconds, got {timeout_ms!r}")
+
+
+def launch_host_func(stream: Stream | None, fn, *args, name: str | None = None) -> int:
+    """Run fn(*args) on a device worker in stream order (the generic host-function task)."""
+    if not callable(fn):
+        raise InvalidValueError(f"launch_host_func needs a callable, got {type(fn).__name__}")
+    return stream_of(stream).enqueue(HostFuncTask(fn, args, name))
+
+
+def enqueue(stream: Stream | None, task: Task) -> int:
+    """Append a prepared task to a stream (used by kernels and built-in ops)."""
+    return stream_of(stream).enqueue(task)
