@@ -210,10 +210,9 @@ def _inner_range(ctx, inner: int) -> tuple[int, int]:
     return lo, hi
 
 
-@kernel
-def softmax(ctx, out: GM, x: GM, rows: np.int64, cols: np.int64, dt: np.int32):
-    """Softmax over the last axis of a [rows, cols] array (max-subtracted)."""
-    d = dtype_of(dt)
+def _row_chunks(ctx, out: int, x: int, rows: int, cols: int, d: np.dtype):
+    """This block's rows of a [rows, cols] array, a cache-sized chunk at a time: yields
+    (chunk in the compute dtype, the output rows to write it to)."""
     lo, hi = ctx.block_range(rows)
     if lo >= hi:
         return
@@ -221,11 +220,17 @@ def softmax(ctx, out: GM, x: GM, rows: np.int64, cols: np.int64, dt: np.int32):
     cd = compute_dtype(d)
     step = max(1, CHUNK // max(cols, 1))
     for r in range(0, hi - lo, step):
-        v = X[r:r + step].astype(cd)
+        yield X[r:r + step].astype(cd), O[r:r + step]
+
+
+@kernel
+def softmax(ctx, out: GM, x: GM, rows: np.int64, cols: np.int64, dt: np.int32):
+    """Softmax over the last axis of a [rows, cols] array (max-subtracted)."""
+    for v, o in _row_chunks(ctx, out, x, rows, cols, dtype_of(dt)):
         v -= v.max(axis=1, keepdims=True)
         np.exp(v, out=v)
         v /= v.sum(axis=1, keepdims=True)
-        O[r:r + step] = v
+        o[...] = v
 
 
 @kernel
@@ -234,16 +239,10 @@ def layer_norm(ctx, out: GM, x: GM, gamma: GM, beta: GM, rows: np.int64, cols: n
     """Normalise each row of [rows, cols] to zero mean and unit (population) variance, then
     scale by gamma and shift by beta (each of length cols; 0 for none)."""
     d = dtype_of(dt)
-    lo, hi = ctx.block_range(rows)
-    if lo >= hi:
-        return
-    X, O = ctx.gm(x, d, (rows, cols))[lo:hi], ctx.gm(out, d, (rows, cols))[lo:hi]
     cd = compute_dtype(d)
     g = ctx.gm(gamma, d, cols).astype(cd) if gamma else None
     b = ctx.gm(beta, d, cols).astype(cd) if beta else None
-    step = max(1, CHUNK // max(cols, 1))
-    for r in range(0, hi - lo, step):
-        v = X[r:r + step].astype(cd)
+    for v, o in _row_chunks(ctx, out, x, rows, cols, d):
         v -= v.mean(axis=1, keepdims=True)
         var = np.mean(v * v, axis=1, keepdims=True)
         var += cd.type(eps)
@@ -253,7 +252,7 @@ def layer_norm(ctx, out: GM, x: GM, gamma: GM, beta: GM, rows: np.int64, cols: n
             v *= g
         if b is not None:
             v += b
-        O[r:r + step] = v
+        o[...] = v
 
 
 # ---------------------------------------------------------------- transpose

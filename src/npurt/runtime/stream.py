@@ -98,15 +98,13 @@ class Stream:
         """Append a task; returns its sequence number. Never waits for the device (unless
         launch-blocking mode is on). `on_seq(seq)` runs once the sequence number is known
         and before any thread can run the task."""
-        if self.stopped is not None or self.destroyed:
-            raise self._refusal()
         task.stream = self
         if self._task_stacks:
             task.capture_stack()
         lock = self.enq_lock
         lock.acquire()
-        if self.stopped is not None or self.destroyed:  # a failure stopped us meanwhile
-            lock.release()
+        if self.stopped is not None or self.destroyed:  # checked under the lock: a failure
+            lock.release()                                 # may stop the stream concurrently
             raise self._refusal()
         seq = task.seq = self.enqueued_seq + 1
         if on_seq is not None:
