@@ -136,6 +136,9 @@ class StridedCopyTask(Task):
     def describe(self) -> str:
         return f"strided copy {self.shape} {self.dtype} 0x{self.src:x} -> 0x{self.dst:x}"
 
+    def details(self) -> dict:
+        return {"bytes": int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize}
+
 
 def _byte_span(shape, strides, itemsize) -> tuple[int, int]:
     """(lowest, highest + itemsize) byte offsets a strided array touches, relative to its start."""

@@ -228,6 +228,9 @@ class RecordTask(Task):
     def describe(self) -> str:
         return f"record_event {self.event.event_id}"
 
+    def details(self) -> dict:
+        return {"event": self.event.event_id}
+
 
 class WaitTask(Task):
     __slots__ = ("event", "rec", "timeout_s", "timed_out")
@@ -286,6 +289,15 @@ class WaitTask(Task):
     def describe(self) -> str:
         return f"stream_wait_event {self.event.event_id}"
 
+    def details(self) -> dict:
+        """"record": (device id, stream id, sequence number) of the record task this wait
+        waited for, once known."""
+        rec = self.rec
+        if rec is None:
+            return {"event": self.event.event_id}
+        s = rec.stream
+        return {"event": self.event.event_id, "record": (s.device.id, s.stream_id, rec.seq)}
+
 
 class ResetEventTask(Task):
     __slots__ = ("event", "rec")
@@ -302,3 +314,6 @@ class ResetEventTask(Task):
 
     def describe(self) -> str:
         return f"reset_event {self.event.event_id}"
+
+    def details(self) -> dict:
+        return {"event": self.event.event_id}

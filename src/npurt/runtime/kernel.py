@@ -135,6 +135,7 @@ class KernelFunction:
         self.gm_slots = tuple(i for i, (_, a) in enumerate(self.params) if a is GM)
         self.handle = 0          # int handle once registered (binary_get_function)
         self.binary = None       # the Binary it came from, if any
+        self.label = None        # optional fn(values) -> what one launch computes, for tools
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -381,6 +382,16 @@ class KernelTask(Task):
 
     def describe(self) -> str:
         return f"kernel {self.func.name} ({self.num_blocks} block{'s' if self.num_blocks != 1 else ''})"
+
+    def details(self) -> dict:
+        func = self.func
+        name = func.name
+        if func.label is not None and self.values is not None:  # e.g. "relu" for the unary kernel
+            try:
+                name = func.label(self.values)
+            except Exception:  # noqa: BLE001 - a label is cosmetic
+                pass
+        return {"name": name, "kernel": func.name, "blocks": self.num_blocks}
 
     def run(self) -> None:
         func = self.func

@@ -9,6 +9,7 @@ run at memory bandwidth and release the GIL.
 """
 from __future__ import annotations
 
+from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,6 +18,7 @@ from . import address
 from . import constants as C
 from .errors import AddressUnalignedError, FeatureNotSupportedError, InvalidValueError, as_int
 from .memory import LIVE, note_use
+from .observers import HOOKS
 from .tasks import Copy2dTask, CopyTask, MemsetTask, copy2d
 
 if TYPE_CHECKING:
@@ -174,9 +176,13 @@ def memcpy(rt: "Runtime", dst, dest_max, src, count, kind) -> None:
     dest_max, count = _check_counts(dest_max, count)
     d = locate(rt, dst, count, "destination")
     s = locate(rt, src, count, "source")
-    check_kind(rt, kind, d, s)
+    direction = check_kind(rt, kind, d, s)
     if count:
+        t0 = perf_counter_ns() if HOOKS.active else 0
         np.copyto(address.view(d.addr, count), address.view(s.addr, count))
+        if HOOKS.active:
+            HOOKS.emit("host_copy", op="memcpy", dst=d.addr, src=s.addr, nbytes=count,
+                       direction=SHORT[direction], t0_ns=t0)
 
 
 def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, stream=None,
@@ -184,7 +190,11 @@ def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, strea
     d, s, direction, (dpitch, spitch, width, height) = _check_2d(
         rt, dst, dpitch, src, spitch, width, height, kind, allowed)
     if stream is None:
+        t0 = perf_counter_ns() if HOOKS.active else 0
         copy2d(d.addr, dpitch, s.addr, spitch, width, height)
+        if HOOKS.active:
+            HOOKS.emit("host_copy", op="memcpy2d", dst=d.addr, src=s.addr, nbytes=width * height,
+                       direction=SHORT[direction], t0_ns=t0)
         return
     seq = stream.enqueue(Copy2dTask(d.addr, dpitch, s.addr, spitch, width, height, SHORT[direction]))
     record_use(d, stream, seq)
@@ -218,7 +228,11 @@ def _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed):
 def memset(rt: "Runtime", ptr, max_count, value, count) -> None:
     span, byte, count = _check_set(rt, ptr, max_count, value, count)
     if count:
+        t0 = perf_counter_ns() if HOOKS.active else 0
         address.view(span.addr, count).fill(byte)
+        if HOOKS.active:
+            HOOKS.emit("host_copy", op="memset", dst=span.addr, src=None, nbytes=count,
+                       direction="H" if span.device is None else "D", t0_ns=t0)
 
 
 def _check_set(rt, ptr, max_count, value, count):

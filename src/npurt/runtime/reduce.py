@@ -59,6 +59,9 @@ class ReduceTask(Task):
     def describe(self) -> str:
         return f"reduce_async {self.ufunc.__name__} {self.count} B of {self.dtype} 0x{self.src:x} -> 0x{self.dst:x}"
 
+    def details(self) -> dict:
+        return {"name": f"reduce_async {self.ufunc.__name__}", "bytes": self.count, "dtype": str(self.dtype)}
+
 
 def _apply(ufunc, d: np.ndarray, s: np.ndarray, wide: bool) -> None:
     if wide:

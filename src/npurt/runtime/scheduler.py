@@ -214,6 +214,8 @@ class Scheduler:
                     s.retire(task)
                     continue
                 if blocker is not None:
+                    if HOOKS.active:  # before parking: once parked, another thread may run the task
+                        HOOKS.emit("task_blocked", task=task, blocker=blocker)
                     if self._park(s, blocker):
                         return
                     continue  # satisfied while registering: ask the task again

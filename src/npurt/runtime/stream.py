@@ -107,19 +107,19 @@ class Stream:
             lock.release()                                 # may stop the stream concurrently
             raise self._refusal()
         seq = task.seq = self.enqueued_seq + 1
-        if on_seq is not None:
-            try:
+        try:
+            if on_seq is not None:
                 on_seq(seq)
-            except BaseException:
-                lock.release()
-                raise
+            if HOOKS.active:  # under the lock, so observers see the enqueue before the task runs
+                HOOKS.emit("task_enqueued", task=task)
+        except BaseException:
+            lock.release()
+            raise
         self.queue.append(task)
         self.enqueued_seq = seq
         lock.release()
         if self.token.acquire(False):
             self.scheduler.submit(self)
-        if HOOKS.active:
-            HOOKS.emit("task_enqueued", task=task)
         if self._launch_blocking:
             self.synchronize(seq)
         return seq

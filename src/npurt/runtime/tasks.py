@@ -41,6 +41,12 @@ class Task:
     def describe(self) -> str:
         return self.kind
 
+    def details(self) -> dict:
+        """What tools (the profiler) show about the task: "name" (a kernel's name, a copy's
+        direction; default: the kind), "bytes" moved or set, "blocks", and any other plain
+        values. Asked only when an observer wants it, never on the hot path."""
+        return {}
+
     def capture_stack(self) -> None:
         self._stack = "".join(traceback.format_stack(limit=12)[:-3])
 
@@ -73,6 +79,9 @@ class CopyTask(Task):
     def describe(self) -> str:
         return f"memcpy_async {self.direction} {self.n} B 0x{self.src:x} -> 0x{self.dst:x}"
 
+    def details(self) -> dict:
+        return {"name": f"memcpy_async {self.direction}", "bytes": self.n, "direction": self.direction}
+
 
 class Copy2dTask(Task):
     """memcpy2d_async: `height` rows of `width` bytes between pitched buffers."""
@@ -91,6 +100,10 @@ class Copy2dTask(Task):
 
     def describe(self) -> str:
         return f"memcpy2d_async {self.direction} {self.height} rows x {self.width} B"
+
+    def details(self) -> dict:
+        return {"name": f"memcpy2d_async {self.direction}", "bytes": self.width * self.height,
+                "direction": self.direction}
 
 
 def copy2d(dst: int, dpitch: int, src: int, spitch: int, width: int, height: int) -> None:
@@ -120,6 +133,9 @@ class MemsetTask(Task):
     def describe(self) -> str:
         return f"memset_async {self.n} B at 0x{self.ptr:x} = 0x{self.value:02x}"
 
+    def details(self) -> dict:
+        return {"bytes": self.n}
+
 
 class HostFuncTask(Task):
     """A Python function run in stream order on a scheduler worker (the generic task that
@@ -138,6 +154,9 @@ class HostFuncTask(Task):
 
     def describe(self) -> str:
         return f"host function {self.name}"
+
+    def details(self) -> dict:
+        return {"name": self.name}
 
 
 class NopTask(Task):

@@ -81,6 +81,10 @@ class CallbackTask(Task):
     def describe(self) -> str:
         return f"launch_callback {getattr(self.item.fn, '__qualname__', self.item.fn)!s}"
 
+    def details(self) -> dict:
+        return {"name": f"launch_callback {getattr(self.item.fn, '__qualname__', self.item.fn)!s}",
+                "blocking": self.block}
+
 
 def subscribe_report(thread_id: int, stream: Stream | None) -> None:
     s = stream_of(stream)
