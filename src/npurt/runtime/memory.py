@@ -94,6 +94,19 @@ def note_use(holder, stream, seq: int) -> None:
         holder.uses = {stream: seq}
     else:
         uses[stream] = seq
+        n = len(uses)
+        if n >= 8 and not n & (n - 1):  # at 8, 16, 32, ... entries: amortized O(1) per use
+            prune_uses(uses)
+
+
+def prune_uses(uses: dict) -> None:
+    """Forget the streams whose recorded work has retired, so a long-lived buffer does not
+    keep every stream that ever touched it alive (a server making a stream per request)."""
+    for stream, seq in list(uses.items()):
+        # test and delete with no call in between: a concurrent note_use of a newer task
+        # cannot slip in (GIL), so its entry is never lost
+        if stream.completed_seq >= seq and stream in uses and uses[stream] == seq:
+            del uses[stream]
 
 
 def uses_pending(uses: dict | None) -> bool:
@@ -461,6 +474,7 @@ class DeviceMemory:
 
     def stats(self) -> dict:
         """Counters of this device's memory, PyTorch-style names."""
+        self.collect_pending()  # a stream-ordered free whose work is done counts as free
         committed = self.backend.arena.committed_bytes if hasattr(self.backend, "arena") else self.reserved
         return {
             "allocated_bytes": self.allocated,

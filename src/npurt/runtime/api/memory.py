@@ -85,6 +85,7 @@ def get_mem_info(attr: int) -> tuple[int, int]:
              C.ACL_HBM_MEM_HUGE1G: HUGE1G_PAGE, C.ACL_HBM_MEM_P2P_HUGE1G: HUGE1G_PAGE,
              C.ACL_MEM_HUGE1G: HUGE1G_PAGE, C.ACL_MEM_P2P_HUGE1G: HUGE1G_PAGE}
     page = names.get(attr, NORMAL_PAGE)
+    device.memory.collect_pending()  # a stream-ordered free whose work is done counts as free
     with device.memory.lock:  # bins may gain entries concurrently
         cached = sum(b.size for pool in device.memory.pools.values()
                      for lst in list(pool.bins.values()) for b in list(lst))
