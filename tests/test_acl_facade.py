@@ -65,7 +65,7 @@ def test_set_exception_info_callback_without_argument_clears_it(ready):
 
 
 # ---------------------------------------------------------------- no exception escapes
-GARBAGE = [None, "x", -1, 2 ** 70, 1.5, [1], object()]
+GARBAGE = [None, "x", -1, 2 ** 70, 1.5, [1], object(), np.arange(3)]
 _BLOCKING = {"acl.rt.process_report"}  # -1 would wait forever if this thread were subscribed
 
 
@@ -75,7 +75,7 @@ def test_no_function_raises_on_garbage_arguments(ready, value):
     raised = []
     for name, fn in _facade_functions():
         params = [p for p in inspect.signature(fn).parameters.values() if p.kind is p.POSITIONAL_OR_KEYWORD]
-        if not params or name in ("acl.init", "acl.finalize") or (name in _BLOCKING and value == -1):
+        if not params or name in ("acl.init", "acl.finalize") or (name in _BLOCKING and isinstance(value, int) and value == -1):
             continue
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -85,6 +85,13 @@ def test_no_function_raises_on_garbage_arguments(ready, value):
             raised.append(f"{name}: {type(exc).__name__}: {exc}")
     acl.rt.get_last_error(0)
     assert not raised
+
+
+def test_get_and_peek_last_error_with_an_array_level_return_invalid_param(ready):
+    acl.rt.malloc(0, 0)  # records an error
+    assert acl.rt.peek_at_last_error(np.arange(3)) == C.ACL_ERROR_INVALID_PARAM
+    assert acl.rt.get_last_error(np.zeros(2)) == C.ACL_ERROR_INVALID_PARAM
+    assert acl.rt.get_last_error(np.int64(0)) == C.ACL_ERROR_INVALID_PARAM  # still recorded
 
 
 def test_type_error_from_an_argument_is_invalid_param(ready):

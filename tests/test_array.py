@@ -111,6 +111,20 @@ def test_zero_size_arrays_work():
     assert x.copy().shape == (0, 3)
 
 
+def test_arrays_with_a_trailing_zero_dimension_work():
+    x = npurt.to_device(np.zeros((3, 0), np.float32))
+    assert x.is_contiguous() and x.to_host().shape == (3, 0)
+    assert (x + x).shape == (3, 0)
+
+
+def test_big_endian_host_data_keeps_its_values_on_the_device():
+    host = np.arange(6, dtype=">f4").reshape(2, 3)
+    x = npurt.to_device(host)
+    assert x.dtype == np.float32
+    assert ((x + 1).to_host() == host.astype(np.float32) + 1).all()
+    assert npurt.DeviceArray((2,), ">i4").dtype == np.int32
+
+
 def test_bad_shape_and_dtype_are_invalid_value():
     with pytest.raises(npurt.InvalidValueError):
         npurt.empty((2, -1))

@@ -73,6 +73,15 @@ def test_init_reads_an_empty_json_config(fresh_runtime, tmp_path):
     assert RUNTIME.initialized
 
 
+def test_init_with_deeply_nested_json_is_a_parse_error(fresh_runtime, tmp_path):
+    cfg = tmp_path / "deep.json"
+    cfg.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(NpuError) as info:
+        fresh_runtime.init(str(cfg))
+    assert info.value.code == C.ACL_ERROR_PARSE_FILE
+    fresh_runtime.init()  # the runtime is still usable
+
+
 def test_init_with_a_missing_config_file_fails_and_leaves_the_runtime_down(fresh_runtime, tmp_path):
     with pytest.raises(NpuError) as info:
         fresh_runtime.init(str(tmp_path / "missing.json"))

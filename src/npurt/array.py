@@ -41,7 +41,7 @@ H2D, D2H, D2D = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_
 # ---------------------------------------------------------------- dtypes
 def as_dtype(dtype) -> np.dtype:
     """np.dtype of `dtype`; "bfloat16" (and ml_dtypes.bfloat16) need the ml_dtypes package."""
-    if type(dtype) is np.dtype and dtype.kind in "biuf":
+    if type(dtype) is np.dtype and dtype.kind in "biuf" and dtype.isnative:
         return dtype  # the common case
     if isinstance(dtype, str) and dtype.lower() == "bfloat16":
         try:
@@ -55,6 +55,8 @@ def as_dtype(dtype) -> np.dtype:
         raise InvalidValueError(f"{dtype!r} is not a dtype ({exc})") from None
     if dt.hasobject or dt.kind in "OSUMm" or dt.type is np.void or dt.names or dt.subdtype:  # ml_dtypes are "V"
         raise InvalidValueError(f"device arrays hold numbers; dtype {dt} is not supported")
+    if not dt.isnative:  # device memory is little-endian: kernels view it in native order
+        dt = dt.newbyteorder("=")
     return dt
 
 
@@ -237,7 +239,10 @@ class DeviceArray:
         return self._ptr
 
     def is_contiguous(self) -> bool:
-        """True if the elements are laid out C-contiguously (what kernels need)."""
+        """True if the elements are laid out C-contiguously (what kernels need). An array
+        with no elements is contiguous, as in numpy."""
+        if 0 in self.shape:
+            return True
         expect = self.dtype.itemsize
         for n, st in zip(reversed(self.shape), reversed(self.strides)):
             if n != 1 and st != expect:

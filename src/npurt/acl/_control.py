@@ -2,6 +2,8 @@
 handling (last error, exception-info callback)."""
 from __future__ import annotations
 
+import operator
+
 from ..runtime import api
 from ..runtime import constants as C
 from ..runtime import errors
@@ -79,16 +81,25 @@ get_thread_last_task_id = not_supported(
 # ---------------------------------------------------------------- exception handling
 def get_last_error(level):
     """The calling thread's latest error code, which this call clears (0 if none)."""
-    if level != C.ACL_RT_THREAD_LEVEL:
+    if not _thread_level(level):
         return C.ACL_ERROR_INVALID_PARAM
     return errors.get_last_error(clear=True)
 
 
 def peek_at_last_error(level):
     """The calling thread's latest error code, left in place."""
-    if level != C.ACL_RT_THREAD_LEVEL:
+    if not _thread_level(level):
         return C.ACL_ERROR_INVALID_PARAM
     return errors.get_last_error(clear=False)
+
+
+def _thread_level(level) -> bool:
+    """True for ACL_RT_THREAD_LEVEL given as any integer (an array-like is not one; comparing
+    it with == would raise instead of returning a code)."""
+    try:
+        return operator.index(level) == C.ACL_RT_THREAD_LEVEL
+    except TypeError:
+        return False
 
 
 @rt.ret

@@ -275,6 +275,9 @@ def _read_config(path) -> dict:
         config = json.loads(text) if text.strip() else {}
     except (OSError, ValueError) as exc:
         raise NpuError(f"acl.init: config file {path!r} is not valid JSON ({exc})", C.ACL_ERROR_PARSE_FILE) from None
+    except RecursionError:
+        raise NpuError(f"acl.init: config file {path!r} nests JSON too deeply to parse",
+                       C.ACL_ERROR_PARSE_FILE) from None
     if not isinstance(config, dict):
         raise NpuError(f"acl.init: config file {path!r} must hold a JSON object", C.ACL_ERROR_PARSE_FILE)
     return config
