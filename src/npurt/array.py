@@ -94,7 +94,7 @@ class _Allocation:
     __slots__ = ("ptr", "nbytes", "device", "block")
 
     def __init__(self, nbytes: int, device):
-        self.ptr = rt.malloc_on(device, max(nbytes, 1))
+        self.ptr = rt.malloc_on(device, max(nbytes, 1), managed=True)
         self.device = device
         self.nbytes = nbytes
         self.block = device.memory.live.get(self.ptr)
@@ -106,7 +106,7 @@ class _Allocation:
         try:
             device = self.device
             if RUNTIME.initialized and device.memory.live.get(self.ptr) is self.block:
-                rt.free(self.ptr)
+                rt.free(self.ptr, managed=True)
         except Exception:  # noqa: BLE001 - interpreter shutdown, or a runtime torn down
             pass
 
@@ -134,6 +134,10 @@ class StridedCopyTask(Task):
         lo, hi = span
         raw = address.view(ptr + lo, hi - lo)
         return np.ndarray(self.shape, self.dtype, buffer=raw, offset=-lo, strides=strides)
+
+    def accesses(self) -> tuple:
+        (slo, shi), (dlo, dhi) = self.src_span, self.dst_span  # the spans the strides cover
+        return (self.src + slo, shi - slo, "r"), (self.dst + dlo, dhi - dlo, "w")
 
     def describe(self) -> str:
         return f"strided copy {self.shape} {self.dtype} 0x{self.src:x} -> 0x{self.dst:x}"
@@ -746,7 +750,7 @@ class _PinnedBuffer:
 
     def __init__(self, nbytes: int):
         _devices._context()
-        self.ptr = rt.malloc_host(max(nbytes, 1))
+        self.ptr = rt.malloc_host(max(nbytes, 1), managed=True)
         self.range = RUNTIME.host.ranges[self.ptr]
         # a buffer export of the mapping keeps it mapped while we live, even if the runtime
         # is finalized meanwhile (its close then leaves the mapping to us)
@@ -758,7 +762,7 @@ class _PinnedBuffer:
         try:
             self._export.release()
             if RUNTIME.initialized and RUNTIME.host.ranges.get(self.ptr) is self.range:
-                rt.free_host(self.ptr)
+                rt.free_host(self.ptr, managed=True)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 

@@ -22,6 +22,7 @@ from .runtime import api as rt
 from .runtime import constants as C
 from .runtime.errors import EventError, InvalidValueError
 from .runtime.event import Event as _RtEvent
+from .runtime.observers import HOOKS
 from .runtime.stream import Stream as _RtStream
 
 
@@ -209,6 +210,8 @@ class Stream:
         seq = s.enqueued_seq
         if s.completed_seq < seq:
             await _until(lambda wake: s.on_retired(seq, wake))
+        if HOOKS.active:
+            HOOKS.emit("host_synced", stream=s, seq=seq)
         s.raise_error()
 
     def __await__(self):
@@ -220,7 +223,19 @@ class Stream:
         stream's work): keep it short, and do not block in it."""
         if not callable(fn):
             raise InvalidValueError(f"add_done_callback needs a callable, got {type(fn).__name__}")
-        self._s.on_retired(self._s.enqueued_seq, lambda: fn(self))
+        s = self._s
+        seq = s.enqueued_seq
+
+        def call() -> None:
+            if not HOOKS.active:
+                fn(self)
+                return
+            HOOKS.emit("callback_started", stream=s, seq=seq, task=None)
+            try:
+                fn(self)
+            finally:
+                HOOKS.emit("callback_finished", stream=s, seq=seq, task=None, block=False)
+        s.on_retired(seq, call)
 
     # ---------------------------------------------------------- cross-stream order
     def wait_event(self, event: "Event") -> None:
@@ -328,9 +343,11 @@ class Event:
     async def _wait(self) -> None:
         ev = self._ev
         rec = ev.record
-        if rec is not None and rec.ran:
-            return
-        await _until(lambda wake: ev.on_completed(wake, rec))
+        if rec is None or not rec.ran:
+            await _until(lambda wake: ev.on_completed(wake, rec))
+        rec = rec or ev.record
+        if HOOKS.active and rec is not None and rec.ran:
+            HOOKS.emit("host_synced", stream=rec.stream, seq=rec.seq)
         if rec is not None and not rec.ran:
             stop = rec.stream.stopped
             raise EventError(

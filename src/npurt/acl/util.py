@@ -17,6 +17,7 @@ import numpy as np
 
 from ..runtime import address
 from ..runtime import constants as C
+from ..runtime.observers import HOOKS
 from ..runtime.runtime import RUNTIME
 from ._wrap import Group, fail, record
 
@@ -45,13 +46,15 @@ def _host_view(ptr, nbytes: int, where: str) -> np.ndarray:
     if nbytes == 0:
         return np.empty(0, np.uint8)
     rng = RUNTIME.host.find(ptr, nbytes) if ptr > 0 else None
-    if rng is not None and rng.mm is not None:
-        # a view that holds the malloc_host mapping: free_host cannot unmap it under us
-        return np.frombuffer(rng.mm, np.uint8, nbytes, ptr - rng.addr)
-    if not address.host_range_mapped(ptr, nbytes):
+    if rng is None and not address.host_range_mapped(ptr, nbytes):
         raise _Refused(
             f"{where}: 0x{ptr:x} (+{nbytes} bytes) is not mapped host memory in this process (a null, "
             "stale or freed pointer, or a number that is not an address); reading it would crash")
+    if HOOKS.active:  # the host reads this memory now (tools check it against queued work)
+        HOOKS.emit("host_access", addr=ptr, nbytes=nbytes, mode="r", what=where)
+    if rng is not None and rng.mm is not None:
+        # a view that holds the malloc_host mapping: free_host cannot unmap it under us
+        return np.frombuffer(rng.mm, np.uint8, nbytes, ptr - rng.addr)
     return address.host_view(ptr, nbytes)
 
 

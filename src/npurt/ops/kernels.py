@@ -1,6 +1,7 @@
 """The built-in kernels, written with the same model users write theirs in.
 
-Each kernel reaches memory only through `ctx.gm` views and splits its work by
+Each kernel reaches memory only through `ctx.gm` views (declared "r" for inputs, "w" for
+outputs: every element of an output is written by some block) and splits its work by
 `ctx.block_idx` / `ctx.block_num` so that the blocks of a launch share the host cores. The
 split never changes what one output element is computed from, or in which order, so a
 multi-block launch gives the same bits as a one-block launch.
@@ -68,7 +69,7 @@ def binary(ctx, out: GM, a: GM, b: GM, n: np.int64, op: np.int32, dt: np.int32):
     lo, hi = ctx.block_range(n, 1024)
     if lo >= hi:
         return
-    x, y, o = ctx.gm(a, d, n)[lo:hi], ctx.gm(b, d, n)[lo:hi], ctx.gm(out, d, n)[lo:hi]
+    x, y, o = ctx.gm(a, d, n, "r")[lo:hi], ctx.gm(b, d, n, "r")[lo:hi], ctx.gm(out, d, n, "w")[lo:hi]
     ufunc = (np.add, np.subtract, np.multiply, np.divide, np.maximum)[op]
     if _wide(d):
         for s in range(0, hi - lo, CHUNK):
@@ -87,7 +88,7 @@ def unary(ctx, out: GM, x: GM, n: np.int64, op: np.int32, dt: np.int32):
     lo, hi = ctx.block_range(n, 1024)
     if lo >= hi:
         return
-    src, dst = ctx.gm(x, d, n)[lo:hi], ctx.gm(out, d, n)[lo:hi]
+    src, dst = ctx.gm(x, d, n, "r")[lo:hi], ctx.gm(out, d, n, "w")[lo:hi]
     if op == 0:
         np.maximum(src, d.type(0), out=dst)
         return
@@ -114,7 +115,7 @@ def cast(ctx, out: GM, x: GM, n: np.int64, src_dt: np.int32, dst_dt: np.int32):
     if lo >= hi:
         return
     with np.errstate(invalid="ignore", over="ignore"):
-        np.copyto(ctx.gm(out, dd, n)[lo:hi], ctx.gm(x, sd, n)[lo:hi], casting="unsafe")
+        np.copyto(ctx.gm(out, dd, n, "w")[lo:hi], ctx.gm(x, sd, n, "r")[lo:hi], casting="unsafe")
 
 
 @kernel
@@ -124,7 +125,7 @@ def fill(ctx, out: GM, n: np.int64, fvalue: np.float64, ivalue: np.int64, dt: np
     lo, hi = ctx.block_range(n, 1024)
     if lo >= hi:
         return
-    ctx.gm(out, d, n)[lo:hi] = ivalue if d.kind in "iu" else fvalue
+    ctx.gm(out, d, n, "w")[lo:hi] = ivalue if d.kind in "iu" else fvalue
 
 
 @kernel
@@ -135,7 +136,7 @@ def arange(ctx, out: GM, n: np.int64, fstart: np.float64, fstep: np.float64,
     lo, hi = ctx.block_range(n, 1024)
     if lo >= hi:
         return
-    o = ctx.gm(out, d, n)[lo:hi]
+    o = ctx.gm(out, d, n, "w")[lo:hi]
     if d.kind in "iu":
         o[:] = istart + istep * np.arange(lo, hi, dtype=np.int64)
     else:
@@ -152,9 +153,9 @@ def matmul(ctx, c: GM, a: GM, b: GM, batch: np.int64, m: np.int64, k: np.int64, 
     b0, b1 = ctx.block_range(batch)
     if b0 >= b1:
         return
-    A = ctx.gm(a, d, (batch, m, k))[b0:b1]
-    B = ctx.gm(b, d, (batch, k, n))[b0:b1]
-    Cm = ctx.gm(c, d, (batch, m, n))[b0:b1]
+    A = ctx.gm(a, d, (batch, m, k), "r")[b0:b1]
+    B = ctx.gm(b, d, (batch, k, n), "r")[b0:b1]
+    Cm = ctx.gm(c, d, (batch, m, n), "w")[b0:b1]
     _mm(A, B, Cm, _wide(d))
 
 
@@ -172,8 +173,8 @@ def reduce(ctx, out: GM, x: GM, outer: np.int64, length: np.int64, inner: np.int
     `inner` when there are fewer outer rows than blocks; each output is reduced by one block
     in numpy's order (see _inner_range), so the split does not change results."""
     d = dtype_of(dt)
-    X = ctx.gm(x, d, (outer, length, inner))
-    O = ctx.gm(out, d, (outer, inner))
+    X = ctx.gm(x, d, (outer, length, inner), "r")
+    O = ctx.gm(out, d, (outer, inner), "w")
     if outer >= ctx.block_num or inner < 2 * ctx.block_num:
         lo, hi = ctx.block_range(outer)
         xs, os_ = X[lo:hi], O[lo:hi]
@@ -216,7 +217,7 @@ def _row_chunks(ctx, out: int, x: int, rows: int, cols: int, d: np.dtype):
     lo, hi = ctx.block_range(rows)
     if lo >= hi:
         return
-    X, O = ctx.gm(x, d, (rows, cols))[lo:hi], ctx.gm(out, d, (rows, cols))[lo:hi]
+    X, O = ctx.gm(x, d, (rows, cols), "r")[lo:hi], ctx.gm(out, d, (rows, cols), "w")[lo:hi]
     cd = compute_dtype(d)
     step = max(1, CHUNK // max(cols, 1))
     for r in range(0, hi - lo, step):
@@ -240,8 +241,8 @@ def layer_norm(ctx, out: GM, x: GM, gamma: GM, beta: GM, rows: np.int64, cols: n
     scale by gamma and shift by beta (each of length cols; 0 for none)."""
     d = dtype_of(dt)
     cd = compute_dtype(d)
-    g = ctx.gm(gamma, d, cols).astype(cd) if gamma else None
-    b = ctx.gm(beta, d, cols).astype(cd) if beta else None
+    g = ctx.gm(gamma, d, cols, "r").astype(cd) if gamma else None
+    b = ctx.gm(beta, d, cols, "r").astype(cd) if beta else None
     for v, o in _row_chunks(ctx, out, x, rows, cols, d):
         v -= v.mean(axis=1, keepdims=True)
         var = np.mean(v * v, axis=1, keepdims=True)
@@ -271,8 +272,8 @@ def transpose(ctx, out: GM, x: GM, dt: np.int32, ndim: np.int32,
     total = 1
     for s in shape:
         total *= s
-    X = ctx.gm(x, d, total).reshape(shape).transpose(perm)
-    O = ctx.gm(out, d, total).reshape(X.shape)
+    X = ctx.gm(x, d, total, "r").reshape(shape).transpose(perm)
+    O = ctx.gm(out, d, total, "w").reshape(X.shape)
     if ndim == 0:
         O[...] = X
         return

@@ -207,6 +207,9 @@ class EventNextRecord(Blocker):
             event.watchers.append(self)
             return True
 
+    def waits_for(self):
+        return ("event", self.event)
+
     def describe(self) -> str:
         rec = self.event.record
         if rec is None:

@@ -61,7 +61,7 @@ from . import address
 from . import constants as C
 from .api import stream_of
 from .errors import InvalidHandleError, InvalidValueError, NpuError
-from .memops import dead_address_message, locate
+from .memops import dead_address_message, locate, refused
 from .memory import LIVE, PENDING, note_use
 from .observers import HOOKS
 from .runtime import RUNTIME
@@ -261,6 +261,9 @@ class KernelMemoryError(NpuError, IndexError):
     code = C.ACL_ERROR_RT_AICORE_EXCEPTION
 
 
+_MODES = ("rw", "r", "w")
+
+
 class KernelContext:
     """What one block of a running kernel sees: its index, the block count, and `gm()`."""
 
@@ -279,10 +282,17 @@ class KernelContext:
         lo = min(n, (self.block_idx % nb) * chunk)
         return lo, min(n, lo + chunk)
 
-    def gm(self, ptr, dtype, count) -> np.ndarray:
+    def gm(self, ptr, dtype, count, mode: str = "rw") -> np.ndarray:
         """A numpy view of `count` elements of `dtype` at global-memory address `ptr`
         (`count` may be a shape tuple). Raises KernelMemoryError unless the whole range lies
-        inside one allocation this launch may use."""
+        inside one allocation this launch may use.
+
+        `mode` declares what the kernel does with the view, as an Ascend C kernel's data
+        copies do: "r" (an input: the view is read-only), "w" (an output: every element is
+        written, none read first) or "rw" (the default: anything). Tools use it: the
+        sanitizer treats an "rw" view as read and finds what was written by comparing."""
+        if mode not in _MODES:
+            raise KernelMemoryError(f"gm mode must be 'r', 'w' or 'rw', got {mode!r}")
         try:
             dt = _DTYPES[dtype]
         except (KeyError, TypeError):
@@ -313,42 +323,60 @@ class KernelContext:
         else:
             buf = self._view(ptr, nbytes)
         if HOOKS.active:
-            HOOKS.emit("mem_access", device=self.device, addr=ptr, nbytes=nbytes, task=self.task)
+            HOOKS.emit("mem_access", device=self.device, addr=ptr, nbytes=nbytes, task=self.task, mode=mode)
         arr = buf.view(dt)
-        return arr if shape is None else arr.reshape(shape)
+        if shape is not None:
+            arr = arr.reshape(shape)
+        if mode == "r":
+            arr.flags.writeable = False
+        return arr
 
     def _view(self, ptr: int, nbytes: int) -> np.ndarray:
         if ptr < _VA_BASE:
             if ptr == 0:
-                raise KernelMemoryError("gm(0): null pointer (an optional buffer that was not given?)")
-            raise KernelMemoryError(f"gm(0x{ptr:x}): that is a host address; kernels reach device memory, "
-                                    "or host memory through its host_register device alias")
+                raise self._refused("invalid_address", ptr, nbytes, None,
+                                    "gm(0): null pointer (an optional buffer that was not given?)")
+            raise self._refused("invalid_address", ptr, nbytes, None,
+                                f"gm(0x{ptr:x}): that is a host address; kernels reach device memory, "
+                                "or host memory through its host_register device alias")
         device = RUNTIME.device_by_physical.get(address.physical_device(ptr))
         if device is None:
-            raise KernelMemoryError(f"gm(0x{ptr:x}): the address belongs to no visible device")
+            raise self._refused("invalid_address", ptr, nbytes, None,
+                                f"gm(0x{ptr:x}): the address belongs to no visible device")
         if device is not self.device and device.id not in self.device.peer_access:
-            raise KernelMemoryError(f"gm(0x{ptr:x}): memory of device {device.id} is not reachable from "
-                                    f"device {self.device.id} (enable peer access first)")
+            raise self._refused("invalid_address", ptr, nbytes, device,
+                                f"gm(0x{ptr:x}): memory of device {device.id} is not reachable from "
+                                f"device {self.device.id} (enable peer access first)")
         if _is_alias(ptr):
             try:
                 host = RUNTIME.host.alias_target(ptr, nbytes)
             except InvalidValueError as exc:
-                raise KernelMemoryError(f"gm(0x{ptr:x}, {nbytes} bytes): {exc.message}") from None
+                raise self._refused("out_of_bounds", ptr, nbytes, device,
+                                    f"gm(0x{ptr:x}, {nbytes} bytes): {exc.message}") from None
             return address.host_view(host, nbytes)
         memory = device.memory
         block = memory.live.get(ptr)
         if block is None:
             block = memory.find(ptr)
             if block is None or not self._usable(block):
-                raise KernelMemoryError(f"gm: {dead_address_message(device, ptr, block, 'kernel')}")
+                raise self._refused("invalid_address" if block is None else "use_after_free", ptr, nbytes,
+                                    device, f"gm: {dead_address_message(device, ptr, block, 'kernel')}")
         elif block.state != LIVE and not self._usable(block):
-            raise KernelMemoryError(f"gm: {dead_address_message(device, ptr, block, 'kernel')}")
+            raise self._refused("use_after_free", ptr, nbytes, device,
+                                f"gm: {dead_address_message(device, ptr, block, 'kernel')}")
         end = block.addr + block.requested
         if ptr + nbytes > end:
-            raise KernelMemoryError(
+            raise self._refused(
+                "out_of_bounds", ptr, nbytes, device,
                 f"gm(0x{ptr:x}, {nbytes} bytes) runs past the end of its allocation (0x{block.addr:x}, "
                 f"{block.requested} bytes) by {ptr + nbytes - end} bytes")
         return device.backend.view(ptr, nbytes)
+
+    def _refused(self, kind: str, ptr: int, nbytes: int, device, message: str) -> "KernelMemoryError":
+        if HOOKS.active:
+            HOOKS.emit("mem_error", kind=kind, addr=ptr, nbytes=nbytes, device=device, message=message,
+                       task=self.task)
+        return KernelMemoryError(message)
 
     def _usable(self, block) -> bool:
         """LIVE, or freed (PENDING) while this launch, which uses it, was queued."""
@@ -392,6 +420,10 @@ class KernelTask(Task):
             except Exception:  # noqa: BLE001 - a label is cosmetic
                 pass
         return {"name": name, "kernel": func.name, "blocks": self.num_blocks}
+
+    def accesses(self) -> tuple:
+        # the packed args launch_kernel reads from device memory; the views report themselves
+        return ((self.args_ptr, self.func.args_size, "r"),) if self.values is None else ()
 
     def run(self) -> None:
         func = self.func
@@ -470,7 +502,8 @@ def gm_blocks(func: KernelFunction, values: tuple, device, extents=None) -> list
             if block is None:  # a host_register alias: checked when the kernel runs
                 continue
         if extents is not None and ptr + extents[j] > block.addr + block.requested:
-            raise InvalidValueError(
+            raise refused(
+                "out_of_bounds", ptr, extents[j], device,
                 f"kernel {func.name!r} argument {func.params[i][0]!r}: {extents[j]} bytes at 0x{ptr:x} run past "
                 f"the end of its allocation (0x{block.addr:x}, {block.requested} bytes) by "
                 f"{ptr + extents[j] - block.addr - block.requested} bytes")
@@ -481,13 +514,14 @@ def gm_blocks(func: KernelFunction, values: tuple, device, extents=None) -> list
 def _slow_gm_block(func: KernelFunction, i: int, ptr: int, device):
     name = func.params[i][0]
     if ptr < _VA_BASE:
-        raise InvalidValueError(f"kernel {func.name!r} argument {name!r} = 0x{ptr:x} is a host address; "
-                                "GM arguments must be device memory (malloc) or the device alias of "
-                                "registered host memory (host_register)")
+        raise refused("invalid_address", ptr, 0, None,
+                      f"kernel {func.name!r} argument {name!r} = 0x{ptr:x} is a host address; "
+                      "GM arguments must be device memory (malloc) or the device alias of "
+                      "registered host memory (host_register)")
     owner = RUNTIME.device_by_physical.get(address.physical_device(ptr))
     if owner is None:
-        raise InvalidValueError(f"kernel {func.name!r} argument {name!r} = 0x{ptr:x} belongs to no "
-                                "visible device")
+        raise refused("invalid_address", ptr, 0, None,
+                      f"kernel {func.name!r} argument {name!r} = 0x{ptr:x} belongs to no visible device")
     if owner is not device and owner.id not in device.peer_access:
         raise InvalidValueError(f"kernel {func.name!r} argument {name!r} = 0x{ptr:x} is memory of "
                                 f"device {owner.id}, but the launch runs on device {device.id} "
@@ -496,17 +530,21 @@ def _slow_gm_block(func: KernelFunction, i: int, ptr: int, device):
         try:
             RUNTIME.host.alias_target(ptr, 1)
         except InvalidValueError:
-            raise InvalidValueError(f"kernel {func.name!r} argument {name!r} = 0x{ptr:x} is not inside "
-                                    "a registered host range's device alias (unregistered?)") from None
+            raise refused("invalid_address", ptr, 0, owner,
+                          f"kernel {func.name!r} argument {name!r} = 0x{ptr:x} is not inside "
+                          "a registered host range's device alias (unregistered?)") from None
         return None
     memory = owner.memory
     block = memory.live.get(ptr) or memory.find(ptr)
     if block is None or block.state != LIVE or ptr >= block.addr + block.requested:
         if block is not None and block.state == LIVE:
+            kind = "out_of_bounds"
             why = f"the address is past the end of the allocation at 0x{block.addr:x} ({block.requested} bytes)"
         else:
+            kind = "invalid_address" if block is None and ptr not in memory.released else "use_after_free"
             why = dead_address_message(owner, ptr, block, "argument")
-        raise InvalidValueError(f"kernel {func.name!r} argument {name!r} is not a live device address: {why}")
+        raise refused(kind, ptr, 0, owner,
+                      f"kernel {func.name!r} argument {name!r} is not a live device address: {why}")
     return block
 
 
@@ -661,8 +699,10 @@ def stage_on_device(stream, chunks: list[bytes]) -> tuple[int, list[int]]:
     device = stream.device
     addr = device.memory.malloc(total, C.ACL_MEM_MALLOC_HUGE_FIRST)
     if HOOKS.active:
-        HOOKS.emit("mem_alloc", device=device, addr=addr, size=total)
+        HOOKS.emit("mem_alloc", device=device, addr=addr, size=total, managed=True)
     view = device.backend.view(addr, total)
+    if HOOKS.active:
+        HOOKS.emit("host_access", addr=addr, nbytes=total, mode="w", what="kernel argument staging")
     for chunk, off in zip(chunks, offsets):
         view[off:off + len(chunk)] = np.frombuffer(chunk, np.uint8)
     return addr, offsets
@@ -672,7 +712,8 @@ def free_staged(stream, addr: int) -> None:
     device = stream.device
     if HOOKS.active:
         block = device.memory.live.get(addr)
-        HOOKS.emit("mem_free", device=device, addr=addr, size=block.requested if block else 0)
+        HOOKS.emit("mem_free", device=device, addr=addr, size=block.requested if block else 0, managed=True,
+                   uses=dict(block.uses or {}) if block else {})
     device.memory.free(addr)
 
 

@@ -92,31 +92,44 @@ def _locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) 
     if addr >= address.VA_BASE:
         device = rt.device_by_physical.get(address.physical_device(addr))
         if device is None:
-            raise InvalidValueError(f"the {role} address 0x{addr:x} belongs to no visible device")
+            raise refused("invalid_address", addr, nbytes, None,
+                          f"the {role} address 0x{addr:x} belongs to no visible device")
         if address.is_host_alias(addr):
-            raise InvalidValueError(
-                f"the {role} address 0x{addr:x} is the device alias of registered host memory; "
-                "it is for device code (kernel arguments) only. Copy from or to the host pointer itself")
+            raise refused("invalid_address", addr, nbytes, device,
+                          f"the {role} address 0x{addr:x} is the device alias of registered host memory; "
+                          "it is for device code (kernel arguments) only. Copy from or to the host pointer itself")
         memory = device.memory
         block = memory.live.get(addr)
         if block is None:
             block = memory.find(addr)
             if block is None or block.state != LIVE:
-                raise InvalidValueError(dead_address_message(device, addr, block, role))
+                kind = "invalid_address" if block is None and addr not in memory.released else "use_after_free"
+                raise refused(kind, addr, nbytes, device, dead_address_message(device, addr, block, role))
         if addr + nbytes > block.addr + block.requested:
-            raise InvalidValueError(
-                f"{nbytes} bytes at the {role} address 0x{addr:x} run past the end of its allocation "
-                f"(0x{block.addr:x}, {block.requested} bytes) by "
-                f"{addr + nbytes - block.addr - block.requested} bytes")
+            raise refused("out_of_bounds", addr, nbytes, device,
+                          f"{nbytes} bytes at the {role} address 0x{addr:x} run past the end of its allocation "
+                          f"(0x{block.addr:x}, {block.requested} bytes) by "
+                          f"{addr + nbytes - block.addr - block.requested} bytes")
         return Span(addr, device, block, True)
     if addr <= 0:
-        raise InvalidValueError(f"the {role} address is {'null' if addr == 0 else 'negative'}")
-    rng = rt.host.find(addr, nbytes)
+        raise refused("invalid_address", addr, nbytes, None,
+                      f"the {role} address is {'null' if addr == 0 else 'negative'}")
+    try:
+        rng = rt.host.find(addr, nbytes)
+    except InvalidValueError as exc:  # starts in a pinned range, runs past its end
+        raise refused("out_of_bounds", addr, nbytes, None, exc.message) from None
     if rng is None and not trusted and not address.host_range_mapped(addr, nbytes):
-        raise InvalidValueError(
-            f"the {role} address 0x{addr:x} (+{nbytes} bytes) is not mapped host memory in this "
-            "process: a stale pointer, a freed buffer, or a number that is not an address")
+        raise refused("invalid_address", addr, nbytes, None,
+                      f"the {role} address 0x{addr:x} (+{nbytes} bytes) is not mapped host memory in this "
+                      "process: a stale pointer, a freed buffer, or a number that is not an address")
     return Span(addr, None, rng, rng is not None)
+
+
+def refused(kind: str, addr, nbytes: int, device, message: str, task=None) -> InvalidValueError:
+    """The error for a refused memory operation, told to observers first (mem_error)."""
+    if HOOKS.active:
+        HOOKS.emit("mem_error", kind=kind, addr=addr, nbytes=nbytes, device=device, message=message, task=task)
+    return InvalidValueError(message)
 
 
 def dead_address_message(device, addr: int, block, role: str) -> str:
@@ -139,7 +152,8 @@ def check_kind(rt: "Runtime", kind, dst: Span, src: Span) -> int:
                                 "HOST_TO_DEVICE (1), DEVICE_TO_HOST (2), DEVICE_TO_DEVICE (3) or DEFAULT (4)")
     claimed = _KIND_DIRECTION.get(kind)
     if claimed is not None and claimed != actual and rt.settings.memcpy_kind == "strict":
-        raise InvalidValueError(
+        raise refused(
+            "kind_mismatch", dst.addr, 0, dst.device,
             f"memcpy kind {KIND_NAMES[kind]} ({kind}) does not match the addresses: destination "
             f"{dst.describe()}, source {src.describe()}; this copy is {KIND_NAMES[actual]} "
             f"({actual}). Pass that kind or ACL_MEMCPY_DEFAULT (set NPURT_MEMCPY_KIND=infer to "
@@ -178,6 +192,9 @@ def memcpy(rt: "Runtime", dst, dest_max, src, count, kind) -> None:
     s = locate(rt, src, count, "source")
     direction = check_kind(rt, kind, d, s)
     if count:
+        if HOOKS.active:
+            HOOKS.emit("host_access", addr=s.addr, nbytes=count, mode="r", what="memcpy")
+            HOOKS.emit("host_access", addr=d.addr, nbytes=count, mode="w", what="memcpy")
         t0 = perf_counter_ns() if HOOKS.active else 0
         np.copyto(address.view(d.addr, count), address.view(s.addr, count))
         if HOOKS.active:
@@ -190,6 +207,11 @@ def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, strea
     d, s, direction, (dpitch, spitch, width, height) = _check_2d(
         rt, dst, dpitch, src, spitch, width, height, kind, allowed)
     if stream is None:
+        if HOOKS.active and width and height:
+            HOOKS.emit("host_access", addr=s.addr, nbytes=spitch * (height - 1) + width, mode="r",
+                       what="memcpy2d", width=width, pitch=spitch)
+            HOOKS.emit("host_access", addr=d.addr, nbytes=dpitch * (height - 1) + width, mode="w",
+                       what="memcpy2d", width=width, pitch=dpitch)
         t0 = perf_counter_ns() if HOOKS.active else 0
         copy2d(d.addr, dpitch, s.addr, spitch, width, height)
         if HOOKS.active:
@@ -228,6 +250,8 @@ def _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed):
 def memset(rt: "Runtime", ptr, max_count, value, count) -> None:
     span, byte, count = _check_set(rt, ptr, max_count, value, count)
     if count:
+        if HOOKS.active:
+            HOOKS.emit("host_access", addr=span.addr, nbytes=count, mode="w", what="memset")
         t0 = perf_counter_ns() if HOOKS.active else 0
         address.view(span.addr, count).fill(byte)
         if HOOKS.active:

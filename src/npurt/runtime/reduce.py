@@ -56,6 +56,9 @@ class ReduceTask(Task):
         RUNTIME.driver.cores.run(parts, lambda i: _apply(ufunc, d[i * step:(i + 1) * step],
                                                            s[i * step:(i + 1) * step], wide))
 
+    def accesses(self) -> tuple:
+        return (self.src, self.count, "r"), (self.dst, self.count, "rw")
+
     def describe(self) -> str:
         return f"reduce_async {self.ufunc.__name__} {self.count} B of {self.dtype} 0x{self.src:x} -> 0x{self.dst:x}"
 

@@ -24,6 +24,7 @@ from .errors import (InvalidDeviceError, InvalidValueError, NotInitializedError,
                      SubscriptionError, SyncTimeoutError)
 from .handles import table
 from .hostmem import HostMemory
+from .observers import HOOKS
 
 log = logging.getLogger("npurt")
 
@@ -118,6 +119,8 @@ class Runtime:
                 if device is not None:
                     self._release_device(device, "acl.finalize", timeout_s)
                     device.scheduler.shutdown()
+            if HOOKS.active:
+                HOOKS.emit("runtime_finalize")
             self.host.release_all()
             self.driver.close()
             address.backends.clear()
@@ -222,6 +225,8 @@ class Runtime:
         device.events.clear()
         device.event_count = 0
         device.peer_access.clear()
+        if HOOKS.active:
+            HOOKS.emit("device_release", device=device, reason=reason)
         leaked = device.memory.release_all(reason)
         device.backend.reset()
         if leaked:

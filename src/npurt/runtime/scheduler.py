@@ -48,9 +48,16 @@ WORKER_BUDGET = 64      # tasks a worker runs on one stream before letting other
 
 class Blocker:
     """What a parked stream waits for. Subclasses implement `register() -> bool` (False:
-    already satisfied) and `describe()`; whoever satisfies a blocker calls `fire()`."""
+    already satisfied), `describe()` and `waits_for()`; whoever satisfies a blocker calls
+    `fire()`."""
 
     __slots__ = ("waiter",)
+
+    def waits_for(self):
+        """What must happen first, for diagnostics (hang detection): ("stream", stream, seq),
+        ("event", event) for a record of it, ("report_thread", thread id) for a thread to run
+        process_report, or None when not known."""
+        return None
 
     def fire(self) -> None:
         """The blocker is satisfied: the stream parked on it becomes READY again."""

@@ -200,37 +200,44 @@ class Stream:
             until = self.enqueued_seq
         deadline = None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
         epoch = self.abort_epoch
-        inline = deadline is None  # a timed wait never runs work inline: it could not time out
-        while self.completed_seq < until:
-            ticket = self.ticket if inline else None
-            if ticket:
-                try:
-                    ticket.pop()
-                except IndexError:
-                    pass
-                else:  # we own the stream now: run its work instead of sleeping
-                    self.scheduler.run_stream(self, until=until)
-                    continue
-            if epoch != self.abort_epoch:
-                break
-            remaining = None if deadline is None else deadline - time.monotonic()
-            progressed = False
-            if remaining is None or remaining > 0:
-                cond = self.cond
-                with cond:
-                    self.waiters += 1
+        if HOOKS.active:
+            HOOKS.emit("host_wait", stream=self, seq=until)
+        try:
+            inline = deadline is None  # a timed wait never runs work inline: it could not time out
+            while self.completed_seq < until:
+                ticket = self.ticket if inline else None
+                if ticket:
                     try:
-                        progressed = wait_until(
-                            cond,
-                            lambda: (self.completed_seq >= until or (inline and bool(self.ticket))
-                                     or epoch != self.abort_epoch),
-                            remaining, lambda: self.stuck_on(until))
-                    finally:
-                        self.waiters -= 1
-            if not progressed:
-                raise SyncTimeoutError(f"synchronize timed out after {timeout_ms} ms: {self.stuck_on(until)}")
-        if epoch != self.abort_epoch:
-            raise StreamAbortedError(f"stream {self.stream_id} was aborted while this thread waited for it")
+                        ticket.pop()
+                    except IndexError:
+                        pass
+                    else:  # we own the stream now: run its work instead of sleeping
+                        self.scheduler.run_stream(self, until=until)
+                        continue
+                if epoch != self.abort_epoch:
+                    break
+                remaining = None if deadline is None else deadline - time.monotonic()
+                progressed = False
+                if remaining is None or remaining > 0:
+                    cond = self.cond
+                    with cond:
+                        self.waiters += 1
+                        try:
+                            progressed = wait_until(
+                                cond,
+                                lambda: (self.completed_seq >= until or (inline and bool(self.ticket))
+                                         or epoch != self.abort_epoch),
+                                remaining, lambda: self.stuck_on(until))
+                        finally:
+                            self.waiters -= 1
+                if not progressed:
+                    raise SyncTimeoutError(f"synchronize timed out after {timeout_ms} ms: {self.stuck_on(until)}")
+            if epoch != self.abort_epoch:
+                raise StreamAbortedError(f"stream {self.stream_id} was aborted while this thread waited for it")
+        finally:  # costs nothing unless an exception passes (Python 3.11)
+            if HOOKS.active:
+                HOOKS.emit("host_wait_done", stream=self, seq=until,
+                           ok=self.completed_seq >= until and epoch == self.abort_epoch)
         if report_errors:
             self.raise_error()
 
@@ -245,8 +252,11 @@ class Stream:
 
     def query(self) -> bool:
         """True if every task enqueued so far has finished (then raises a pending failure)."""
-        done = self.completed_seq >= self.enqueued_seq
+        until = self.enqueued_seq
+        done = self.completed_seq >= until
         if done:
+            if HOOKS.active:
+                HOOKS.emit("host_synced", stream=self, seq=until)
             self.raise_error()
         return done
 

@@ -38,6 +38,13 @@ class Task:
     def run(self) -> None:
         raise NotImplementedError
 
+    def accesses(self) -> tuple:
+        """The memory the task reads and writes when it runs, for tools: a tuple of
+        (addr, nbytes, mode) with mode "r", "w" or "rw"; a strided access adds
+        (width, pitch): rows of `width` bytes every `pitch` bytes from addr, nbytes the span.
+        Kernels report their views as they run (mem_access) instead."""
+        return ()
+
     def describe(self) -> str:
         return self.kind
 
@@ -76,6 +83,9 @@ class CopyTask(Task):
         src = address.view(self.src, n)
         np.copyto(dst, src)
 
+    def accesses(self) -> tuple:
+        return (self.src, self.n, "r"), (self.dst, self.n, "w")
+
     def describe(self) -> str:
         return f"memcpy_async {self.direction} {self.n} B 0x{self.src:x} -> 0x{self.dst:x}"
 
@@ -97,6 +107,13 @@ class Copy2dTask(Task):
 
     def run(self) -> None:
         copy2d(self.dst, self.dpitch, self.src, self.spitch, self.width, self.height)
+
+    def accesses(self) -> tuple:
+        if not (self.width and self.height):
+            return ()
+        h, w = self.height, self.width
+        return ((self.src, self.spitch * (h - 1) + w, "r", w, self.spitch),
+                (self.dst, self.dpitch * (h - 1) + w, "w", w, self.dpitch))
 
     def describe(self) -> str:
         return f"memcpy2d_async {self.direction} {self.height} rows x {self.width} B"
@@ -129,6 +146,9 @@ class MemsetTask(Task):
 
     def run(self) -> None:
         address.view(self.ptr, self.n).fill(self.value)
+
+    def accesses(self) -> tuple:
+        return ((self.ptr, self.n, "w"),)
 
     def describe(self) -> str:
         return f"memset_async {self.n} B at 0x{self.ptr:x} = 0x{self.value:02x}"
@@ -179,6 +199,9 @@ class StreamProgress(Blocker):
 
     def register(self) -> bool:
         return self.source.watch(self.seq, self)
+
+    def waits_for(self):
+        return ("stream", self.source, self.seq)
 
     def describe(self) -> str:
         s = self.source

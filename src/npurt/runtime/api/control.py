@@ -6,6 +6,7 @@ import threading
 from .. import constants as C
 from ..device import Device
 from ..errors import InvalidDeviceError, InvalidValueError, NpuError, SubscriptionError
+from ..observers import HOOKS
 from ..runtime import RUNTIME
 from ..scheduler import Blocker, task_error
 from ..stream import Stream
@@ -40,6 +41,9 @@ class _CallbackItem(Blocker):
     def describe(self) -> str:
         return (f"host callback {getattr(self.fn, '__qualname__', self.fn)!s} to be run by the thread "
                 "that calls process_report")
+
+    def waits_for(self):
+        return ("report_thread", self.stream.subscriber)
 
     def finish(self, error) -> None:
         with self.lock:
@@ -145,10 +149,15 @@ def process_report(timeout_ms: int) -> None:
         raise NpuError(f"process_report: no callback arrived within {timeout_ms} ms", C.ACL_ERROR_RT_REPORT_TIMEOUT)
     for item in items:
         error = None
+        task = item.task
+        if HOOKS.active:
+            HOOKS.emit("callback_started", stream=item.stream, seq=task.seq, task=task)
         try:
             item.fn(item.user_data)
         except Exception as exc:  # noqa: BLE001 - becomes the stream's failure
             error = exc
+        if HOOKS.active:
+            HOOKS.emit("callback_finished", stream=item.stream, seq=task.seq, task=task, block=task.block)
         if error is not None and not item.task.block:
             item.stream.fail(item.task, task_error(item.task, error))
         item.finish(error)

@@ -89,7 +89,15 @@ def reset_event(event: Event, stream: Stream | None) -> int:
 def query_event_status(event: Event) -> int:
     """ACL_EVENT_RECORDED_STATUS_COMPLETE (1) or _NOT_READY (0)."""
     done = _live(event).is_complete()
+    if done and HOOKS.active:
+        _synced(event)
     return C.ACL_EVENT_RECORDED_STATUS_COMPLETE if done else C.ACL_EVENT_RECORDED_STATUS_NOT_READY
+
+
+def _synced(event: Event) -> None:
+    rec = event.record
+    if rec is not None:
+        HOOKS.emit("host_synced", stream=rec.stream, seq=rec.seq)
 
 
 def query_event(event: Event) -> int:
@@ -97,7 +105,10 @@ def query_event(event: Event) -> int:
     if _live(event).ex:
         raise InvalidValueError("query_event cannot be used with create_event_ex_with_flag events; "
                                 "use query_event_status")
-    return C.ACL_EVENT_STATUS_COMPLETE if event.is_complete() else C.ACL_EVENT_STATUS_NOT_READY
+    done = event.is_complete()
+    if done and HOOKS.active:
+        _synced(event)
+    return C.ACL_EVENT_STATUS_COMPLETE if done else C.ACL_EVENT_STATUS_NOT_READY
 
 
 def query_event_wait_status(event: Event) -> int:

@@ -27,26 +27,46 @@ def malloc(size: int, policy: int = C.ACL_MEM_MALLOC_HUGE_FIRST, align32: bool =
 
 
 def malloc_on(device: Device, size: int, policy: int = C.ACL_MEM_MALLOC_HUGE_FIRST,
-              align32: bool = False) -> int:
-    """malloc on a given device, whatever the calling thread's current context."""
+              align32: bool = False, managed: bool = False) -> int:
+    """malloc on a given device, whatever the calling thread's current context. `managed`:
+    a Python object owns the memory and frees it when collected (tools do not report it as
+    a leak at exit)."""
     addr = device.memory.malloc(size, policy, align32)
     if HOOKS.active:
-        HOOKS.emit("mem_alloc", device=device, addr=addr, size=size)
+        HOOKS.emit("mem_alloc", device=device, addr=addr, size=size, managed=managed)
     return addr
 
 
-def free(ptr: int) -> None:
+def free(ptr: int, managed: bool = False) -> None:
     """Free device memory (any device; the address says which). Stream-ordered: memory that
-    queued work still uses is reused only after that work has finished."""
+    queued work still uses is reused only after that work has finished. `managed`: the
+    caller relies on that ordering by design (a collected DeviceArray); a plain free, as
+    aclrtFree on an NPU, does not wait, so tools report one that unfinished work races."""
     if type(ptr) is int and ptr >= address.VA_BASE:  # fast path: a device address
         device = rt.device_by_physical.get((ptr - address.VA_BASE) >> 40)
         if device is not None and not HOOKS.active:
             device.memory.free(ptr)
             return
-    device = _device_of(ptr, "free")
-    if HOOKS.active:
-        block = device.memory.live.get(ptr)
-        HOOKS.emit("mem_free", device=device, addr=ptr, size=block.requested if block else 0)
+    if not HOOKS.active:
+        _device_of(ptr, "free").memory.free(ptr)
+        return
+    try:
+        device = _device_of(ptr, "free")
+    except InvalidValueError as exc:
+        HOOKS.emit("mem_error", kind="invalid_free", addr=ptr, nbytes=0, device=None, message=exc.message,
+                   task=None)
+        raise
+    block = device.memory.live.get(ptr)
+    if block is None:
+        try:
+            device.memory.free(ptr)  # raises the runtime's error for this address
+        except InvalidValueError as exc:
+            HOOKS.emit("mem_error", kind="invalid_free", addr=ptr, nbytes=0, device=device,
+                       message=exc.message, task=None)
+            raise
+        return
+    HOOKS.emit("mem_free", device=device, addr=ptr, size=block.requested, managed=managed,
+               uses=dict(block.uses or {}))
     device.memory.free(ptr)
 
 
@@ -131,14 +151,28 @@ def pointer_get_attributes(ptr: int) -> dict:
 
 
 # ================================================================ host memory
-def malloc_host(size: int) -> int:
+def malloc_host(size: int, managed: bool = False) -> int:
     """Page-locked (here: its own page-aligned mapping) host memory; a usable host pointer."""
     rt.check_initialized()
-    return rt.host.malloc(size)
+    addr = rt.host.malloc(size)
+    if HOOKS.active:
+        HOOKS.emit("mem_alloc", device=None, addr=addr, size=size, managed=managed)
+    return addr
 
 
-def free_host(ptr: int) -> None:
+def free_host(ptr: int, managed: bool = False) -> None:
     rt.check_initialized()
+    if HOOKS.active:
+        rng = rt.host.ranges.get(ptr) if type(ptr) is int else None
+        if rng is None or rng.registered:
+            try:
+                rt.host.free(ptr)  # raises the runtime's error for this address
+            except InvalidValueError as exc:
+                HOOKS.emit("mem_error", kind="invalid_free", addr=ptr, nbytes=0, device=None,
+                           message=exc.message, task=None)
+                raise
+            return
+        HOOKS.emit("mem_free", device=None, addr=ptr, size=rng.size, managed=managed, uses=dict(rng.uses or {}))
     rt.host.free(ptr)
 
 
@@ -148,12 +182,18 @@ def host_register(ptr: int, size: int, flags: int = C.ACL_HOST_REGISTER_MAPPED) 
     if flags not in (C.ACL_HOST_REGISTER_MAPPED, C.ACL_HOST_REGISTER_IOMEMORY, C.ACL_HOST_REGISTER_READONLY,
                      C.ACL_HOST_REG_MAPPED, C.ACL_HOST_REG_PINNED, C.ACL_HOST_REG_MAPPED | C.ACL_HOST_REG_PINNED):
         raise InvalidValueError(f"unknown host registration type {flags!r}")
-    return rt.host.register(ptr, size, device, flags).alias
+    alias = rt.host.register(ptr, size, device, flags).alias
+    if HOOKS.active:
+        HOOKS.emit("host_register", addr=ptr, size=size, alias=alias, device=device)
+    return alias
 
 
 def host_unregister(ptr: int) -> None:
     rt.check_initialized()
+    rng = rt.host.ranges.get(ptr) if type(ptr) is int else None
     rt.host.unregister(ptr)
+    if HOOKS.active:
+        HOOKS.emit("host_unregister", addr=ptr, size=rng.size)
 
 
 def host_get_device_pointer(ptr: int, flag: int = 0) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from .. import constants as C
 from ..context import current_context, peek_context
 from ..errors import ContextError, InvalidHandleError, InvalidValueError
+from ..observers import HOOKS
 from ..runtime import RUNTIME
 from ..stream import Stream
 from ..tasks import HostFuncTask, Task
@@ -54,7 +55,10 @@ def destroy_stream(stream: Stream, force: bool = False) -> None:
 
 def synchronize_stream(stream: Stream | None, timeout_ms: int = -1) -> None:
     _check_timeout(timeout_ms)
-    stream_of(stream).synchronize(timeout_ms=timeout_ms)
+    s = stream_of(stream)
+    if HOOKS.active:
+        HOOKS.emit("host_sync", what="stream", obj=s)
+    s.synchronize(timeout_ms=timeout_ms)
 
 
 def stream_query(stream: Stream | None) -> int:
