@@ -81,6 +81,9 @@ def test_no_function_raises_on_garbage_arguments(ready, value):
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 fn(*[value] * len(params))
+        except (TypeError, ValueError) as exc:
+            if not getattr(fn, "pyacl_parsing", False):  # the real extension raises these: allowed
+                raised.append(f"{name}: {type(exc).__name__}: {exc}")
         except Exception as exc:  # noqa: BLE001 - collected: this is what the test forbids
             raised.append(f"{name}: {type(exc).__name__}: {exc}")
     acl.rt.get_last_error(0)

@@ -3,6 +3,7 @@
     npurt info                 list the simulated devices and their memory
     npurt demo                 the main job: a small pipeline on two streams, checked against numpy
     npurt run script.py ...    run an unmodified pyACL script on npurt (`import acl` -> npurt.acl)
+    npurt atc --model=... ...  convert an ONNX model to an .om, with ATC's options (npurt.ge.atc)
     npurt bench [--quick]      benchmarks against numpy and the peers
 
 Each subcommand lives in its own module and is imported only when used, so the core import
@@ -42,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "run":
         from .tools.runner import main as run_main
         return run_main(argv[1:])
+    if argv and argv[0] == "atc":  # ATC's own --name=value options, passed through
+        from .ge.atc import main as atc_main
+        return atc_main(argv[1:])
     parser = argparse.ArgumentParser(prog="npurt", description="npurt: an NPU runtime with a simulated NPU")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="list the simulated devices")
@@ -53,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--json", metavar="OUT", help="write the metrics as JSON")
     bench.add_argument("--peers", action="store_true", help="also measure PoCL and Numba's CUDA simulator")
     sub.add_parser("run", help="run a pyACL script: npurt run script.py [args...]")
+    sub.add_parser("atc", help="convert an ONNX model to an .om: npurt atc --model=m.onnx --framework=5 ...")
     args = parser.parse_args(argv)
     if args.command == "info":
         return _info(args)

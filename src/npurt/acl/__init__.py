@@ -23,7 +23,8 @@ No function raises: every failure is a return code and is recorded for
 """
 from __future__ import annotations
 
-from . import constants, rt, util
-from ._namespaces import get_cann_version, himpi, mdl, media, op, prof
+from . import constants, mdl, rt, util
+from ._namespaces import get_cann_version, himpi, media, op, prof
 from ._other import *  # noqa: F401,F403 - init, finalize, get_soc_name, ...
+from ._tensor import *  # noqa: F401,F403 - data buffers, tensor descs
 from .constants import *  # noqa: F401,F403

@@ -15,7 +15,6 @@ import types
 from ._wrap import not_supported
 
 _WHY = {
-    "acl.mdl": "model loading/execution and dump (acl.mdl) need the graph engine, which npurt does not have",
     "acl.op": "single-operator execution and dump (acl.op) need the operator library of CANN; use kernels",
     "acl.prof": "the CANN profiler (acl.prof) is not available; npurt has its own profiler tool",
     "acl.media": "media processing (DVPP, acl.media) is not simulated",
@@ -24,8 +23,6 @@ _WHY = {
 
 # documented functions: name -> (shape, value returned in place of the outputs)
 _KNOWN = {
-    "acl.mdl": {"init_dump": ("ret", None), "set_dump": ("ret", None), "dump_reg_callback": ("ret", None),
-                "dump_unreg_callback": ("ret", None), "finalize_dump": ("ret", None)},
     "acl.op": {"start_dump_args": ("ret", None), "stop_dump_args": ("ret", None)},
     "acl.prof": {"init": ("ret", None), "finalize": ("ret", None), "start": ("ret", None), "stop": ("ret", None),
                  "create_config": ("value", 0), "destroy_config": ("ret", None), "set_config": ("ret", None),
@@ -60,7 +57,6 @@ def _namespace(name: str) -> types.ModuleType:
     return module
 
 
-mdl = _namespace("acl.mdl")
 op = _namespace("acl.op")
 prof = _namespace("acl.prof")
 media = _namespace("acl.media")

@@ -1,6 +1,6 @@
 """Top-level `acl` functions: init/finalize, SoC name, recent error message, hardware
-size query, and the "other APIs" (versions, data-type sizes, fp16 helpers, app_log,
-aclDataBuffer)."""
+size query, and the "other APIs" (versions, fp16 helpers, app_log). The graph engine's
+top-level functions (data buffers, data type sizes, tensor descs) are in _tensor.py."""
 from __future__ import annotations
 
 import logging
@@ -11,7 +11,6 @@ from .. import __version__
 from ..runtime import api
 from ..runtime import constants as C
 from ..runtime import errors
-from ..runtime.handles import HandleTable
 from ._wrap import Group
 
 acl = Group("acl")
@@ -93,20 +92,6 @@ def get_cann_attribute_list():
     return [], 0
 
 
-_DATA_TYPE_SIZES = {C.ACL_FLOAT: 4, C.ACL_FLOAT16: 2, C.ACL_INT8: 1, C.ACL_INT32: 4, C.ACL_UINT8: 1,
-                    C.ACL_INT16: 2, C.ACL_UINT16: 2, C.ACL_UINT32: 4, C.ACL_INT64: 8, C.ACL_UINT64: 8,
-                    C.ACL_DOUBLE: 8, C.ACL_BOOL: 1, C.ACL_STRING: 0, C.ACL_COMPLEX64: 8,
-                    C.ACL_COMPLEX128: 16, C.ACL_BF16: 2}
-
-
-@acl.value(0)
-def data_type_size(data_type):
-    """Bytes per element of an aclDataType (0 for strings and unknown types, as in C)."""
-    if type(data_type) is not int:
-        raise TypeError(f"data_type must be an aclDataType int, got {type(data_type).__name__}")
-    return _DATA_TYPE_SIZES.get(data_type, 0)
-
-
 @acl.value(0.0)
 def float16_to_float(value):
     """An aclFloat16 (its 16 bits as an int) as a Python float."""
@@ -128,64 +113,6 @@ def app_log(log_level, message):
     if log_level not in _LOG_LEVELS:
         raise ValueError(f"log_level must be 0 (DEBUG), 1 (INFO), 2 (WARNING) or 3 (ERROR), got {log_level!r}")
     _log.log(_LOG_LEVELS[log_level], "%s", message)
-
-
-# ---------------------------------------------------------------- aclDataBuffer
-class DataBuffer:
-    """aclDataBuffer: an (address, size) pair the user manages."""
-
-    __slots__ = ("data", "size", "handle")
-
-    def __init__(self, data: int, size: int):
-        self.data, self.size, self.handle = data, size, 0
-
-
-_buffers = HandleTable("data buffer", 0xDB)
-
-
-def _check_buffer_args(data, size) -> None:
-    if type(data) is not int or data < 0 or type(size) is not int or size < 0:
-        raise ValueError(f"data must be an address int and size a non-negative int, got {data!r}, {size!r}")
-    if data == 0 and size != 0:
-        raise ValueError("an empty data buffer (data 0) must have size 0")
-
-
-@acl.value(0)
-def create_data_buffer(data, size):
-    """An aclDataBuffer describing `size` bytes at `data` (0, 0 for an empty one)."""
-    _check_buffer_args(data, size)
-    buf = DataBuffer(data, size)
-    buf.handle = _buffers.add(buf)
-    return buf.handle
-
-
-@acl.ret
-def destroy_data_buffer(data_buffer):
-    _buffers.get(data_buffer)
-    _buffers.remove(data_buffer)
-
-
-@acl.value(0)
-def get_data_buffer_addr(data_buffer):
-    return _buffers.get(data_buffer).data
-
-
-@acl.value(0)
-def get_data_buffer_size(data_buffer):
-    """Deprecated alias of get_data_buffer_size_v2."""
-    return _buffers.get(data_buffer).size
-
-
-@acl.value(0)
-def get_data_buffer_size_v2(data_buffer):
-    return _buffers.get(data_buffer).size
-
-
-@acl.ret
-def update_data_buffer(data_buffer, data, size):
-    buf = _buffers.get(data_buffer)
-    _check_buffer_args(data, size)
-    buf.data, buf.size = data, size
 
 
 __all__ = [*acl.names, "get_recent_err_msg"]

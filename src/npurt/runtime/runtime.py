@@ -74,6 +74,9 @@ class Runtime:
         self.op_execute_timeout_us = 0
         self.sys_params: dict[int, int] = {}
         self.device_limits: dict[int, int] = {}
+        # clients holding device resources (the graph engine's loaded models) release them
+        # here, before a device is reset or the runtime finalized: hook(device, reason)
+        self.release_hooks: list = []
 
     # ------------------------------------------------------------ lifecycle
     def init(self, config_path: str | None = None) -> None:
@@ -200,6 +203,11 @@ class Runtime:
     def _release_device(self, device: Device, reason: str, timeout_s: float) -> None:
         """Wait for the device's work (at most `timeout_s` in all), then free all it holds."""
         deadline = time.monotonic() + timeout_s
+        for hook in list(self.release_hooks):
+            try:
+                hook(device, reason)
+            except Exception:  # noqa: BLE001 - a client's cleanup must not stop the release
+                log.exception("npurt: a release hook failed during %s", reason)
         for stream in device.all_streams():
             left_ms = max(0, int((deadline - time.monotonic()) * 1000))
             try:
