@@ -521,6 +521,11 @@ class ModelTask(Task):
             failures.record(s.device.id, s.stream_id, self.seq, self.model)
             raise
 
+    def accesses(self) -> tuple:
+        reads = tuple((addr, size, "r") for addr, size in self.ins if addr)
+        writes = tuple((addr, size, "w") for addr, size, _ in self.outs if addr)
+        return reads + writes
+
     def describe(self) -> str:
         m = self.model
         gear = "" if self.gear is None else f", gear {m.mdef.gears[self.gear]}"
