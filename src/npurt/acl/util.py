@@ -32,8 +32,9 @@ class _Refused(Exception):
     """An address the host must not read (device memory, unmapped pages)."""
 
 
-def _host_view(ptr, nbytes: int, where: str) -> np.ndarray:
-    """A writable uint8 view of host memory at `ptr`, after checking it is host memory."""
+def _host_view(ptr, nbytes: int, where: str, writes: bool = False) -> np.ndarray:
+    """A uint8 view of host memory at `ptr`, after checking it is readable host memory; with
+    `writes`, read-only memory gives a read-only view."""
     if type(ptr) is not int:
         raise TypeError(f"ptr must be an int address, got {type(ptr).__name__}")
     if type(nbytes) is not int or nbytes < 0:
@@ -46,16 +47,19 @@ def _host_view(ptr, nbytes: int, where: str) -> np.ndarray:
     if nbytes == 0:
         return np.empty(0, np.uint8)
     rng = RUNTIME.host.find(ptr, nbytes) if ptr > 0 else None
-    if rng is None and not address.host_range_mapped(ptr, nbytes):
+    if rng is None and not address.host_readable(ptr, nbytes):
         raise _Refused(
-            f"{where}: 0x{ptr:x} (+{nbytes} bytes) is not mapped host memory in this process (a null, "
-            "stale or freed pointer, or a number that is not an address); reading it would crash")
+            f"{where}: 0x{ptr:x} (+{nbytes} bytes) is not mapped, readable host memory in this process (a "
+            "null, stale or freed pointer, a guard page, or a number that is not an address); reading it "
+            "would crash")
     if HOOKS.active:  # the host reads this memory now (tools check it against queued work)
         HOOKS.emit("host_access", addr=ptr, nbytes=nbytes, mode="r", what=where)
     if rng is not None and rng.mm is not None:
-        # a view that holds the malloc_host mapping: free_host cannot unmap it under us
-        return np.frombuffer(rng.mm, np.uint8, nbytes, ptr - rng.addr)
-    return address.host_view(ptr, nbytes)
+        return rng.view(ptr, nbytes)  # holds the mapping: free_host cannot unmap it under us
+    view = address.raw_host_view(ptr, nbytes)
+    if writes and (rng.readonly if rng is not None else not address.host_writable(ptr, nbytes)):
+        view.flags.writeable = False  # read-only memory: a write raises instead of crashing
+    return view
 
 
 def _refuse(exc: Exception, where: str):
@@ -81,7 +85,7 @@ def ptr_to_bytes(ptr, size):
 
 def ptr_to_numpy(ptr, shape, type):  # noqa: A002 - pyACL's parameter name
     """An ndarray of `shape` and NumPy type number `type` over the host memory at `ptr`
-    (no copy: writes to it change that memory)."""
+    (no copy: writes to it change that memory; over read-only memory it is read-only)."""
     try:
         dtype = _TYPES.get(type) if isinstance(type, int) else None
         if dtype is None:
@@ -91,7 +95,7 @@ def ptr_to_numpy(ptr, shape, type):  # noqa: A002 - pyACL's parameter name
         if not all(isinstance(d, int) and d >= 0 for d in shape):
             raise ValueError(f"shape must be non-negative ints, got {shape!r}")
         count = int(np.prod(shape, dtype=np.int64))
-        return _host_view(ptr, count * dtype.itemsize, "acl.util.ptr_to_numpy").view(dtype).reshape(shape)
+        return _host_view(ptr, count * dtype.itemsize, "acl.util.ptr_to_numpy", writes=True).view(dtype).reshape(shape)
     except Exception as exc:
         _refuse(exc, "acl.util.ptr_to_numpy")
         return None

@@ -26,16 +26,27 @@ ALIAS_WINDOW = DEVICE_WINDOW - HOST_ALIAS_OFFSET  # per device, for host_registe
 class HostRange:
     """A pinned host range: a malloc_host allocation or a registered buffer."""
 
-    __slots__ = ("addr", "size", "mm", "registered", "alias", "device_id", "flags", "uses")
+    __slots__ = ("addr", "size", "mm", "registered", "alias", "device_id", "flags", "uses", "readonly")
 
     def __init__(self, addr: int, size: int, mm=None, registered=False, alias=0, device_id=-1, flags=0):
         self.addr, self.size, self.mm = addr, size, mm
         self.registered, self.alias, self.device_id, self.flags = registered, alias, device_id, flags
+        self.readonly = False  # registered with ACL_HOST_REGISTER_READONLY: nothing may write it
         self.uses: dict | None = None  # stream -> last sequence number of an async copy using it
 
     def __repr__(self) -> str:
         what = "registered host range" if self.registered else "malloc_host allocation"
         return f"<{what} 0x{self.addr:x} {self.size} B>"
+
+    def view(self, addr: int, nbytes: int) -> np.ndarray:
+        """uint8 view of [addr, addr + nbytes) through the mapping (malloc_host memory): the
+        view holds the mapping, so free_host defers the unmap until the view is gone."""
+        try:
+            return np.frombuffer(self.mm, np.uint8, nbytes, addr - self.addr)
+        except ValueError:  # the mapping is closed: freed before this access began
+            raise InvalidValueError(
+                f"0x{addr:x} lies in malloc_host memory that was freed (free_host) before this access; "
+                "free host memory only once the copies and kernels that use it have finished") from None
 
 
 class HostMemory:
@@ -47,6 +58,7 @@ class HostMemory:
         self.aliases: dict[int, HostRange] = {}  # alias start -> registered range
         self.lock = threading.Lock()
         self.closing: list[HostRange] = []       # freed while async copies still use them
+        address.host_memory = self  # host views of malloc_host memory go through its mapping
 
     # ------------------------------------------------------------ malloc_host
     def malloc(self, size: int) -> int:
@@ -97,8 +109,12 @@ class HostMemory:
                                     "register must start on a page boundary)")
         if type(size) is not int or size <= 0:
             raise InvalidValueError(f"host_register size must be a positive int, got {size!r}")
-        if not address.host_range_mapped(addr, size):
-            raise InvalidValueError(f"host_register: [0x{addr:x}, +{size}) is not mapped host memory")
+        readonly = bool(flags & C.ACL_HOST_REGISTER_READONLY)
+        if not address.host_readable(addr, size):
+            raise InvalidValueError(f"host_register: [0x{addr:x}, +{size}) is not mapped, readable host memory")
+        if not readonly and not address.host_writable(addr, size):
+            raise InvalidValueError(f"host_register: [0x{addr:x}, +{size}) is read-only memory; register it "
+                                    "with ACL_HOST_REGISTER_READONLY (the device then only reads it)")
         with self.lock:
             hit = self._find(addr, size)
             if hit is not None or self._overlaps(addr, size):
@@ -106,6 +122,7 @@ class HostMemory:
                                "registered or allocated with malloc_host", C.ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
             alias = self._alias_slot(device, size)
             rng = HostRange(addr, size, registered=True, alias=alias, device_id=device.id, flags=flags)
+            rng.readonly = readonly
             self._add(rng, locked=True)
             self.aliases[alias] = rng
         return rng
@@ -168,6 +185,10 @@ class HostMemory:
                 f"{nbytes} bytes at 0x{addr:x} run past the end of the {rng!r} "
                 f"by {addr + nbytes - rng.addr - rng.size} bytes")
         return rng
+
+    def containing(self, addr: int) -> HostRange | None:
+        """The pinned range holding `addr`, or None."""
+        return self._find(addr, 1)
 
     def _find(self, addr: int, nbytes: int) -> HostRange | None:
         i = bisect.bisect_right(self.starts, addr) - 1

@@ -683,8 +683,8 @@ def host_bytes(data, size, what: str) -> bytes:
         raise InvalidValueError(f"{what}: size must be a non-negative int, got {size!r}")
     if data >= _VA_BASE:
         raise InvalidValueError(f"{what} 0x{data:x} is a device address; host memory is expected here")
-    if size and (data <= 0 or not address.host_range_mapped(data, size)):
-        raise InvalidValueError(f"{what} 0x{data:x} (+{size} bytes) is not mapped host memory")
+    if size and (data <= 0 or not address.host_readable(data, size)):
+        raise InvalidValueError(f"{what} 0x{data:x} (+{size} bytes) is not readable host memory")
     return address.host_view(data, size).tobytes() if size else b""
 
 

@@ -91,10 +91,10 @@ def args_of(args) -> KernelArgs:
     if type(args) is int:
         found = _by_user_mem.get(args)
         if found is not None:
-            if found.user_addr and not address.host_range_mapped(found.user_addr, found.func.args_size):
+            if found.user_addr and not address.host_writable(found.user_addr, found.func.args_size):
                 del _by_user_mem[args]
                 raise InvalidHandleError(f"the user memory of kernel args 0x{args:x} (at "
-                                         f"0x{found.user_addr:x}) is no longer mapped: it was freed")
+                                         f"0x{found.user_addr:x}) is no longer mapped and writable: it was freed")
             return found
         obj = RUNTIME.args.get(args)  # raises a clear InvalidHandleError
         if isinstance(obj, KernelArgs):
@@ -143,9 +143,9 @@ def kernel_args_init_by_user_mem(func, args_handle: int, user_host_mem: int, act
                              ("user_host_mem", user_host_mem, actual_args_size)):
         if type(addr) is not int or not 0 < addr < address.VA_BASE:
             raise InvalidValueError(f"kernel_args_init_by_user_mem: {what} must be a host address, got {addr!r}")
-        if type(size) is int and size > 0 and not address.host_range_mapped(addr, size):
+        if type(size) is int and size > 0 and not address.host_writable(addr, size):
             raise InvalidValueError(f"kernel_args_init_by_user_mem: {what} 0x{addr:x} (+{size} bytes) is not "
-                                    "mapped host memory")
+                                    "writable host memory")
     if type(actual_args_size) is not int or actual_args_size < f.args_size:
         raise InvalidValueError(f"actual_args_size {actual_args_size!r} is smaller than the {f.args_size} "
                                 f"bytes kernel {f.name!r} needs (see kernel_args_get_mem_size)")
@@ -155,7 +155,7 @@ def kernel_args_init_by_user_mem(func, args_handle: int, user_host_mem: int, act
         offset = user_host_mem - rng.addr
         mem = np.frombuffer(rng.mm, np.uint8)[offset:offset + f.args_size]
     else:
-        mem = address.host_view(user_host_mem, f.args_size)
+        mem = address.raw_host_view(user_host_mem, f.args_size)
     mem[:] = 0
     a = KernelArgs(f, mem)
     a.handle = args_handle

@@ -72,7 +72,7 @@ def _quick(rt: "Runtime", addr, nbytes: int):
                 return device, block
         return None
     rng = rt.host.ranges.get(addr)
-    if rng is not None and nbytes <= rng.size:
+    if rng is not None and nbytes <= rng.size and not rng.readonly:
         return None, rng
     return None
 
@@ -118,11 +118,23 @@ def _locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) 
         rng = rt.host.find(addr, nbytes)
     except InvalidValueError as exc:  # starts in a pinned range, runs past its end
         raise refused("out_of_bounds", addr, nbytes, None, exc.message) from None
-    if rng is None and not trusted and not address.host_range_mapped(addr, nbytes):
+    write = role in _WRITTEN
+    if rng is not None:
+        if write and rng.readonly:
+            raise refused("read_only", addr, nbytes, None,
+                          f"the {role} address 0x{addr:x} lies in host memory registered with "
+                          "ACL_HOST_REGISTER_READONLY; it cannot be written")
+    elif not trusted and not (address.host_writable if write else address.host_readable)(addr, nbytes):
+        what = "writable" if write else "readable"
+        also = "read-only memory (np.memmap(mode='r'), a constant), " if write else ""
         raise refused("invalid_address", addr, nbytes, None,
-                      f"the {role} address 0x{addr:x} (+{nbytes} bytes) is not mapped host memory in this "
-                      "process: a stale pointer, a freed buffer, or a number that is not an address")
+                      f"the {role} address 0x{addr:x} (+{nbytes} bytes) is not mapped, {what} host memory in "
+                      f"this process: a stale pointer, a freed buffer, {also}a guard page, or a number that "
+                      "is not an address")
     return Span(addr, None, rng, rng is not None)
+
+
+_WRITTEN = ("destination", "memset")  # roles whose memory the operation writes
 
 
 def refused(kind: str, addr, nbytes: int, device, message: str, task=None) -> InvalidValueError:
