@@ -33,7 +33,7 @@ from .streams import Event, Stream, current_stream, default_stream, stream  # no
 
 # loaded on first use: the kernel model and the op library pull in more than the core needs
 _LAZY = {"kernel": ("npurt.runtime.kernel", "kernel"), "GM": ("npurt.runtime.kernel", "GM"),
-         "ops": ("npurt.ops", None), "acl": ("npurt.acl", None)}
+         "ops": ("npurt.ops", None), "acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None)}
 
 
 def __getattr__(name: str):

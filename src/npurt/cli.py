@@ -4,6 +4,7 @@
     npurt demo                 the main job: a small pipeline on two streams, checked against numpy
     npurt run script.py ...    run an unmodified pyACL script on npurt (`import acl` -> npurt.acl)
     npurt atc --model=... ...  convert an ONNX model to an .om, with ATC's options (npurt.ge.atc)
+    npurt plot OUT_DIR         draw a profile's timeline as a PNG (npurt run/demo --profile OUT_DIR)
     npurt bench [--quick]      benchmarks against numpy and the peers
 
 Each subcommand lives in its own module and is imported only when used, so the core import
@@ -37,6 +38,18 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plot(args: argparse.Namespace) -> int:
+    from .tools.profiler.plot import PlotError, plot
+    try:
+        out = plot(args.profile, args.output, window=tuple(args.window) if args.window else None,
+                   range_name=args.range_name, host=not args.no_host, title=args.title)
+    except PlotError as exc:
+        print(f"npurt plot: {exc}", file=sys.stderr)
+        return 2
+    print(f"npurt plot: wrote {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     # `npurt run` passes everything after the script through untouched
@@ -52,18 +65,29 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="run the demo pipeline (the main job)")
     demo.add_argument("--batches", type=int, default=None, help="number of batches")
     demo.add_argument("--quiet", action="store_true", help="print only the verdict")
+    demo.add_argument("--profile", metavar="OUT_DIR", help="profile the run; write the trace and summaries there")
     bench = sub.add_parser("bench", help="run the benchmarks")
     bench.add_argument("--quick", action="store_true", help="smoke size (CI)")
     bench.add_argument("--json", metavar="OUT", help="write the metrics as JSON")
     bench.add_argument("--peers", action="store_true", help="also measure PoCL and Numba's CUDA simulator")
     sub.add_parser("run", help="run a pyACL script: npurt run script.py [args...]")
     sub.add_parser("atc", help="convert an ONNX model to an .om: npurt atc --model=m.onnx --framework=5 ...")
+    sub.add_parser("run", help="run a pyACL script: npurt run [--profile OUT_DIR] script.py [args...]")
+    plot = sub.add_parser("plot", help="draw a profile's timeline as a PNG")
+    plot.add_argument("profile", metavar="OUT_DIR", help="a profile directory (or its msprof.json)")
+    plot.add_argument("-o", "--output", default="timeline.png", help="the PNG to write (default: timeline.png)")
+    plot.add_argument("--range", dest="range_name", metavar="NAME", help="zoom to the user range or step NAME")
+    plot.add_argument("--window", nargs=2, type=float, metavar=("START_MS", "END_MS"), help="zoom to a time window")
+    plot.add_argument("--no-host", action="store_true", help="draw only the device streams")
+    plot.add_argument("--title", help="the picture's title")
     args = parser.parse_args(argv)
     if args.command == "info":
         return _info(args)
     if args.command == "demo":
         from .demo import main as demo_main
-        return demo_main(batches=args.batches, quiet=args.quiet)
+        return demo_main(batches=args.batches, quiet=args.quiet, profile=args.profile)
+    if args.command == "plot":
+        return _plot(args)
     if args.command == "bench":
         from .bench import main as bench_main
         return bench_main(quick=args.quick, json_out=args.json, peers=args.peers)

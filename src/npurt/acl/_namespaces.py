@@ -1,8 +1,8 @@
 """pyACL namespaces outside the runtime: model execution and dump (acl.mdl), single
-operators (acl.op), profiling (acl.prof), media processing (acl.media, acl.himpi).
+operators (acl.op), media processing (acl.media, acl.himpi). (acl.prof is a real module:
+prof.py.)
 
-None of these means anything on the simulated NPU (there is no graph engine, no DVPP, no
-profiler). Each namespace is a module whose functions return
+None of these means anything on the simulated NPU (there is no graph engine, no DVPP). Each namespace is a module whose functions return
 ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000): the documented ones listed here in their real
 return shape, any other name as a function returning the bare code. So a script that
 touches them gets a return code to check, never an AttributeError.
@@ -16,7 +16,6 @@ from ._wrap import not_supported
 
 _WHY = {
     "acl.op": "single-operator execution and dump (acl.op) need the operator library of CANN; use kernels",
-    "acl.prof": "the CANN profiler (acl.prof) is not available; npurt has its own profiler tool",
     "acl.media": "media processing (DVPP, acl.media) is not simulated",
     "acl.himpi": "media processing (DVPP, acl.himpi) is not simulated",
 }
@@ -24,15 +23,6 @@ _WHY = {
 # documented functions: name -> (shape, value returned in place of the outputs)
 _KNOWN = {
     "acl.op": {"start_dump_args": ("ret", None), "stop_dump_args": ("ret", None)},
-    "acl.prof": {"init": ("ret", None), "finalize": ("ret", None), "start": ("ret", None), "stop": ("ret", None),
-                 "create_config": ("value", 0), "destroy_config": ("ret", None), "set_config": ("ret", None),
-                 "create_stamp": ("value", 0), "destroy_stamp": ("ret", None), "mark": ("ret", None),
-                 "mark_ex": ("ret", None), "push": ("ret", None), "pop": ("ret", None),
-                 "range_start": ("one", 0), "range_stop": ("ret", None), "set_stamp_trace_message": ("ret", None),
-                 "model_subscribe": ("ret", None), "model_un_subscribe": ("ret", None),
-                 "model_unsubscribe": ("ret", None), "create_subscribe_config": ("value", 0),
-                 "destroy_subscribe_config": ("ret", None), "get_step_timestamp": ("ret", None),
-                 "create_step_info": ("value", 0), "destroy_step_info": ("ret", None)},
     "acl.media": {"dvpp_malloc": ("one", 0), "dvpp_free": ("ret", None)},
     "acl.himpi": {"dvpp_malloc": ("one", 0), "dvpp_free": ("ret", None)},
 }
@@ -58,7 +48,6 @@ def _namespace(name: str) -> types.ModuleType:
 
 
 op = _namespace("acl.op")
-prof = _namespace("acl.prof")
 media = _namespace("acl.media")
 himpi = _namespace("acl.himpi")
 

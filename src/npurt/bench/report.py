@@ -67,6 +67,8 @@ SPECS: list[Spec] = [
     Spec("bytes_per_task", "memory per queued task ({tasks}; tracemalloc+malloc)", "B", L, 400, True),
     Spec("bytes_per_task_rss", "  the same by RSS delta", "B", L),
     Spec("enqueue_queued_us", "  enqueue while {tasks} are queued", "us", L),
+    Spec("profiler_overhead", "profiler on / off: copy+gelu pipeline ({batches}x{batch})", "x", L, 1.3, True),
+    Spec("profiler_tiny_task_us", "  profiler cost per tiny copy + synchronize", "us", L),
 ]
 BY_ID = {s.id: s for s in SPECS}
 JSON_KEYS = [s.id for s in SPECS if s.json]

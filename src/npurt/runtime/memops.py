@@ -207,11 +207,17 @@ def memcpy(rt: "Runtime", dst, dest_max, src, count, kind) -> None:
         if HOOKS.active:
             HOOKS.emit("host_access", addr=s.addr, nbytes=count, mode="r", what="memcpy")
             HOOKS.emit("host_access", addr=d.addr, nbytes=count, mode="w", what="memcpy")
-        t0 = perf_counter_ns() if HOOKS.active else 0
-        np.copyto(address.view(d.addr, count), address.view(s.addr, count))
-        if HOOKS.active:
-            HOOKS.emit("host_copy", op="memcpy", dst=d.addr, src=s.addr, nbytes=count,
-                       direction=SHORT[direction], t0_ns=t0)
+            _observed("memcpy", d.addr, s.addr, count, SHORT[direction], np.copyto, address.view(d.addr, count),
+                      address.view(s.addr, count))
+        else:
+            np.copyto(address.view(d.addr, count), address.view(s.addr, count))
+
+
+def _observed(op: str, dst: int, src, nbytes: int, direction: str, fn, *args) -> None:
+    """Run a synchronous copy or set, then tell observers (host_copy) when it began."""
+    t0 = perf_counter_ns()
+    fn(*args)
+    HOOKS.emit("host_copy", op=op, dst=dst, src=src, nbytes=nbytes, direction=direction, t0_ns=t0)
 
 
 def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, stream=None,
@@ -219,16 +225,16 @@ def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, strea
     d, s, direction, (dpitch, spitch, width, height) = _check_2d(
         rt, dst, dpitch, src, spitch, width, height, kind, allowed)
     if stream is None:
-        if HOOKS.active and width and height:
-            HOOKS.emit("host_access", addr=s.addr, nbytes=spitch * (height - 1) + width, mode="r",
-                       what="memcpy2d", width=width, pitch=spitch)
-            HOOKS.emit("host_access", addr=d.addr, nbytes=dpitch * (height - 1) + width, mode="w",
-                       what="memcpy2d", width=width, pitch=dpitch)
-        t0 = perf_counter_ns() if HOOKS.active else 0
-        copy2d(d.addr, dpitch, s.addr, spitch, width, height)
         if HOOKS.active:
-            HOOKS.emit("host_copy", op="memcpy2d", dst=d.addr, src=s.addr, nbytes=width * height,
-                       direction=SHORT[direction], t0_ns=t0)
+            if width and height:
+                HOOKS.emit("host_access", addr=s.addr, nbytes=spitch * (height - 1) + width, mode="r",
+                           what="memcpy2d", width=width, pitch=spitch)
+                HOOKS.emit("host_access", addr=d.addr, nbytes=dpitch * (height - 1) + width, mode="w",
+                           what="memcpy2d", width=width, pitch=dpitch)
+            _observed("memcpy2d", d.addr, s.addr, width * height, SHORT[direction], copy2d, d.addr, dpitch,
+                      s.addr, spitch, width, height)
+        else:
+            copy2d(d.addr, dpitch, s.addr, spitch, width, height)
         return
     seq = stream.enqueue(Copy2dTask(d.addr, dpitch, s.addr, spitch, width, height, SHORT[direction]))
     record_use(d, stream, seq)
@@ -262,13 +268,12 @@ def _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed):
 def memset(rt: "Runtime", ptr, max_count, value, count) -> None:
     span, byte, count = _check_set(rt, ptr, max_count, value, count)
     if count:
+        view = address.view(span.addr, count)
         if HOOKS.active:
             HOOKS.emit("host_access", addr=span.addr, nbytes=count, mode="w", what="memset")
-        t0 = perf_counter_ns() if HOOKS.active else 0
-        address.view(span.addr, count).fill(byte)
-        if HOOKS.active:
-            HOOKS.emit("host_copy", op="memset", dst=span.addr, src=None, nbytes=count,
-                       direction="H" if span.device is None else "D", t0_ns=t0)
+            _observed("memset", span.addr, None, count, "H" if span.device is None else "D", view.fill, byte)
+        else:
+            view.fill(byte)
 
 
 def _check_set(rt, ptr, max_count, value, count):

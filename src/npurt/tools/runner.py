@@ -19,11 +19,13 @@ import sys
 import traceback
 import types
 
-USAGE = """usage: npurt run [-v] script.py [args...]
+USAGE = """usage: npurt run [-v] [--profile OUT_DIR] script.py [args...]
 
 Run a pyACL script with `import acl` resolving to npurt's facade (npurt.acl).
-  -v, --verbose   say what is run, on which simulated SoC, and the exit status (on stderr)
-  -h, --help      show this help
+  -v, --verbose        say what is run, on which simulated SoC, and the exit status (on stderr)
+  --profile OUT_DIR    profile the whole run: write the timeline (msprof.json), the summary
+                       tables (*.csv) and summary.txt to OUT_DIR
+  -h, --help           show this help
 """
 
 
@@ -75,11 +77,17 @@ def _run_as_main(script: str) -> None:
 
 def main(argv: list[str]) -> int:
     verbose = False
+    profile_dir = None
     args = list(argv)
     while args and args[0].startswith("-"):
         opt = args.pop(0)
         if opt in ("-v", "--verbose"):
             verbose = True
+        elif opt == "--profile" or opt.startswith("--profile="):
+            profile_dir = opt.partition("=")[2] if "=" in opt else (args.pop(0) if args else "")
+            if not profile_dir:
+                print(f"npurt run: --profile needs an output directory\n{USAGE}", end="", file=sys.stderr)
+                return 2
         elif opt in ("-h", "--help"):
             print(USAGE, end="")
             return 0
@@ -95,6 +103,16 @@ def main(argv: list[str]) -> int:
     if not os.path.isfile(script):
         print(f"npurt run: can't open file {args[0]!r}: no such file", file=sys.stderr)
         return 2
+
+    profile = None
+    if profile_dir is not None:
+        from npurt.runtime.errors import NpuError
+        from npurt.tools.profiler import Profile
+        try:
+            profile = Profile(profile_dir)  # the directory is checked before the script runs
+        except NpuError as exc:
+            print(f"npurt run: {exc.message}", file=sys.stderr)
+            return 2
 
     before = {name: sys.modules[name] for name in list(sys.modules) if name == "acl" or name.startswith("acl.")}
     aliases = install_acl_alias()
@@ -114,6 +132,8 @@ def main(argv: list[str]) -> int:
     status = 0
     saved_main = sys.modules.get("__main__")
     try:
+        if profile is not None:
+            profile.start()
         _run_as_main(script)
     except SystemExit as exc:
         status = _exit_status(exc.code)
@@ -124,6 +144,10 @@ def main(argv: list[str]) -> int:
         _print_script_traceback(exc, script)
         status = 1
     finally:
+        if profile is not None and profile.running:
+            profile.stop()
+            print(f"npurt run: profile of {len(profile.timeline.tasks)} tasks and {len(profile.timeline.calls)} API "
+                  f"calls written to {profile.out_dir}", file=sys.stderr)
         sys.argv = saved_argv
         if saved_main is not None:
             sys.modules["__main__"] = saved_main

@@ -1,0 +1,799 @@
+"""acl.prof: pyACL's profiling API over npurt's profiler (npurt.tools.profiler).
+
+Collection sessions (aclprofInit / CreateConfig / Start / Stop / Finalize), msproftx markers
+(stamps, mark, mark_ex, push/pop, range_start/stop), step timestamps and model
+subscription, with the real extension's argument parsing: every function takes positional
+arguments only, a wrong count or type raises TypeError ("acl.prof.<name> args parse
+failed!"), a malformed device list TypeError or ValueError, and everything else is a
+return code (recorded for acl.get_recent_err_msg). Return shapes as in pyACL: `ret`;
+`create_config` / `create_stamp` / `create_step_info` / `create_subscribe_config` return a
+handle (0 on failure); `destroy_stamp` / `destroy_step_info` return None;
+`range_start` returns (range_id, ret).
+
+What a session writes: `start` makes `<result path>/PROF_<n>_<time>_<tag>/` and `stop` writes
+its `mindstudio_profiler_output/` (msprof.json, op_summary.csv, op_statistic.csv,
+task_time.csv, api_statistic.csv, msprof_tx.csv, ... as msprof's export does), ready for
+`npurt plot <result path>`. The data type switches select what is collected:
+
+| switch | collects |
+| --- | --- |
+| ACL_PROF_TASK_TIME, _TASK_TIME_L0/L2/L3 | device tasks (op_summary, op_statistic, task_time, the stream tracks) |
+| ACL_PROF_ACL_API, _RUNTIME_API, _API_STATS | host API calls (api_statistic, the host tracks) and synchronous copies |
+| ACL_PROF_MSPROFTX | stamps, marks, push/pop and ranges (msprof_tx) |
+| ACL_PROF_TASK_MEMORY | the device memory counter |
+| ACL_PROF_TRAINING_TRACE | steps from get_step_timestamp |
+| AICORE_METRICS, AICPU, L2CACHE, HCCL_TRACE, GE_API_L0/L1, OP_ATTR, AICORE_SHAPE | accepted; no hardware counters exist on the simulated NPU, so nothing more is written |
+
+docs/compatibility.md lists the error codes chosen where the CANN documentation names none.
+"""
+from __future__ import annotations
+
+import operator
+import os
+import random
+import string
+import struct
+import threading
+import time
+
+from ..runtime import constants as C
+from ..runtime.handles import HandleTable
+from ..runtime.runtime import RUNTIME
+from ..tools.profiler import markers
+from ..tools.profiler import session as _session
+from ..tools.profiler.markers import MarkerTask
+from ..tools.profiler.session import Profile
+from ._wrap import fail, record, stream_of
+from .constants import (ACL_AICORE_ARITHMETIC_UTILIZATION, ACL_AICORE_MEMORY_ACCESS, ACL_AICORE_NONE,
+                        ACL_PROF_ACL_API, ACL_PROF_AICORE_METRICS, ACL_PROF_AICORE_SHAPE, ACL_PROF_AICPU,
+                        ACL_PROF_API_STATS, ACL_PROF_ARGS_MAX, ACL_PROF_ARGS_MIN, ACL_PROF_GE_API_L0,
+                        ACL_PROF_GE_API_L1, ACL_PROF_HCCL_TRACE, ACL_PROF_L2CACHE, ACL_PROF_MAX_OP_NAME_LEN,
+                        ACL_PROF_MAX_OP_TYPE_LEN, ACL_PROF_MSPROFTX, ACL_PROF_OP_ATTR, ACL_PROF_PATH,
+                        ACL_PROF_RUNTIME_API, ACL_PROF_STORAGE_LIMIT, ACL_PROF_TASK_MEMORY, ACL_PROF_TASK_TIME,
+                        ACL_PROF_TASK_TIME_L0, ACL_PROF_TASK_TIME_L2, ACL_PROF_TASK_TIME_L3,
+                        ACL_PROF_TRAINING_TRACE, ACL_STEP_END, ACL_STEP_START, ACL_SUBSCRIBE_OP)
+
+__all__ = ["init", "finalize", "start", "stop", "create_config", "destroy_config", "set_config",
+           "create_stamp", "destroy_stamp", "set_stamp_trace_message", "mark", "mark_ex", "push", "pop",
+           "range_start", "range_stop", "create_step_info", "destroy_step_info", "get_step_timestamp",
+           "create_subscribe_config", "destroy_subscribe_config", "model_subscribe", "model_unsubscribe",
+           "model_un_subscribe", "get_op_desc_size", "get_op_num", "get_op_type", "get_op_name",
+           "get_op_type_v2", "get_op_name_v2", "get_op_type_len", "get_op_name_len", "get_op_start",
+           "get_op_end", "get_op_duration", "get_model_id"]
+
+INVALID = C.ACL_ERROR_INVALID_PARAM
+NOT_RUN = C.ACL_ERROR_PROF_NOT_RUN
+ALREADY = C.ACL_ERROR_PROF_ALREADY_RUN
+TASK_TIME = ACL_PROF_TASK_TIME | ACL_PROF_TASK_TIME_L0 | ACL_PROF_TASK_TIME_L2 | ACL_PROF_TASK_TIME_L3
+API = ACL_PROF_ACL_API | ACL_PROF_RUNTIME_API | ACL_PROF_API_STATS
+KNOWN_SWITCHES = (TASK_TIME | API | ACL_PROF_AICORE_METRICS | ACL_PROF_AICPU | ACL_PROF_L2CACHE | ACL_PROF_HCCL_TRACE
+                  | ACL_PROF_TRAINING_TRACE | ACL_PROF_MSPROFTX | ACL_PROF_GE_API_L0 | ACL_PROF_GE_API_L1
+                  | ACL_PROF_TASK_MEMORY | ACL_PROF_OP_ATTR | ACL_PROF_AICORE_SHAPE)
+METRICS = set(range(ACL_AICORE_ARITHMETIC_UTILIZATION, ACL_AICORE_MEMORY_ACCESS + 1)) | {ACL_AICORE_NONE}
+CONFIG_TYPES = set(range(ACL_PROF_ARGS_MIN + 1, ACL_PROF_ARGS_MAX)) - {2}
+OUTPUT_DIR = "mindstudio_profiler_output"
+MAX_PATH, MAX_CONFIG, MAX_MARK = 4096, 256, 127
+MODEL_ID_INVALID = 145003  # ACL_ERROR_GE_EXEC_MODEL_ID_INVALID: what GE returns for an unknown model id
+
+
+# ---------------------------------------------------------------- argument parsing
+def _parse(args: tuple, fmt: str, message: str) -> tuple:
+    """Check `args` as PyArg_ParseTuple(args, fmt) would; TypeError(message) if they do not
+    fit. k/K: an int, wrapped to 64 bits; I: an integer (anything with __index__, not a
+    float), wrapped to 32 bits; i: an integer in the C int range; b: an integer in 0..255
+    (both OverflowError outside); s: a str without NUL; O: anything."""
+    if len(args) != len(fmt):
+        raise TypeError(message)
+    out = []
+    for value, code in zip(args, fmt):
+        if code == "O":
+            out.append(value)
+        elif code == "s":
+            if not isinstance(value, str):
+                raise TypeError(message)
+            if "\0" in value:
+                raise ValueError("embedded null character")
+            out.append(value)
+        else:
+            if code in "kK":  # int objects only
+                if not isinstance(value, int):
+                    raise TypeError(message)
+            elif isinstance(value, float) or not hasattr(value, "__index__"):
+                raise TypeError(message)
+            value = operator.index(value)
+            if code == "k" or code == "K":
+                out.append(value & 0xFFFFFFFFFFFFFFFF)
+            elif code == "I":
+                out.append(value & 0xFFFFFFFF)
+            elif code == "i":
+                if not -(1 << 31) <= value < (1 << 31):
+                    raise OverflowError(f"signed integer is {'greater than maximum' if value > 0 else 'less than minimum'}")
+                out.append(int(value))
+            elif code == "b":
+                if not 0 <= value <= 255:
+                    raise OverflowError(f"unsigned byte integer is {'greater than maximum' if value > 0 else 'less than minimum'}")
+                out.append(int(value))
+    return tuple(out)
+
+
+def _error(code: int, where: str, message: str) -> int:
+    return record(code, f"acl.prof.{where}: {message} [{code}]")
+
+
+# ---------------------------------------------------------------- state
+class _Config:
+    __slots__ = ("devices", "metrics", "events", "switches")
+
+    def __init__(self, devices, metrics, events, switches):
+        self.devices, self.metrics, self.events, self.switches = devices, metrics, events, switches
+
+    def key(self) -> tuple:
+        return (self.devices, self.metrics, self.events, self.switches)
+
+
+class _Stamp:
+    __slots__ = ("message",)
+
+    def __init__(self):
+        self.message = ""
+
+
+class _State:
+    def __init__(self):
+        self.lock = threading.RLock()
+        self.path: str | None = None         # aclprofInit / ACL_PROF_PATH
+        self.initialized = False
+        self.settings: dict = {}             # aclprofSetConfig values
+        self.profile: Profile | None = None  # the running session
+        self.started: tuple | None = None    # the content of the config it started with
+        self.prof_dir: str | None = None
+        self.sessions = 0
+        self.subscribed: dict = {}           # model id -> _SubscribeConfig
+
+
+_state = _State()
+_configs = HandleTable("profiling config", 0x9C)
+_stamps = HandleTable("msproftx stamp", 0x9D)
+_step_infos = HandleTable("step info", 0x9E)
+_sub_configs = HandleTable("subscribe config", 0x9F)
+_step_index = iter(range(1, 1 << 62))
+
+
+def _running() -> Profile | None:
+    p = _state.profile
+    return p if p is not None and p.running else None
+
+
+# ---------------------------------------------------------------- collection sessions
+def init(*args):
+    """acl.prof.init(profiler_result_path) -> ret: where sessions write (made if missing)."""
+    (path,) = _parse(args, "s", "acl.prof.Init args parse failed!")
+    with _state.lock:
+        if _state.subscribed:
+            return _error(C.ACL_ERROR_PROF_API_CONFLICT, "init", "a model subscription is active; "
+                          "aclprofInit cannot be mixed with aclprofModelSubscribe (unsubscribe first)")
+        if _state.initialized:
+            return _error(ALREADY, "init", "profiling is already initialized; call acl.prof.finalize first")
+        if not RUNTIME.initialized:
+            return _error(C.ACL_ERROR_UNINITIALIZE, "init", "call acl.init before acl.prof.init")
+        checked = _check_path(path, "init")
+        if isinstance(checked, int):
+            return checked
+        _state.path, _state.initialized = checked, True
+    return 0
+
+
+def _check_path(path: str, where: str):
+    if not path or len(path.encode()) > MAX_PATH:
+        return _error(INVALID, where, f"Value {path!r} for parameter profilerResultPath is invalid. Reason: the "
+                      f"path must be 1 to {MAX_PATH} bytes long.")
+    try:
+        return _session.check_out_dir(path)
+    except Exception as exc:  # noqa: BLE001 - becomes the code
+        return _error(INVALID, where, f"Value {path} for output is invalid. Reason: {getattr(exc, 'message', exc)}.")
+
+
+def finalize(*args):
+    """acl.prof.finalize() -> ret. A session still running is stopped and written first."""
+    with _state.lock:
+        if not _state.initialized:
+            return _error(NOT_RUN, "finalize", "Please call the APIs in the following order: call aclprofInit "
+                          "first, then aclprofFinalize.")
+        if _running() is not None:
+            code = _stop_and_write("finalize")
+            if code:
+                return code
+        _state.initialized = False
+        _state.path = None
+        _state.settings.clear()
+    return 0
+
+
+def create_config(*args):
+    """acl.prof.create_config(device_id_list, aicore_metrics, aicore_events, data_type_config)
+    -> config handle (0 on failure). data_type_config: an OR of ACL_PROF_* switches."""
+    devices, metrics, events, switches = _parse(args, "OikK", "acl.prof.create_config args parse failed!")
+    if not isinstance(devices, list):
+        raise TypeError("argument 1 is not list")
+    ids = []
+    for item in devices:
+        if not isinstance(item, int):
+            raise TypeError("the first argument is not list of int")
+        if not 0 <= item < (1 << 64):
+            raise ValueError("PyLong_AsUnsignedLong failed")
+        ids.append(item & 0xFFFFFFFF)
+    where = "create_config"
+    if not RUNTIME.initialized:
+        _error(C.ACL_ERROR_UNINITIALIZE, where, "call acl.init before acl.prof.create_config")
+        return 0
+    count = len(RUNTIME.devices)
+    if not ids:
+        _error(INVALID, where, "Value [] for parameter device id list is invalid. Reason: list at least one device")
+        return 0
+    for dev in ids:
+        if dev >= count:
+            _error(INVALID, where, f"Value {dev} for parameter device id is invalid. Reason: The device id should "
+                   f"be in range [0, {count})")
+            return 0
+    if len(set(ids)) != len(ids):
+        _error(INVALID, where, f"Value {ids} for parameter device id list is invalid. Reason: a device is listed twice")
+        return 0
+    if metrics not in METRICS:
+        _error(INVALID, where, f"Value {metrics} for parameter aicoreMetrics is invalid. Reason: not an "
+               "aclprofAicoreMetrics value (0..8 or ACL_AICORE_NONE 0xFF)")
+        return 0
+    if events:
+        _error(INVALID, where, "aicoreEvents is reserved: pass 0")
+        return 0
+    if switches & ~KNOWN_SWITCHES:
+        _error(C.ACL_ERROR_PROF_MODULES_UNSUPPORTED, where,
+               f"Parameter dataTypeConfig bits 0x{switches & ~KNOWN_SWITCHES:x} are not supported")
+        return 0
+    return _configs.add(_Config(tuple(ids), metrics, events, switches))
+
+
+def destroy_config(*args):
+    """acl.prof.destroy_config(config) -> ret."""
+    (handle,) = _parse(args, "k", "acl.prof.destroy_config args parse failed!")
+    if not handle:
+        return _error(INVALID, "destroy_config", "aclprofDestroyConfig failed because parameter profilerConfig "
+                      "cannot be a null pointer.")
+    if _configs._objects.get(handle) is None:
+        return _error(INVALID, "destroy_config", f"0x{handle:x} is not a live profiling config (destroyed twice?)")
+    _configs.remove(handle)
+    return 0
+
+
+_FREQ_TYPES = {3, 5, 6, 7, 10, 11, 13}  # *_FREQ settings: a positive number of samples per second
+
+
+def set_config(*args):
+    """acl.prof.set_config(config_type, config) -> ret: an aclprofConfigType setting, before start."""
+    config_type, value = _parse(args, "is", "acl.prof.set_config args parse failed!")
+    where = "set_config"
+    if config_type not in CONFIG_TYPES:
+        return _error(INVALID, where, f"Value {config_type} for parameter configType is invalid. Reason: not an "
+                      "aclprofConfigType setting (1, 3..16)")
+    if not value or len(value.encode()) > MAX_CONFIG:
+        return _error(INVALID, where, f"Value {value!r} for parameter config is invalid. Reason: 1 to {MAX_CONFIG} "
+                      "bytes")
+    with _state.lock:
+        if _running() is not None:
+            return _error(ALREADY, where, "Please call the APIs in the following order: call aclprofSetConfig "
+                          "first, then aclprofStart.")
+        if config_type == ACL_PROF_STORAGE_LIMIT:
+            digits = value[:-2] if value.endswith("MB") else ""
+            if not digits.isdigit() or not 200 <= int(digits) <= 4294967295:
+                return _error(INVALID, where, f"Value {value} for parameter storage limit is invalid. Reason: "
+                              "use <n>MB with n in [200, 4294967295]")
+        elif config_type == ACL_PROF_PATH:
+            checked = _check_path(value, where)
+            if isinstance(checked, int):
+                return checked
+            _state.path = checked
+        elif config_type in _FREQ_TYPES and (not value.isdigit() or int(value) < 1):
+            return _error(INVALID, where, f"Value {value} for a sampling frequency is invalid. Reason: use a "
+                          "positive integer")
+        _state.settings[config_type] = value
+    return 0
+
+
+def start(*args):
+    """acl.prof.start(config) -> ret: collect what the config's switches select, on its devices."""
+    (handle,) = _parse(args, "k", "acl.prof.start args parse failed!")
+    where = "start"
+    with _state.lock:
+        if _state.subscribed:
+            return _error(C.ACL_ERROR_PROF_API_CONFLICT, where, "Failed to start Profiling in aclapi mode because "
+                          "it is already in subscribe mode.")
+        if _state.path is None:
+            return _error(NOT_RUN, where, "Please call the APIs in the following order: call aclprofInit first, "
+                          "then aclprofStart.")
+        config = _config(handle, where)
+        if isinstance(config, int):
+            return config
+        if _running() is not None or _session.ACTIVE is not None:
+            return _error(ALREADY, where, "a profiling session is already running in this process (acl.prof.start, "
+                          "npurt.profiler or npurt run --profile); stop it first")
+        prof_dir = _new_prof_dir()
+        if isinstance(prof_dir, int):
+            return prof_dir
+        s = config.switches
+        try:
+            profile = Profile(os.path.join(prof_dir, OUTPUT_DIR), devices=config.devices, tasks=bool(s & TASK_TIME),
+                              api_calls=bool(s & API), memory=bool(s & ACL_PROF_TASK_MEMORY),
+                              markers=bool(s & (ACL_PROF_MSPROFTX | ACL_PROF_TRAINING_TRACE)),
+                              copies=bool(s & (API | TASK_TIME)))
+            profile.start()
+        except Exception as exc:  # noqa: BLE001 - becomes the code
+            return fail(exc, "acl.prof.start")
+        profile.step_markers = bool(s & ACL_PROF_TRAINING_TRACE)
+        profile.tx_markers = bool(s & ACL_PROF_MSPROFTX)
+        _state.profile, _state.started, _state.prof_dir = profile, config.key(), prof_dir
+    return 0
+
+
+def _config(handle: int, where: str):
+    if not handle:
+        return _error(INVALID, where, f"aclprof{where.title()} failed because parameter profilerConfig cannot be a "
+                      "null pointer.")
+    config = _configs._objects.get(handle)
+    if config is None:
+        return _error(INVALID, where, f"0x{handle:x} is not a live profiling config (from acl.prof.create_config)")
+    return config
+
+
+def _new_prof_dir():
+    _state.sessions += 1
+    stamp = time.strftime("%Y%m%d%H%M%S") + f"{int(time.time() * 1000) % 1000:03d}"
+    tag = "".join(random.choices(string.ascii_uppercase, k=16))
+    path = os.path.join(_state.path, f"PROF_{_state.sessions:06d}_{stamp}_{tag}")
+    try:
+        os.makedirs(path)
+    except OSError as exc:
+        return _error(C.ACL_ERROR_PROFILING_FAILURE, "start", f"cannot create {path}: {exc.strerror}")
+    return path
+
+
+def stop(*args):
+    """acl.prof.stop(config) -> ret: stop collecting and write the session's files. The config
+    must have the content start was given."""
+    (handle,) = _parse(args, "k", "acl.prof.stop args parse failed!")
+    with _state.lock:
+        if _running() is None:
+            return _error(NOT_RUN, "stop", "Please call the APIs in the following order: call aclprofStart first, "
+                          "then aclprofStop.")
+        config = _config(handle, "stop")
+        if isinstance(config, int):
+            return config
+        if config.key() != _state.started:
+            return _error(C.ACL_ERROR_INVALID_PROFILING_CONFIG, "stop", "the config differs from the one "
+                          "acl.prof.start was given (devices, metrics and switches must be the same)")
+        return _stop_and_write("stop")
+
+
+def _stop_and_write(where: str) -> int:
+    profile = _state.profile
+    _state.profile = _state.started = None
+    try:
+        profile.stop()
+    except OSError as exc:
+        return _error(C.ACL_ERROR_PROFILING_FAILURE, where, f"cannot write the profile: {exc}")
+    except Exception as exc:  # noqa: BLE001
+        return fail(exc, f"acl.prof.{where}")
+    return 0
+
+
+# ---------------------------------------------------------------- msproftx
+def _tx(where: str, need_stamp: int | None = None):
+    """The running profile (and the stamp) for a marker call, or an error code."""
+    profile = _running()
+    if profile is None:
+        return _error(NOT_RUN, where, "Please call the APIs in the following order: call aclprofStart first, "
+                      f"then aclprof{where.title().replace('_', '')}.")
+    if need_stamp is not None:
+        stamp = _stamps._objects.get(need_stamp) if need_stamp else None
+        if stamp is None:
+            return _error(INVALID, where, f"0x{need_stamp:x} is not a live stamp (from acl.prof.create_stamp)")
+        return profile, stamp
+    return profile, None
+
+
+def create_stamp(*args):
+    """acl.prof.create_stamp() -> stamp handle (0 on failure: no session running)."""
+    if _running() is None:
+        _error(NOT_RUN, "create_stamp", "Please call the APIs in the following order: call aclprofStart first, "
+               "then aclprofCreateStamp.")
+        return 0
+    return _stamps.add(_Stamp())
+
+
+def destroy_stamp(*args):
+    """acl.prof.destroy_stamp(stamp) -> None."""
+    (handle,) = _parse(args, "k", "acl.prof.destroy_stamp args parse failed!")
+    if _stamps._objects.get(handle) is None:
+        _error(INVALID, "destroy_stamp", f"0x{handle:x} is not a live stamp")
+    _stamps.remove(handle)
+    return None
+
+
+def set_stamp_trace_message(*args):
+    """acl.prof.set_stamp_trace_message(stamp, msg, msg_len) -> ret: the stamp's text."""
+    handle, msg, length = _parse(args, "ksI", "acl.prof.set_stamp_trace_message args parse failed!")
+    stamp = _stamps._objects.get(handle)
+    if stamp is None:
+        return _error(INVALID, "set_stamp_trace_message", f"0x{handle:x} is not a live stamp")
+    data = msg.encode()
+    if length > len(data):
+        return _error(INVALID, "set_stamp_trace_message", f"msg_len {length} is longer than the message "
+                      f"({len(data)} bytes)")
+    stamp.message = data[:length].decode(errors="replace")
+    return 0
+
+
+def mark(*args):
+    """acl.prof.mark(stamp) -> ret: an instant marker on this thread."""
+    (handle,) = _parse(args, "k", "acl.prof.mark args parse failed!")
+    got = _tx("mark", handle)
+    if isinstance(got, int):
+        return got
+    markers.mark(got[1].message)
+    return 0
+
+
+def mark_ex(*args):
+    """acl.prof.mark_ex(msg, stream) -> ret: a marker on this thread and, where the stream
+    reaches it, on the stream."""
+    msg, stream = _parse(args, "sk", "acl.prof.mark_ex args parse failed!")
+    if len(msg.encode()) > MAX_MARK:
+        return _error(INVALID, "mark_ex", f"the message is {len(msg.encode())} bytes; at most {MAX_MARK}")
+    got = _tx("mark_ex")
+    if isinstance(got, int):
+        return got
+    try:
+        s = stream_of(stream)
+        from ..runtime import api
+        markers.mark(msg)
+        if got[0].tx_markers:
+            api.enqueue(s, MarkerTask(msg))
+    except Exception as exc:  # noqa: BLE001
+        return fail(exc, "acl.prof.mark_ex")
+    return 0
+
+
+def push(*args):
+    """acl.prof.push(stamp) -> ret: open a range on this thread (closed by pop)."""
+    (handle,) = _parse(args, "k", "acl.prof.push args parse failed!")
+    got = _tx("push", handle)
+    if isinstance(got, int):
+        return got
+    markers.push(got[1].message)
+    return 0
+
+
+def pop(*args):
+    """acl.prof.pop() -> ret: close the range this thread pushed last."""
+    got = _tx("pop")
+    if isinstance(got, int):
+        return got
+    if not markers.pop():
+        return _error(INVALID, "pop", "this thread has no range open: call acl.prof.push first (push and pop "
+                      "must be on the same thread)")
+    return 0
+
+
+def range_start(*args):
+    """acl.prof.range_start(stamp) -> (range_id, ret): open a range any thread may stop."""
+    (handle,) = _parse(args, "k", "acl.prof.range_start args parse failed!")
+    got = _tx("range_start", handle)
+    if isinstance(got, int):
+        return 0, got
+    rid = markers.start(got[1].message)
+    if not rid:  # markers not collected (ACL_PROF_MSPROFTX off): still a valid, unique id
+        rid = next(markers._ids)
+        markers._open[rid] = (None, threading.get_ident(), got[1].message, 0, "start/end")
+    return rid & 0xFFFFFFFF, 0
+
+
+def range_stop(*args):
+    """acl.prof.range_stop(range_id) -> ret."""
+    (rid,) = _parse(args, "I", "acl.prof.range_stop args parse failed!")
+    got = _tx("range_stop")
+    if isinstance(got, int):
+        return got
+    if not markers.stop(rid):
+        return _error(INVALID, "range_stop", f"no range {rid} is open (acl.prof.range_start returns the id)")
+    return 0
+
+
+# ---------------------------------------------------------------- step timestamps
+class _StepInfo:
+    __slots__ = ("index",)
+
+    def __init__(self):
+        self.index = 0
+
+
+def create_step_info(*args):
+    """acl.prof.create_step_info() -> step info handle."""
+    return _step_infos.add(_StepInfo())
+
+
+def destroy_step_info(*args):
+    """acl.prof.destroy_step_info(step_info) -> None."""
+    (handle,) = _parse(args, "k", "acl.prof.destroy_step_info args parse failed!")
+    if _step_infos._objects.get(handle) is None:
+        _error(INVALID, "destroy_step_info", f"0x{handle:x} is not a live step info")
+    _step_infos.remove(handle)
+    return None
+
+
+def get_step_timestamp(*args):
+    """acl.prof.get_step_timestamp(step_info, tag, stream) -> ret: mark where a step starts
+    (ACL_STEP_START) or ends (ACL_STEP_END) on the stream."""
+    handle, tag, stream = _parse(args, "kik", "acl.prof.get_step_timestamp args parse failed!")
+    where = "get_step_timestamp"
+    info = _step_infos._objects.get(handle) if handle else None
+    if info is None:
+        return _error(INVALID, where, f"0x{handle:x} is not a live step info (from acl.prof.create_step_info)")
+    if tag not in (ACL_STEP_START, ACL_STEP_END):
+        return _error(INVALID, where, f"tag must be ACL_STEP_START (0) or ACL_STEP_END (1), got {tag}")
+    got = _tx(where)
+    if isinstance(got, int):
+        return got
+    if tag == ACL_STEP_END and not info.index:
+        return _error(INVALID, where, "ACL_STEP_END before ACL_STEP_START for this step info")
+    try:
+        s = stream_of(stream)
+        if tag == ACL_STEP_START:
+            info.index = next(_step_index)
+        if got[0].step_markers:
+            from ..runtime import api
+            label = f"step {info.index} {'start' if tag == ACL_STEP_START else 'end'}"
+            api.enqueue(s, MarkerTask(label, (handle, info.index, tag)))
+    except Exception as exc:  # noqa: BLE001
+        return fail(exc, "acl.prof.get_step_timestamp")
+    return 0
+
+
+# ---------------------------------------------------------------- model subscription
+# One op record in the bytes a subscription writes to its pipe (npurt's layout; read it with
+# the get_op_* functions): model id, ACL_SUBSCRIBE_OP, start, end, duration (microseconds
+# of time.perf_counter), op type and op name (NUL-terminated, ACL_PROF_MAX_OP_*_LEN bytes).
+OP_DESC = struct.Struct(f"<IIQQQ{ACL_PROF_MAX_OP_TYPE_LEN}s{ACL_PROF_MAX_OP_NAME_LEN}s6x")
+
+
+class _SubscribeConfig:
+    __slots__ = ("time_info", "metrics", "fd")
+
+    def __init__(self, time_info, metrics, fd):
+        self.time_info, self.metrics, self.fd = time_info, metrics, fd
+
+
+def _loaded_model(model_id: int):
+    """The loaded model `model_id`, or None (models come from the graph engine, npurt.ge)."""
+    try:
+        from ..ge import model as ge_model
+    except ImportError:
+        return None
+    lookup = getattr(ge_model, "loaded_model", None)
+    return lookup(model_id) if lookup is not None else None
+
+
+class _Subscriptions:
+    """The observer that writes op records of subscribed models' executions to their pipes.
+    Registered with the runtime's hooks only while a model is subscribed."""
+
+    def __init__(self):
+        self.started: dict = {}
+
+    def __call__(self, name, task=None, error=None, **fields):
+        if name == "task_started":
+            self.started[task] = time.perf_counter_ns()
+        elif name == "task_finished":
+            t0 = self.started.pop(task, None)
+            if t0 is None or error is not None:
+                return
+            details = task.details()
+            config = _state.subscribed.get(details.get("model_id"))
+            if config is None or not config.time_info:
+                return
+            ops = details.get("ops") or [(details.get("name", task.kind), "Model", t0, time.perf_counter_ns())]
+            data = b"".join(_op_record(details["model_id"], *op) for op in ops)
+            try:
+                os.write(config.fd, data)
+            except OSError:  # the reader closed its end: nothing to deliver to
+                pass
+
+
+_observer = _Subscriptions()
+
+
+def _op_record(model_id, name, op_type, start_ns, end_ns) -> bytes:
+    start, end = start_ns // 1000, end_ns // 1000
+    return OP_DESC.pack(model_id & 0xFFFFFFFF, ACL_SUBSCRIBE_OP, start, end, end - start,
+                        str(op_type).encode()[:ACL_PROF_MAX_OP_TYPE_LEN - 1],
+                        str(name).encode()[:ACL_PROF_MAX_OP_NAME_LEN - 1])
+
+
+def create_subscribe_config(*args):
+    """acl.prof.create_subscribe_config(time_info_switch, aicore_metrics, fd) -> handle (0 on
+    failure). fd: the write end of a pipe that op records go to."""
+    switch, metrics, fd = _parse(args, "bii", "acl.prof.create_subscribe_config args parse failed")
+    where = "create_subscribe_config"
+    if switch not in (0, 1):
+        _error(INVALID, where, f"time_info_switch must be 0 or 1, got {switch}")
+        return 0
+    if metrics not in METRICS:
+        _error(INVALID, where, f"Value {metrics} for parameter aicoreMetrics is invalid")
+        return 0
+    try:
+        os.fstat(fd)
+    except OSError:
+        _error(INVALID, where, f"fd {fd} is not an open file descriptor (pass the write end of os.pipe())")
+        return 0
+    return _sub_configs.add(_SubscribeConfig(switch, metrics, fd))
+
+
+def destroy_subscribe_config(*args):
+    """acl.prof.destroy_subscribe_config(sub_config) -> ret."""
+    (handle,) = _parse(args, "k", "acl.prof.destroy_subscribe_config args parse failed")
+    if not handle or _sub_configs._objects.get(handle) is None:
+        return _error(INVALID, "destroy_subscribe_config", f"0x{handle:x} is not a live subscribe config")
+    _sub_configs.remove(handle)
+    return 0
+
+
+def model_subscribe(*args):
+    """acl.prof.model_subscribe(model_id, sub_config) -> ret: each execution of the model writes
+    its op records to the config's pipe."""
+    model_id, handle = _parse(args, "Ik", "acl.prof.model_subscribe args parse failed")
+    where = "model_subscribe"
+    with _state.lock:
+        if _state.initialized or _running() is not None:
+            return _error(C.ACL_ERROR_PROF_API_CONFLICT, where, "Failed to start Profiling in subscribe mode "
+                          "because it is already in aclapi mode (acl.prof.init ... finalize).")
+        config = _sub_configs._objects.get(handle) if handle else None
+        if config is None:
+            return _error(INVALID, where, f"0x{handle:x} is not a live subscribe config")
+        if _loaded_model(model_id) is None:
+            return _error(MODEL_ID_INVALID, where, f"model {model_id} is not loaded")
+        if model_id in _state.subscribed:
+            return _error(C.ACL_ERROR_PROF_REPEAT_SUBSCRIBE, where, f"model {model_id} is already subscribed")
+        if not _state.subscribed:
+            from ..runtime.observers import HOOKS
+            HOOKS.add(_observer)
+        _state.subscribed[model_id] = config
+    return 0
+
+
+def model_unsubscribe(*args):
+    """acl.prof.model_unsubscribe(model_id) -> ret."""
+    (model_id,) = _parse(args, "I", "acl.prof.model_unsubscribe args parse failed")
+    with _state.lock:
+        if _state.subscribed.pop(model_id, None) is None:
+            return _error(INVALID, "model_unsubscribe", f"model {model_id} is not subscribed")
+        if not _state.subscribed:
+            from ..runtime.observers import HOOKS
+            HOOKS.remove(_observer)
+            _observer.started.clear()
+    return 0
+
+
+model_un_subscribe = model_unsubscribe
+
+
+def get_op_desc_size(*args):
+    """acl.prof.get_op_desc_size() -> (size, ret): bytes per op record."""
+    return OP_DESC.size, 0
+
+
+def _records(op_info: int, length: int, where: str):
+    if not op_info or not length or length % OP_DESC.size:
+        return _error(INVALID, where, f"op_info_len must be a positive multiple of {OP_DESC.size} (the size "
+                      f"acl.prof.get_op_desc_size returns), got {length}")
+    try:
+        from ..runtime import address
+        data = bytes(address.view(op_info, length))
+    except Exception as exc:  # noqa: BLE001
+        return fail(exc, f"acl.prof.{where}")
+    return data
+
+
+def _record(op_info, length, index, where):
+    data = _records(op_info, length, where)
+    if isinstance(data, int):
+        return data
+    if index >= len(data) // OP_DESC.size:
+        return _error(INVALID, where, f"index {index} is out of range: the data holds {len(data) // OP_DESC.size} ops")
+    return OP_DESC.unpack_from(data, index * OP_DESC.size)
+
+
+def get_op_num(*args):
+    """acl.prof.get_op_num(op_info, op_info_len) -> (num, ret)."""
+    op_info, length = _parse(args, "kk", "acl.prof.get_op_num args parse failed")
+    data = _records(op_info, length, "get_op_num")
+    if isinstance(data, int):
+        return 0, data
+    return len(data) // OP_DESC.size, 0
+
+
+def _text(raw: bytes) -> str:
+    return raw.split(b"\0", 1)[0].decode(errors="replace")
+
+
+def _get_str(args, field: int, fmt: str, message: str, where: str, sized: bool):
+    parsed = _parse(args, fmt, message)
+    if sized and parsed[3] > 4096:
+        _error(INVALID, where, "Invalid param of the length: at most 4096")
+        return "", INVALID
+    rec = _record(parsed[0], parsed[1], parsed[2], where)
+    if isinstance(rec, int):
+        return ("" if sized else None), rec
+    text = _text(rec[field])
+    if sized and parsed[3] < len(text.encode()) + 1:
+        return "", _error(INVALID, where, f"the buffer length {parsed[3]} is too small: the string needs "
+                          f"{len(text.encode()) + 1} bytes (get_op_{'type' if field == 5 else 'name'}_len)")
+    return text, 0
+
+
+def get_op_type(*args):
+    """acl.prof.get_op_type(op_info, op_info_len, index, op_type_len) -> (op_type, ret)."""
+    return _get_str(args, 5, "kkIk", "acl.prof.get_op_type args parse failed", "get_op_type", True)
+
+
+def get_op_name(*args):
+    """acl.prof.get_op_name(op_info, op_info_len, index, op_name_len) -> (op_name, ret)."""
+    return _get_str(args, 6, "kkIk", "acl.prof.get_op_name args parse failed", "get_op_name", True)
+
+
+def get_op_type_v2(*args):
+    """acl.prof.get_op_type_v2(op_info, op_info_len, index) -> (op_type or None, ret)."""
+    return _get_str(args, 5, "kkI", "acl.prof.get_op_type args parse failed", "get_op_type_v2", False)
+
+
+def get_op_name_v2(*args):
+    """acl.prof.get_op_name_v2(op_info, op_info_len, index) -> (op_name or None, ret)."""
+    return _get_str(args, 6, "kkI", "acl.prof.get_op_name args parse failed", "get_op_name_v2", False)
+
+
+def _get_len(args, field, message, where):
+    rec = _record(*_parse(args, "kkI", message), where)
+    if isinstance(rec, int):
+        return 0, rec
+    return len(_text(rec[field]).encode()) + 1, 0
+
+
+def get_op_type_len(*args):
+    """acl.prof.get_op_type_len(op_info, op_info_len, index) -> (length with the NUL, ret)."""
+    return _get_len(args, 5, "acl.prof.get_op_type args parse failed", "get_op_type_len")
+
+
+def get_op_name_len(*args):
+    """acl.prof.get_op_name_len(op_info, op_info_len, index) -> (length with the NUL, ret)."""
+    return _get_len(args, 6, "acl.prof.get_op_name args parse failed", "get_op_name_len")
+
+
+def _get_int(args, field, name):
+    rec = _record(*_parse(args, "kkI", f"acl.prof.{name} args parse failed"), name)
+    return 0 if isinstance(rec, int) else rec[field]
+
+
+def get_op_start(*args):
+    """acl.prof.get_op_start(op_info, op_info_len, index) -> start in microseconds (0 on failure)."""
+    return _get_int(args, 2, "get_op_start")
+
+
+def get_op_end(*args):
+    """acl.prof.get_op_end(op_info, op_info_len, index) -> end in microseconds (0 on failure)."""
+    return _get_int(args, 3, "get_op_end")
+
+
+def get_op_duration(*args):
+    """acl.prof.get_op_duration(op_info, op_info_len, index) -> duration in microseconds (0 on failure)."""
+    return _get_int(args, 4, "get_op_duration")
+
+
+def get_model_id(*args):
+    """acl.prof.get_model_id(op_info, op_info_len, index) -> the op's model id (0 on failure)."""
+    return _get_int(args, 0, "get_model_id")

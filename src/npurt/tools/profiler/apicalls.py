@@ -1,0 +1,96 @@
+"""Host API call spans: the front ends' public functions, wrapped only while a profile runs.
+
+`install(sink)` replaces each public function of the pyACL facade (`acl`, `acl.rt`,
+`acl.util` and any other loaded `npurt.acl.*` group except `acl.prof`) and of the Pythonic
+API (`npurt.*`, `npurt.ops.*`, the methods and operators of Stream, Event and DeviceArray)
+with a wrapper that appends (thread, level, name, t0, t1) to `sink`; `uninstall()` puts the
+originals back. With no profile running nothing is wrapped, so the API costs nothing extra.
+
+Only the outermost call on a thread is recorded (DeviceArray.__matmul__ calling
+npurt.ops.matmul is one call: the one the application made). Code that bound a function
+to a name of its own before the profile started (`from acl.rt import malloc`) calls the
+original and is not seen.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import types
+from time import perf_counter_ns
+
+_ident = threading.get_ident
+# operators of the Pythonic classes that do device work or move data
+_OPERATORS = {"__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+              "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__", "__iadd__", "__isub__", "__imul__",
+              "__itruediv__", "__getitem__", "__setitem__", "__array__", "__await__"}
+
+
+class _Depth(threading.local):
+    depth = 0
+
+
+_tls = _Depth()
+_installed: list = []   # (owner, attribute, original)
+
+
+def _wrap(fn, level: str, name: str, sink: list, threads: dict):
+    def call(*args, **kwargs):
+        tls = _tls
+        if tls.depth:
+            return fn(*args, **kwargs)
+        tls.depth = 1
+        t0 = perf_counter_ns()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            t1 = perf_counter_ns()
+            tls.depth = 0
+            tid = _ident()
+            if tid not in threads:
+                threads[tid] = threading.current_thread().name
+            sink.append((tid, level, name, t0, t1))
+
+    call.__wrapped__ = fn
+    call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    return call
+
+
+def _targets():
+    """(owner, attribute, level, shown name) of everything to wrap."""
+    out = []
+    acl_modules = [m for n, m in sorted(sys.modules.items())
+                   if m is not None and (n == "npurt.acl" or n.startswith("npurt.acl."))
+                   and not n.rsplit(".", 1)[-1].startswith("_") and n not in ("npurt.acl.constants", "npurt.acl.prof")]
+    for module in acl_modules:
+        prefix = module.__name__[len("npurt."):]
+        for attr, obj in list(vars(module).items()):
+            if not attr.startswith("_") and isinstance(obj, types.FunctionType):
+                out.append((module, attr, "acl", f"{prefix}.{attr}"))
+    import npurt
+    import npurt.ops
+    modules = [npurt, npurt.ops]
+    for module in modules:
+        for attr, obj in list(vars(module).items()):
+            if not attr.startswith("_") and isinstance(obj, types.FunctionType):
+                out.append((module, attr, "npurt", f"{module.__name__}.{attr}"))
+    for cls in (npurt.Stream, npurt.Event, npurt.DeviceArray):
+        for attr, obj in list(vars(cls).items()):
+            if isinstance(obj, types.FunctionType) and (not attr.startswith("_") or attr in _OPERATORS):
+                out.append((cls, attr, "npurt", f"npurt.{cls.__name__}.{attr}"))
+    return out
+
+
+def install(sink: list, threads: dict) -> None:
+    """Wrap every target so that calls append to `sink` (and name their thread in `threads`)."""
+    if _installed:
+        raise RuntimeError("API call spans are already being recorded")
+    for owner, attr, level, name in _targets():
+        original = getattr(owner, attr)
+        _installed.append((owner, attr, original))
+        setattr(owner, attr, _wrap(original, level, name, sink, threads))
+
+
+def uninstall() -> None:
+    while _installed:
+        owner, attr, original = _installed.pop()
+        setattr(owner, attr, original)

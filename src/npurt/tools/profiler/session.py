@@ -1,0 +1,163 @@
+"""A profile: start collecting, stop, and the timeline, tables and files that come out.
+
+One profile runs at a time in a process (as msprof allows one collection per device); the
+Pythonic `npurt.profiler.profile()`, `acl.prof.start/stop`, `npurt run --profile` and
+`npurt demo --profile` all make a `Profile`. Output files in the directory it saves to:
+
+    msprof.json        the timeline (Chrome trace-event JSON; Perfetto, chrome://tracing)
+    *.csv              the summaries (summary.py lists them and their columns)
+    summary.txt        the terminal report
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+from ...runtime import constants as C
+from ...runtime.errors import InvalidValueError, NpuError
+from ...runtime.observers import HOOKS
+from . import apicalls, summary, trace
+from .collector import Collector
+from .timeline import Timeline, build
+
+ACTIVE: "Profile | None" = None
+_lock = threading.Lock()
+TRACE_FILE = "msprof.json"
+
+
+class ProfilerError(NpuError):
+    """A profile started while another runs, or stopped when none runs."""
+
+    def __init__(self, message: str, code: int = C.ACL_ERROR_PROF_ALREADY_RUN):
+        super().__init__(message, code)
+
+
+def check_out_dir(path) -> str:
+    """`path` as an absolute directory that exists and is writable (made if missing)."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise InvalidValueError(f"the profile's output directory must be a path, got {path!r}")
+    path = os.path.abspath(os.fspath(path))
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise InvalidValueError(f"cannot write the profile to {path}: it is a file, not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise InvalidValueError(f"cannot create the profile's output directory {path}: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InvalidValueError(f"cannot write the profile to {path}: permission denied")
+    return path
+
+
+def _soc() -> str:
+    from ...runtime.runtime import RUNTIME
+    if RUNTIME.driver is not None:
+        return RUNTIME.driver.spec.name
+    from ...runtime.config import Settings
+    return Settings.from_env().soc
+
+
+def _allocated_now() -> dict:
+    """Bytes the application holds on each device (requested sizes of live blocks)."""
+    from ...runtime.runtime import RUNTIME
+    out = {}
+    for device in list(getattr(RUNTIME, "devices", []) or []):
+        if device is not None:
+            out[device.id] = sum(b.requested for b in list(device.memory.live.values()))
+    return out
+
+
+class Profile:
+    """One profile. Use as a context manager, or call start() and stop().
+
+    After stop: `timeline` (the Timeline), `tables` (name -> (header, rows)), `report()`
+    (the terminal summary), `save(dir)`; with `out_dir` given, stop() saves there.
+    `devices`: device ids whose tasks to collect (None: all); `tasks`, `api_calls`,
+    `memory`, `markers`, `copies`: what to collect."""
+
+    def __init__(self, out_dir=None, *, devices=None, tasks: bool = True, api_calls: bool = True,
+                 memory: bool = True, markers: bool = True, copies: bool = True):
+        self.out_dir = None if out_dir is None else check_out_dir(out_dir)
+        self.devices = None if devices is None else sorted(set(devices))
+        self.tasks, self.api_calls, self.memory, self.markers, self.copies = tasks, api_calls, memory, markers, copies
+        self.collector: Collector | None = None
+        self.timeline: Timeline | None = None
+        self._tables: dict | None = None
+        self.files: list[str] = []
+        self._baseline: dict = {}
+        self._wrapped = False
+
+    # ------------------------------------------------------------ lifecycle
+    def start(self) -> "Profile":
+        global ACTIVE
+        with _lock:
+            if ACTIVE is not None:
+                raise ProfilerError("a profile is already running in this process; stop it first "
+                                    "(one profile at a time, as msprof allows one collection per device)")
+            if self.collector is not None:
+                raise ProfilerError("this profile already ran; make a new one")
+            self._baseline = _allocated_now()
+            self.collector = Collector(self.devices, tasks=self.tasks, memory=self.memory, copies=self.copies)
+            ACTIVE = self
+        if self.api_calls:
+            apicalls.install(self.collector.calls, self.collector.threads)
+            self._wrapped = True
+        HOOKS.add(self.collector)
+        return self
+
+    def stop(self) -> "Profile":
+        global ACTIVE
+        with _lock:
+            if ACTIVE is not self:
+                raise ProfilerError("this profile is not running", C.ACL_ERROR_PROF_NOT_RUN)
+            HOOKS.remove(self.collector)
+            if self._wrapped:
+                apicalls.uninstall()
+                self._wrapped = False
+            self.collector.stop()
+            ACTIVE = None
+        self.timeline = build(self.collector, soc=_soc(), pid=os.getpid(), baseline=self._baseline)
+        if self.out_dir is not None:
+            self.save(self.out_dir)
+        return self
+
+    @property
+    def running(self) -> bool:
+        return ACTIVE is self
+
+    def __enter__(self) -> "Profile":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        if self.running:
+            self.stop()
+
+    # ------------------------------------------------------------ results
+    def _done(self) -> Timeline:
+        if self.timeline is None:
+            raise ProfilerError("the profile has not been stopped yet; its results exist after stop()",
+                                C.ACL_ERROR_PROF_NOT_RUN)
+        return self.timeline
+
+    @property
+    def tables(self) -> dict:
+        """name -> (header, rows) of the summary tables (summary.py)."""
+        if self._tables is None:
+            self._tables = summary.tables(self._done())
+        return self._tables
+
+    def report(self, top: int = 10) -> str:
+        """The terminal summary: largest ops, streams' busy time, overlap, idle gaps, API calls."""
+        return summary.render(self._done(), self.tables, top)
+
+    def save(self, out_dir) -> list[str]:
+        """Write msprof.json, the CSV tables and summary.txt to `out_dir`; returns the paths."""
+        out_dir = check_out_dir(out_dir)
+        tl = self._done()
+        files = [trace.write(tl, os.path.join(out_dir, TRACE_FILE))]
+        files += summary.write_csv(self.tables, out_dir)
+        path = os.path.join(out_dir, "summary.txt")
+        with open(path, "w") as f:
+            f.write(self.report())
+        files.append(path)
+        self.files = files
+        return files
