@@ -374,3 +374,54 @@ def test_subscribing_an_unknown_model_or_with_a_bad_config_fails(env):
         os.close(w)
     assert acl.prof.create_subscribe_config(1, C.ACL_AICORE_NONE, 10_000) == 0   # not an open fd
     assert acl.prof.create_subscribe_config(2, C.ACL_AICORE_NONE, 1) == 0       # switch is 0 or 1
+
+
+def test_a_real_models_executions_reach_its_subscribers_pipe_and_the_timeline(env, tmp_path):
+    M = pytest.importorskip("onnx_models")
+    import numpy as np
+    path = M.atc(M.save(M.mlp(), tmp_path / "mlp.onnx"), tmp_path / "mlp", input_shape="x:3,16")
+    model_id, ret = acl.mdl.load_from_file(path)
+    assert ret == 0, acl.get_recent_err_msg()
+    desc = acl.mdl.create_desc()
+    assert acl.mdl.get_desc(desc, model_id) == 0
+    x = np.ones((3, 16), np.float32)
+    ptrs = []
+
+    def dataset(size, data=None):
+        ptr, _ = acl.rt.malloc(size, 0)
+        ptrs.append(ptr)
+        if data is not None:
+            assert acl.rt.memcpy(ptr, size, acl.util.numpy_to_ptr(data), data.nbytes, C.ACL_MEMCPY_HOST_TO_DEVICE) == 0
+        ds = acl.mdl.create_dataset()
+        acl.mdl.add_dataset_buffer(ds, acl.create_data_buffer(ptr, size))
+        return ds
+    inputs = dataset(x.nbytes, x)
+    outputs = dataset(acl.mdl.get_output_size_by_index(desc, 0))
+    r, w = os.pipe()
+    try:
+        sub = acl.prof.create_subscribe_config(1, C.ACL_AICORE_NONE, w)
+        assert acl.prof.model_subscribe(model_id, sub) == 0
+        for _ in range(2):
+            assert acl.mdl.execute(model_id, inputs, outputs) == 0
+        size, _ = acl.prof.get_op_desc_size()
+        data = os.read(r, 2 * size)
+        assert acl.prof.model_unsubscribe(model_id) == 0
+    finally:
+        os.close(r)
+        os.close(w)
+    ptr = acl.util.bytes_to_ptr(data)
+    assert acl.prof.get_op_num(ptr, len(data)) == (2, 0)
+    assert [acl.prof.get_model_id(ptr, len(data), i) for i in range(2)] == [model_id, model_id]
+    assert acl.prof.get_op_duration(ptr, len(data), 0) == \
+        acl.prof.get_op_end(ptr, len(data), 0) - acl.prof.get_op_start(ptr, len(data), 0)
+
+    out = _session(None, tmp_path / "prof", C.ACL_PROF_TASK_TIME,
+                   work=lambda: acl.mdl.execute(model_id, inputs, outputs))
+    (row,) = [r for r in _rows(out, "op_summary") if r["Task Type"] == "MODEL_EXECUTE"]
+    assert row["Model ID"] == str(model_id) and row["Op Name"] == row["Model Name"]
+    assert acl.mdl.unload(model_id) == 0
+
+
+def test_an_unknown_name_in_acl_prof_is_an_attribute_error_as_in_the_extension():
+    with pytest.raises(AttributeError):
+        acl.prof.no_such_profiling_call  # noqa: B018

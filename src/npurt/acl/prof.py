@@ -73,7 +73,6 @@ METRICS = set(range(ACL_AICORE_ARITHMETIC_UTILIZATION, ACL_AICORE_MEMORY_ACCESS 
 CONFIG_TYPES = set(range(ACL_PROF_ARGS_MIN + 1, ACL_PROF_ARGS_MAX)) - {2}
 OUTPUT_DIR = "mindstudio_profiler_output"
 MAX_PATH, MAX_CONFIG, MAX_MARK = 4096, 256, 127
-MODEL_ID_INVALID = 145003  # ACL_ERROR_GE_EXEC_MODEL_ID_INVALID: what GE returns for an unknown model id
 
 
 # ---------------------------------------------------------------- argument parsing
@@ -571,13 +570,9 @@ class _SubscribeConfig:
 
 
 def _loaded_model(model_id: int):
-    """The loaded model `model_id`, or None (models come from the graph engine, npurt.ge)."""
-    try:
-        from ..ge import model as ge_model
-    except ImportError:
-        return None
-    lookup = getattr(ge_model, "loaded_model", None)
-    return lookup(model_id) if lookup is not None else None
+    """The loaded model `model_id` (npurt.ge), or None."""
+    from ..ge import model as ge_model
+    return ge_model._models.get(model_id)
 
 
 class _Subscriptions:
@@ -657,7 +652,7 @@ def model_subscribe(*args):
         if config is None:
             return _error(INVALID, where, f"0x{handle:x} is not a live subscribe config")
         if _loaded_model(model_id) is None:
-            return _error(MODEL_ID_INVALID, where, f"model {model_id} is not loaded")
+            return _error(C.ACL_ERROR_GE_EXEC_MODEL_ID_INVALID, where, f"model {model_id} is not loaded")
         if model_id in _state.subscribed:
             return _error(C.ACL_ERROR_PROF_REPEAT_SUBSCRIBE, where, f"model {model_id} is already subscribed")
         if not _state.subscribed:

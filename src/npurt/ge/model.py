@@ -530,3 +530,7 @@ class ModelTask(Task):
         m = self.model
         gear = "" if self.gear is None else f", gear {m.mdef.gears[self.gear]}"
         return f"model {m.id} ({m.mdef.name}) execute{gear}"
+
+    def details(self) -> dict:
+        m = self.model  # for tools: the profiler's timeline and op_summary, acl.prof subscriptions
+        return {"name": m.mdef.name, "model_id": m.id, "model_name": m.mdef.name}
