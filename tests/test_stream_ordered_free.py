@@ -151,3 +151,68 @@ def test_a_pending_block_cannot_be_freed_twice(rt, gate):
     rt.free(dev)
     with pytest.raises(InvalidValueError, match="double free"):
         rt.free(dev)
+
+
+def test_blocks_pending_on_two_streams_return_only_when_both_have_finished(rt, gate):
+    s1, s2 = rt.create_stream(), rt.create_stream()
+    second = threading.Event()
+    dev = rt.malloc(N)
+    rt.launch_host_func(s1, gate.wait, 30)
+    rt.memset_async(dev, N, 1, N, s1)
+    rt.launch_host_func(s2, second.wait, 30)
+    rt.memset_async(dev, N, 2, N, s2)
+    rt.free(dev)
+    gate.set()
+    rt.synchronize_stream(s1)
+    assert rt.malloc(N) != dev  # s2 still uses it
+    assert _pending(rt) == 1
+    second.set()
+    rt.synchronize_stream(s2)
+    assert rt.malloc(N) == dev
+    assert _pending(rt) == 0
+
+
+def test_thousands_of_pending_frees_come_back_once_their_stream_ran(rt, gate):
+    s = rt.create_stream()
+    rt.launch_host_func(s, gate.wait, 30)
+    freed = set()
+    for _ in range(3000):  # a host running far ahead of its stream, freeing a temporary per op
+        p = rt.malloc(512)
+        rt.memset_async(p, 512, 0, 512, s)
+        rt.free(p)
+        freed.add(p)
+    assert _pending(rt) == 3000
+    assert len(freed) == 3000  # none reused while its memset is queued
+    gate.set()
+    rt.synchronize_stream(s)
+    again = {rt.malloc(512) for _ in range(100)}
+    assert again <= freed
+    assert _pending(rt) == 0
+
+
+def test_best_fit_stops_searching_bins_that_ran_empty(rt, gate):
+    # each split leaves a remainder of a new size; the sizes best_fit walks must not pile up
+    from npurt.runtime.runtime import RUNTIME
+    s = rt.create_stream()
+    rt.launch_host_func(s, gate.wait, 30)
+    for _ in range(2000):
+        p = rt.malloc(512)
+        rt.memset_async(p, 512, 0, 512, s)
+        rt.free(p)
+    pool = RUNTIME.device(0).memory.normal_pool
+    assert len(pool.bin_sizes) < 50
+    gate.set()
+    rt.synchronize_stream(s)
+
+
+def test_peak_reserved_bytes_remembers_the_pools_high_water_mark(rt):
+    big = rt.malloc(8 << 20)
+    peak = rt.memory_stats()["peak_reserved_bytes"]
+    assert peak >= rt.memory_stats()["reserved_bytes"] >= 8 << 20
+    rt.free(big)
+    rt.empty_cache()
+    stats = rt.memory_stats()
+    assert stats["reserved_bytes"] < 8 << 20 <= stats["peak_reserved_bytes"] == peak
+    RUNTIME_reset_peak = __import__("npurt.runtime.runtime", fromlist=["RUNTIME"]).RUNTIME.device(0).memory.reset_peak
+    RUNTIME_reset_peak()
+    assert rt.memory_stats()["peak_reserved_bytes"] == rt.memory_stats()["reserved_bytes"]

@@ -27,6 +27,8 @@ memory that queued work still reads or writes.
 from __future__ import annotations
 
 import bisect
+import heapq
+import itertools
 import threading
 from typing import TYPE_CHECKING
 
@@ -163,21 +165,31 @@ class PagePool:
     def __init__(self, owner: "DeviceMemory", page: int):
         self.owner, self.page = owner, page
         self.bins: dict[int, list[Block]] = {}
-        self.bin_sizes: list[int] = []  # sorted keys of bins (may include empty bins)
+        self.bin_sizes: list[int] = []  # sorted sizes of the bins best_fit searches
+        # sizes of (empty) bins best_fit dropped from bin_sizes: each split leaves a remainder
+        # of a new size, so without pruning best_fit would walk ever more empty bins. The bin
+        # itself stays (a concurrent fast-path free may hold it); a push into it re-adds the
+        # size. (A free racing with the pruning may leave a block only exact-size mallocs and
+        # coalescing find, until the next push of that size.)
+        self.untracked: set[int] = set()
         self.segments: dict[int, Segment] = {}
         # segments where a block was freed since the last coalescing: only these can have
         # mergeable neighbours. (A mark lost to a race only delays a merge.)
         self.dirty: set[Segment] = set()
 
     def push(self, block: Block) -> None:
-        """Return a block to its bin (the fast path when the bin exists)."""
-        lst = self.bins.get(block.size)
-        if lst is None:
+        """Return a block to its bin (the fast path when the bin exists and is searched)."""
+        size = block.size
+        lst = self.bins.get(size)
+        if lst is None or size in self.untracked:
             with self.owner.lock:
-                lst = self.bins.get(block.size)
+                lst = self.bins.get(size)
                 if lst is None:
-                    lst = self.bins[block.size] = []
-                    bisect.insort(self.bin_sizes, block.size)
+                    lst = self.bins[size] = []
+                    bisect.insort(self.bin_sizes, size)
+                elif size in self.untracked:
+                    self.untracked.discard(size)
+                    bisect.insort(self.bin_sizes, size)
         block.state = FREE
         lst.append(block)
 
@@ -194,15 +206,22 @@ class PagePool:
 
     def best_fit(self, size: int) -> Block | None:
         """Smallest cached block of at least `size` (caller holds the lock)."""
-        i = bisect.bisect_left(self.bin_sizes, size)
-        for bsize in self.bin_sizes[i:]:
-            lst = self.bins[bsize]
-            while lst:
-                try:
-                    return lst.pop()
-                except IndexError:
-                    break
-        return None
+        sizes = self.bin_sizes
+        i = bisect.bisect_left(sizes, size)
+        found = None
+        j = len(sizes)
+        for k in range(i, len(sizes)):
+            try:
+                found = self.bins[sizes[k]].pop()
+            except IndexError:
+                continue
+            j = k + (not self.bins[sizes[k]])  # the bin it came from is pruned too if now empty
+            break
+        empty = [k for k in range(i, j) if not self.bins[sizes[k]]]
+        for k in reversed(empty):  # prune the empty bins we walked past
+            self.untracked.add(sizes[k])
+            del sizes[k]
+        return found
 
 
 class DeviceMemory:
@@ -217,12 +236,18 @@ class DeviceMemory:
         self.live: dict[int, Block] = {}          # start address -> LIVE block
         self.blocks: dict[int, Block] = {}        # start address -> every block
         self.starts: list[int] = []               # sorted keys of `blocks`
-        self.pending: list[Block] = []            # freed, waiting for queued work
+        # freed blocks waiting for queued work: per stream, a heap of (sequence number the
+        # block waits for, tie-breaker, block), so collecting them costs what finished, not
+        # what is pending (torch frees a temporary per op while the host runs far ahead)
+        self.pending: dict = {}
+        self.pending_count = 0
+        self._pending_tie = itertools.count()
         self.released: dict[int, str] = {}        # addresses invalidated by reset, for messages
         # statistics (see memory_stats)
         self.allocated = 0
         self.peak = 0
         self.reserved = 0
+        self.peak_reserved = 0
         self.fast_allocs = 0    # served by the fast path (cache hits)
         self.slow_allocs = 0    # served by the slow path
         self.slow_hits = 0      # ... of which from the cache (best fit / coalescing)
@@ -277,15 +302,16 @@ class DeviceMemory:
         if block.uses and block.work_pending():
             block.state = PENDING
             with self.lock:
-                self.pending.append(block)
-            return
+                if self._park(block):
+                    return
+            # its work finished meanwhile: it goes back to the cache now
         if self.poison:
             self.backend.view(block.addr, size).fill(POISON_BYTE)
         pool = block.pool
         pool.dirty.add(block.segment)
         lst = pool.bins.get(size)
-        if lst is None:
-            pool.push(block)  # first block of this size: the bin is made under the lock
+        if lst is None or size in pool.untracked:
+            pool.push(block)  # the bin is made (or searched again) under the lock
         else:
             block.state = FREE
             lst.append(block)
@@ -345,6 +371,8 @@ class DeviceMemory:
         pool.segments[va] = seg
         self._index(block)
         self.reserved += seg_size
+        if self.reserved > self.peak_reserved:
+            self.peak_reserved = self.reserved
         self.segment_maps += 1
         return block
 
@@ -407,21 +435,41 @@ class DeviceMemory:
         self.segment_unmaps += 1
 
     # ------------------------------------------------------------ cache management
+    def _park(self, block: Block) -> bool:
+        """Queue a PENDING block under one of the streams whose work it waits for; False if
+        none has work left (caller holds the lock)."""
+        for stream, seq in list(block.uses.items()):
+            if stream.completed_seq < seq:
+                heap = self.pending.get(stream)
+                if heap is None:
+                    heap = self.pending[stream] = []
+                heapq.heappush(heap, (seq, next(self._pending_tie), block))
+                self.pending_count += 1
+                return True
+        block.uses.clear()
+        return False
+
     def collect_pending(self) -> int:
         """Return pending-free blocks whose work has finished to the cache; how many."""
-        if not self.pending:
+        if not self.pending_count:
             return 0
+        done = 0
         with self.lock:
-            done = [b for b in self.pending if not b.work_pending()]
-            if done:
-                finished = set(map(id, done))
-                self.pending = [b for b in self.pending if id(b) not in finished]
-                for block in done:
+            for stream, heap in list(self.pending.items()):
+                completed = stream.completed_seq
+                while heap and heap[0][0] <= completed:
+                    block = heapq.heappop(heap)[2]
+                    self.pending_count -= 1
+                    if block.work_pending() and self._park(block):
+                        continue  # still used by another stream: now waits under that one
                     if self.poison:
                         self.backend.view(block.addr, block.size).fill(POISON_BYTE)
                     block.pool.dirty.add(block.segment)
                     block.pool.push(block)
-            return len(done)
+                    done += 1
+                if not heap:
+                    del self.pending[stream]
+        return done
 
     def empty_cache(self) -> None:
         """Give every cached segment that holds no live block back to the driver (its pages
@@ -445,6 +493,7 @@ class DeviceMemory:
             self.blocks.clear()
             self.starts.clear()
             self.pending.clear()
+            self.pending_count = 0
             for page, pool in self.pools.items():
                 self.pools[page] = PagePool(self, page)
             self.normal_pool = self.pools[NORMAL_PAGE]
@@ -480,9 +529,10 @@ class DeviceMemory:
             "allocated_bytes": self.allocated,
             "peak_allocated_bytes": self.peak,
             "reserved_bytes": self.reserved,
+            "peak_reserved_bytes": self.peak_reserved,
             "committed_bytes": committed,
             "active_blocks": len(self.live),
-            "pending_free_blocks": len(self.pending),
+            "pending_free_blocks": self.pending_count,
             "num_allocs": self.fast_allocs + self.slow_allocs,
             "num_frees": self.num_frees,
             "pool_hits": self.fast_allocs + self.slow_hits,
@@ -493,6 +543,7 @@ class DeviceMemory:
 
     def reset_peak(self) -> None:
         self.peak = self.allocated
+        self.peak_reserved = self.reserved
 
     # ------------------------------------------------------------ error messages
     def _bad_free(self, addr: int) -> InvalidValueError:
