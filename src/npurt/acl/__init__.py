@@ -15,17 +15,20 @@ Same names, argument order, return conventions and constant values as CANN's pyA
   exceptions, kernels).
 * `acl.util` — pointer/bytes/numpy helpers and helper threads.
 * `acl.constants` — every ACL_* constant (also attributes of `acl` and `acl.rt`).
+* `acl.mdl` — offline models (see npurt.acl.mdl).
 * `acl.prof` — profiling (npurt's profiler: msprof-style timelines and summaries).
-* `acl.mdl`, `acl.op`, `acl.media`, `acl.himpi` — groups the simulated NPU does not have:
-  their functions return ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000).
+* `acl.media` — DVPP image processing (JPEG/PNG decode, VPC resize/crop, JPEG encode) on
+  the simulated NPU's media engine; video codecs return ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
+* `acl.op`, `acl.himpi` — groups the simulated NPU does not have: their functions return
+  ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000).
 
 No function raises: every failure is a return code and is recorded for
 `acl.rt.get_last_error()` and `acl.get_recent_err_msg()`. See docs/compatibility.md.
 """
 from __future__ import annotations
 
-from . import constants, mdl, prof, rt, util
-from ._namespaces import get_cann_version, himpi, media, op
+from . import constants, mdl, media, prof, rt, util
+from ._namespaces import get_cann_version, himpi, op
 from ._other import *  # noqa: F401,F403 - init, finalize, get_soc_name, ...
 from ._tensor import *  # noqa: F401,F403 - data buffers, tensor descs
 from .constants import *  # noqa: F401,F403

@@ -80,6 +80,8 @@ def _float(single):
     pack = struct.Struct("<f")
 
     def conv(value, msg):
+        if isinstance(value, (str, bytes, bytearray)):  # PyFloat_AsDouble takes numbers only
+            raise TypeError(msg)
         try:
             v = float(value)
         except (TypeError, ValueError):

@@ -1,8 +1,8 @@
-"""pyACL namespaces outside the runtime: model execution and dump (acl.mdl), single
-operators (acl.op), media processing (acl.media, acl.himpi). (acl.prof is a real module:
-prof.py.)
+"""pyACL namespaces npurt does not have: single operators (acl.op) and the hi_mpi media API
+(acl.himpi). (acl.mdl, acl.media and acl.prof are real modules.)
 
-None of these means anything on the simulated NPU (there is no graph engine, no DVPP). Each namespace is a module whose functions return
+None of these means anything on the simulated NPU (no operator library, no hi_mpi layer).
+Each namespace is a module whose functions return
 ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000): the documented ones listed here in their real
 return shape, any other name as a function returning the bare code. So a script that
 touches them gets a return code to check, never an AttributeError.
@@ -16,14 +16,12 @@ from ._wrap import not_supported
 
 _WHY = {
     "acl.op": "single-operator execution and dump (acl.op) need the operator library of CANN; use kernels",
-    "acl.media": "media processing (DVPP, acl.media) is not simulated",
-    "acl.himpi": "media processing (DVPP, acl.himpi) is not simulated",
+    "acl.himpi": "the hi_mpi media API (acl.himpi) is not simulated; use acl.media (DVPP)",
 }
 
 # documented functions: name -> (shape, value returned in place of the outputs)
 _KNOWN = {
     "acl.op": {"start_dump_args": ("ret", None), "stop_dump_args": ("ret", None)},
-    "acl.media": {"dvpp_malloc": ("one", 0), "dvpp_free": ("ret", None)},
     "acl.himpi": {"dvpp_malloc": ("one", 0), "dvpp_free": ("ret", None)},
 }
 
@@ -48,7 +46,6 @@ def _namespace(name: str) -> types.ModuleType:
 
 
 op = _namespace("acl.op")
-media = _namespace("acl.media")
 himpi = _namespace("acl.himpi")
 
 get_cann_version = not_supported(
