@@ -438,3 +438,37 @@ def test_a_profile_stopped_by_an_exception_still_writes_its_files(rt, tmp_path):
             1 / 0
     assert (tmp_path / "msprof.json").exists() and not HOOKS.active
     assert [r["kernel_name"] for r in _csv(tmp_path, "task_time")] == ["before"]
+
+
+# ---------------------------------------------------------------- the interval arithmetic behind the tables
+def _spans_strategy():
+    from hypothesis import strategies as st
+    span = st.tuples(st.integers(0, 200), st.integers(1, 40)).map(lambda p: (p[0], p[0] + p[1]))
+    return st.lists(st.lists(span, max_size=8), min_size=1, max_size=4)
+
+
+def _covered(spans, t) -> bool:
+    return any(a <= t < b for a, b in spans)
+
+
+def test_overlap_arithmetic_matches_counting_time_unit_by_unit():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+    from npurt.tools.profiler import summary as S
+
+    @settings(max_examples=60, deadline=None)
+    @given(_spans_strategy(), st.integers(0, 150), st.integers(1, 150))
+    def check(streams, lo, width):
+        hi = lo + width
+        merged = [S.union(v) for v in streams]
+        busy = {i: m for i, m in enumerate(merged)}
+        units = range(0, 300)
+        assert S.measure(S.at_least_two(merged)) == sum(
+            1 for t in units if sum(_covered(m, t) for m in merged) >= 2)
+        alone = S._alone(busy)
+        for i, m in busy.items():
+            assert alone.get(i, 0) == sum(1 for t in units if _covered(m, t)
+                                          and not any(_covered(o, t) for j, o in busy.items() if j != i))
+        everything = S.union([s for m in merged for s in m])
+        assert S.measure(S.clip(everything, lo, hi)) == sum(1 for t in range(lo, hi) if _covered(everything, t))
+    check()

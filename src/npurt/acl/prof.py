@@ -145,6 +145,7 @@ class _State:
         self.settings: dict = {}             # aclprofSetConfig values
         self.profile: Profile | None = None  # the running session
         self.started: tuple | None = None    # the content of the config it started with
+        self.switches = 0                    # its data type switches
         self.prof_dir: str | None = None
         self.sessions = 0
         self.subscribed: dict = {}           # model id -> _SubscribeConfig
@@ -321,14 +322,13 @@ def start(*args):
         try:
             profile = Profile(os.path.join(prof_dir, OUTPUT_DIR), devices=config.devices, tasks=bool(s & TASK_TIME),
                               api_calls=bool(s & API), memory=bool(s & ACL_PROF_TASK_MEMORY),
-                              markers=bool(s & (ACL_PROF_MSPROFTX | ACL_PROF_TRAINING_TRACE)),
+                              markers=bool(s & ACL_PROF_MSPROFTX),
                               copies=bool(s & (API | TASK_TIME)))
             profile.start()
         except Exception as exc:  # noqa: BLE001 - becomes the code
             return fail(exc, "acl.prof.start")
-        profile.step_markers = bool(s & ACL_PROF_TRAINING_TRACE)
-        profile.tx_markers = bool(s & ACL_PROF_MSPROFTX)
         _state.profile, _state.started, _state.prof_dir = profile, config.key(), prof_dir
+        _state.switches = config.switches
     return 0
 
 
@@ -453,7 +453,7 @@ def mark_ex(*args):
         s = stream_of(stream)
         from ..runtime import api
         markers.mark(msg)
-        if got[0].tx_markers:
+        if _state.switches & ACL_PROF_MSPROFTX:  # the marker task is msproftx data too
             api.enqueue(s, MarkerTask(msg))
     except Exception as exc:  # noqa: BLE001
         return fail(exc, "acl.prof.mark_ex")
@@ -487,11 +487,7 @@ def range_start(*args):
     got = _tx("range_start", handle)
     if isinstance(got, int):
         return 0, got
-    rid = markers.start(got[1].message)
-    if not rid:  # markers not collected (ACL_PROF_MSPROFTX off): still a valid, unique id
-        rid = next(markers._ids)
-        markers._open[rid] = (None, threading.get_ident(), got[1].message, 0, "start/end")
-    return rid & 0xFFFFFFFF, 0
+    return markers.start(got[1].message) & 0xFFFFFFFF, 0
 
 
 def range_stop(*args):
@@ -546,7 +542,7 @@ def get_step_timestamp(*args):
         s = stream_of(stream)
         if tag == ACL_STEP_START:
             info.index = next(_step_index)
-        if got[0].step_markers:
+        if _state.switches & ACL_PROF_TRAINING_TRACE:
             from ..runtime import api
             label = f"step {info.index} {'start' if tag == ACL_STEP_START else 'end'}"
             api.enqueue(s, MarkerTask(label, (handle, info.index, tag)))

@@ -56,11 +56,10 @@ def _collector():
 
 
 def start(name: str, kind: str = "start/end") -> int:
-    """Open a range; returns its id (0 when no profile collects markers)."""
-    if _collector() is None:
-        return 0
+    """Open a range; returns its id (unique in the process). It is recorded when it stops,
+    if a profile collecting markers ran all along."""
     rid = next(_ids)
-    _open[rid] = (session.ACTIVE, _ident(), name, perf_counter_ns(), kind)
+    _open[rid] = (session.ACTIVE if _collector() is not None else None, _ident(), name, perf_counter_ns(), kind)
     return rid
 
 
@@ -70,7 +69,7 @@ def stop(rid: int) -> bool:
     if entry is None:
         return False
     owner, tid, name, t0, kind = entry
-    if owner is session.ACTIVE and owner.markers:
+    if owner is not None and owner is session.ACTIVE:
         owner.collector.thread_name(tid)
         owner.collector.marks.append((kind, tid, name, t0, perf_counter_ns(), rid))
     return True
@@ -88,9 +87,7 @@ def pop() -> bool:
     items = _stack.items
     if not items:
         return False
-    rid = items.pop()
-    if rid:
-        stop(rid)
+    stop(items.pop())
     return True
 
 

@@ -21,6 +21,7 @@ profile started, as in the trace.
 """
 from __future__ import annotations
 
+import bisect
 import csv
 import os
 import statistics
@@ -72,7 +73,16 @@ def intersect(x, y) -> list[tuple[int, int]]:
 
 
 def clip(spans, lo: int, hi: int) -> list[tuple[int, int]]:
-    return [(max(a, lo), min(b, hi)) for a, b in spans if b > lo and a < hi]
+    """The part of a merged (sorted, disjoint) interval list inside [lo, hi)."""
+    i = bisect.bisect_right(spans, (lo, lo)) - 1  # the last interval starting at or before lo
+    i = max(i, 0)
+    out = []
+    for a, b in spans[i:]:
+        if a >= hi:
+            break
+        if b > lo:
+            out.append((max(a, lo), min(b, hi)))
+    return out
 
 
 def at_least_two(per_stream: list[list[tuple[int, int]]]) -> list[tuple[int, int]]:
@@ -210,28 +220,64 @@ def stream_summary(tl: Timeline):
             continue
         lo, hi = _device_window(tasks)
         busy = _busy_by_stream(tasks)
+        alone = _alone(busy)
+        waited: dict = {}
+        count: dict = {}
+        for t in tasks:
+            count[t.stream] = count.get(t.stream, 0) + 1
+            if t.blocked is not None:
+                waited[t.stream] = waited.get(t.stream, 0) + t.start - t.blocked
         for sid in sorted(busy):
-            mine = busy[sid]
-            others = union([span for s, v in busy.items() if s != sid for span in v])
-            waited = sum(t.start - t.blocked for t in tasks if t.stream == sid and t.blocked is not None)
-            count = sum(1 for t in tasks if t.stream == sid)
-            rows.append([dev, sid, count, _us(measure(mine)), _us(hi - lo),
-                         f"{100 * measure(mine) / (hi - lo):.2f}" if hi > lo else "0.00", _us(waited),
-                         _us(measure(intersect(mine, others)))])
+            mine = measure(busy[sid])
+            rows.append([dev, sid, count[sid], _us(mine), _us(hi - lo),
+                         f"{100 * mine / (hi - lo):.2f}" if hi > lo else "0.00", _us(waited.get(sid, 0)),
+                         _us(mine - alone.get(sid, 0))])
     return head, rows
 
 
+def _alone(busy: dict) -> dict:
+    """stream -> the time it was the only busy stream (its busy time minus that is the time it
+    overlapped another), in one sweep over the merged interval lists."""
+    edges = sorted([(a, 1, s) for s, v in busy.items() for a, _ in v] + [(b, -1, s) for s, v in busy.items() for _, b in v])
+    active: set = set()
+    out: dict = {}
+    prev = 0
+    for t, step, sid in edges:
+        if len(active) == 1:
+            (only,) = active
+            out[only] = out.get(only, 0) + t - prev
+        prev = t
+        if step > 0:
+            active.add(sid)
+        else:
+            active.discard(sid)
+    return out
+
+
+class _Device:
+    """One device's tasks as merged interval lists: per stream, all, compute, copy, and the
+    time at least two streams were busy; figures of any window come from these by clipping."""
+
+    def __init__(self, tasks):
+        self.busy = _busy_by_stream(tasks)
+        self.all = union([s for v in self.busy.values() for s in v])
+        self.two = at_least_two(list(self.busy.values()))
+        self.computing = union([(t.start, t.end) for t in tasks if t.category == "compute"])
+        self.copying = union([(t.start, t.end) for t in tasks if t.category == "copy"])
+
+    def figures(self, lo: int, hi: int) -> dict:
+        """Busy, overlapped, computing, copying, compute/copy overlapped and free time (ns)
+        inside [lo, hi)."""
+        busy = measure(clip(self.all, lo, hi))
+        computing, copying = clip(self.computing, lo, hi), clip(self.copying, lo, hi)
+        return {"duration": hi - lo, "busy": busy, "overlapped": measure(clip(self.two, lo, hi)),
+                "computing": measure(computing), "copying": measure(copying),
+                "compute_copy": measure(intersect(computing, copying)), "free": (hi - lo) - busy}
+
+
 def overlap_figures(tasks, lo: int, hi: int) -> dict:
-    """Busy, overlapped, computing, copying, compute/copy overlapped and free time (ns) of
-    `tasks` (one device) inside [lo, hi)."""
-    busy = _busy_by_stream(tasks)
-    per_stream = [clip(v, lo, hi) for v in busy.values()]
-    all_busy = union([s for v in per_stream for s in v])
-    computing = union(clip([(t.start, t.end) for t in tasks if t.category == "compute"], lo, hi))
-    copying = union(clip([(t.start, t.end) for t in tasks if t.category == "copy"], lo, hi))
-    return {"duration": hi - lo, "busy": measure(all_busy), "overlapped": measure(at_least_two(per_stream)),
-            "computing": measure(computing), "copying": measure(copying),
-            "compute_copy": measure(intersect(computing, copying)), "free": (hi - lo) - measure(all_busy)}
+    """overlap.csv's figures (ns) of `tasks` (one device) inside [lo, hi)."""
+    return _Device(tasks).figures(lo, hi)
 
 
 def overlap(tl: Timeline):
@@ -242,13 +288,14 @@ def overlap(tl: Timeline):
         tasks = tl.tasks_on(dev)
         if not tasks:
             continue
+        d = _Device(tasks)
         windows = [("all", *_device_window(tasks))]
         windows += [(r.name, r.start, r.end) for r in tl.ranges
                     if r.end > r.start and (r.kind != "step" or r.device == dev)]
         for name, lo, hi in windows:
-            if not any(t.end > lo and t.start < hi for t in tasks):
+            if not clip(d.all, lo, hi):  # nothing of this device ran in the window
                 continue
-            f = overlap_figures(tasks, lo, hi)
+            f = d.figures(lo, hi)
             rows.append([dev, name, _us(lo), _us(f["duration"]), _us(f["busy"]), _us(f["overlapped"]),
                          _us(f["computing"]), _us(f["copying"]), _us(f["compute_copy"]), _us(f["free"])])
     return head, rows

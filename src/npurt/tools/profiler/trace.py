@@ -156,7 +156,8 @@ def write(tl: Timeline, path: str) -> str:
            "otherData": {"producer": "npurt profiler", "soc": tl.soc, "pid": tl.pid,
                          "clock": "time.perf_counter_ns", "start_ns": tl.t0, "duration_us": _us(tl.duration)}}
     tmp = path + ".tmp"
+    text = json.dumps(doc, separators=(",", ":"))  # dumps uses the C encoder; dump(f) the Python one
     with open(tmp, "w") as f:
-        json.dump(doc, f, separators=(",", ":"))
+        f.write(text)
     os.replace(tmp, path)
     return path
