@@ -328,3 +328,173 @@ def test_runtime_allocated_outputs_for_synchronous_execute(dev, models):
     np.testing.assert_array_equal(read(ptr, (3, 4)), M.reference(models["mlp_onnx"], {"x": x})[0])
     assert acl.rt.free(ptr) == OK  # the application frees it
     assert acl.update_data_buffer(out_buf, 0, 0) == OK
+
+
+# ---------------------------------------------------------------- dynamic batch / image size / dims
+def _mbatch(desc) -> int:
+    index, ret = acl.mdl.get_input_index_by_name(desc, G.ACL_DYNAMIC_TENSOR_NAME)
+    assert ret == OK
+    return index
+
+
+def test_dynamic_batch_model_reports_its_gears_and_the_extra_input(dev, models):
+    model_id, desc = load(models["batch"])
+    assert acl.mdl.get_num_inputs(desc) == 2 and _mbatch(desc) == 1  # placed last, as acllite expects
+    assert acl.mdl.get_dynamic_batch(desc) == ({"batchCount": 3, "batch": [1, 2, 4]}, OK)
+    assert acl.mdl.get_input_dims(desc, 0)[0]["dims"] == [-1, 3, 16, 16]
+    assert acl.mdl.get_input_size_by_index(desc, 0) == 4 * 3 * 16 * 16 * 4  # the largest gear
+    assert acl.mdl.get_output_size_by_index(desc, 0) == 4 * 10 * 4
+    assert acl.mdl.get_input_dims_range(desc, 0) == ({"rangeCount": 0, "range": []}, OK)
+
+
+@pytest.mark.parametrize("batch", [1, 2, 4])
+def test_dynamic_batch_selects_the_gear_at_run_time(dev, models, batch):
+    model_id, desc = load(models["batch"])
+    mem = Mem()
+    x = RNG.standard_normal((batch, 3, 16, 16)).astype(np.float32)
+    in_size = acl.mdl.get_input_size_by_index(desc, 0)
+    ins = dataset(mem.put(x, in_size), mem.empty(acl.mdl.get_input_size_by_index(desc, 1)))
+    outs = outputs_for(desc, mem)
+    assert acl.mdl.set_dynamic_batch_size(model_id, ins, _mbatch(desc), batch) == OK
+    assert acl.mdl.execute(model_id, ins, dataset(*outs)) == OK
+    dims, _ = acl.mdl.get_cur_output_dims(desc, 0)
+    assert dims["dims"] == [batch, 10]
+    np.testing.assert_array_equal(read(outs[0][0], (batch, 10)), M.reference(models["cnn_onnx"], {"x": x})[0])
+
+
+def test_dynamic_setter_writes_the_gear_into_the_shape_data_buffer(dev, models):
+    model_id, desc = load(models["batch"])
+    mem = Mem()
+    shape_ptr, shape_size = mem.empty(acl.mdl.get_input_size_by_index(desc, 1))
+    ins = dataset(mem.empty(acl.mdl.get_input_size_by_index(desc, 0)), (shape_ptr, shape_size))
+    assert acl.mdl.set_dynamic_batch_size(model_id, ins, 1, 4) == OK
+    assert read(shape_ptr, (1,), np.uint64)[0] == 4
+
+
+def test_batch_that_is_not_a_gear_is_refused(dev, models):
+    model_id, desc = load(models["batch"])
+    mem = Mem()
+    ins = dataset(mem.empty(acl.mdl.get_input_size_by_index(desc, 0)), mem.empty(8))
+    assert acl.mdl.set_dynamic_batch_size(model_id, ins, 1, 3) == C.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID
+    assert "gear" in acl.get_recent_err_msg()
+    assert acl.mdl.set_dynamic_batch_size(model_id, ins, 1, 0) == INVALID
+    assert acl.mdl.set_dynamic_batch_size(model_id, ins, 7, 2) == INVALID  # no buffer at that index
+
+
+def test_dynamic_setter_on_a_static_model_is_refused(dev, models):
+    model_id, desc = load(models["mlp"])
+    mem = Mem()
+    ins = dataset(mem.empty(acl.mdl.get_input_size_by_index(desc, 0)))
+    assert acl.mdl.set_dynamic_batch_size(model_id, ins, 0, 2) == C.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID
+
+
+def test_dynamic_image_size_runs_each_gear(dev, models):
+    model_id, desc = load(models["hw"])
+    assert acl.mdl.get_dynamic_hw(desc, -1) == ({"hwCount": 2, "hw": [[8, 8], [16, 12]]}, OK)
+    mem = Mem()
+    for h, w in ((16, 12), (8, 8)):
+        x = RNG.standard_normal((1, 3, h, w)).astype(np.float32)
+        ins = dataset(mem.put(x, acl.mdl.get_input_size_by_index(desc, 0)), mem.empty(16))
+        outs = outputs_for(desc, mem)
+        assert acl.mdl.set_dynamic_hw_size(model_id, ins, _mbatch(desc), h, w) == OK
+        assert acl.mdl.execute(model_id, ins, dataset(*outs)) == OK
+        assert acl.mdl.get_cur_output_dims(desc, 0)[0]["dims"] == [1, 4, h, w]
+        feat, pooled = M.reference(models["feat_onnx"], {"x": x})
+        np.testing.assert_array_equal(read(outs[0][0], feat.shape), feat)
+        np.testing.assert_array_equal(read(outs[1][0], pooled.shape), pooled)
+    assert acl.mdl.set_dynamic_hw_size(model_id, ins, 1, 8, 12) == C.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID
+    assert acl.mdl.set_dynamic_hw_size(model_id, ins, 1, 0, 8) == INVALID
+
+
+def test_dynamic_dims_take_every_dim_of_every_input(dev, models):
+    model_id, desc = load(models["dims"])
+    assert acl.mdl.get_input_dynamic_gear_count(desc, -1) == (2, OK)
+    gears, ret = acl.mdl.get_input_dynamic_dims(desc, -1, 2)
+    assert ret == OK and [g["dims"] for g in gears] == [[1, 16], [5, 16]]
+    mem = Mem()
+    x = RNG.standard_normal((5, 16)).astype(np.float32)
+    ins = dataset(mem.put(x, acl.mdl.get_input_size_by_index(desc, 0)), mem.empty(8))
+    outs = outputs_for(desc, mem)
+    assert acl.mdl.set_input_dynamic_dims(model_id, ins, 1, {"name": "", "dimCount": 2, "dims": [5, 16]}) == OK
+    assert acl.mdl.execute(model_id, ins, dataset(*outs)) == OK
+    np.testing.assert_array_equal(read(outs[0][0], (5, 4)), M.reference(models["mlp_onnx"], {"x": x})[0])
+    assert acl.mdl.set_input_dynamic_dims(model_id, ins, 1, {"dimCount": 2, "dims": [3, 16]}) == \
+        C.ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID
+    assert acl.mdl.set_input_dynamic_dims(model_id, ins, 1, {"dimCount": 2, "dims": [5, 15]}) == \
+        C.ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID
+    assert acl.mdl.set_input_dynamic_dims(model_id, ins, 1, {"dimCount": 0, "dims": []}) == INVALID
+    with pytest.raises(TypeError, match="argument 4 is not dict"):
+        acl.mdl.set_input_dynamic_dims(model_id, ins, 1, [5, 16])
+    assert acl.mdl.get_input_dynamic_dims(desc, -1, 5000) == (None, INVALID)
+
+
+def test_dynamic_shape_model_takes_the_real_shape_from_the_dataset_and_reports_the_output_shape(dev, models):
+    model_id, desc = load(models["nonzero"])
+    assert acl.mdl.get_input_dims(desc, 0)[0]["dims"] == [-1]
+    assert acl.mdl.get_input_dims_range(desc, 0) == ({"rangeCount": 1, "range": [[1, 16]]}, OK)
+    x = np.array([0, 3, 0, 0, 5, 6, 0], np.float32)
+    mem = Mem()
+    ins = dataset(mem.put(x))
+    out_ptr, out_size = mem.empty(16 * 8)
+    outs = dataset((out_ptr, out_size))
+    assert acl.mdl.execute(model_id, ins, outs) == INVALID  # no real shape given
+    assert "set_dataset_tensor_desc" in acl.get_recent_err_msg()
+    shape = acl.create_tensor_desc(C.ACL_FLOAT, [7], G.ACL_FORMAT_ND)
+    _, ret = acl.mdl.set_dataset_tensor_desc(ins, shape, 0)
+    assert ret == OK
+    assert acl.mdl.execute(model_id, ins, outs) == OK
+    out_desc = acl.mdl.get_dataset_tensor_desc(outs, 0)
+    assert acl.get_tensor_desc_num_dims(out_desc) == 2
+    dims = [acl.get_tensor_desc_dim(out_desc, i) for i in range(2)]
+    ref = M.reference(models["nonzero_onnx"], {"x": x})[0]
+    assert dims == list(ref.shape)
+    np.testing.assert_array_equal(read(out_ptr, ref.shape, np.int64), ref)
+    assert acl.mdl.destroy_dataset(outs) == OK  # frees the output desc it held
+
+
+# ---------------------------------------------------------------- execute_v2, config handles, bundles
+def test_execute_v2_synchronizes_its_stream(dev, models):
+    model_id, desc = load(models["mlp"])
+    cfg = acl.mdl.create_exec_config_handle()
+    assert acl.mdl.set_exec_config_opt(cfg, G.ACL_MDL_STREAM_SYNC_TIMEOUT, 5000) == OK
+    stream, _ = acl.rt.create_stream()
+    mem = Mem()
+    x = RNG.standard_normal((3, 16)).astype(np.float32)
+    outs = outputs_for(desc, mem)
+    assert acl.mdl.execute_v2(model_id, dataset(mem.put(x)), dataset(*outs), stream, cfg) == OK
+    np.testing.assert_array_equal(read(outs[0][0], (3, 4)), M.reference(models["mlp_onnx"], {"x": x})[0])
+    assert acl.mdl.execute_v2(model_id, dataset(mem.put(x)), dataset(*outs), stream, 0) == INVALID
+    assert acl.mdl.destroy_exec_config_handle(cfg) == OK
+
+
+def test_load_with_config_from_file_and_from_memory(dev, models):
+    cfg = acl.mdl.create_config_handle()
+    assert acl.mdl.load_with_config(cfg) == (0, INVALID)  # no load type
+    assert acl.mdl.set_config_opt(cfg, G.ACL_MDL_LOAD_TYPE_SIZET, G.ACL_MDL_LOAD_FROM_FILE) == OK
+    assert acl.mdl.load_with_config(cfg) == (0, INVALID)  # no path
+    assert acl.mdl.set_config_opt(cfg, G.ACL_MDL_PATH_PTR, models["mlp"]) == OK
+    assert acl.mdl.set_config_opt(cfg, G.ACL_MDL_PRIORITY_INT32, 3) == OK
+    model_id, ret = acl.mdl.load_with_config(cfg)
+    assert ret == OK and model_id
+    data = open(models["mlp"], "rb").read()
+    cfg2 = acl.mdl.create_config_handle()
+    acl.mdl.set_config_opt(cfg2, G.ACL_MDL_LOAD_TYPE_SIZET, G.ACL_MDL_LOAD_FROM_MEM)
+    acl.mdl.set_config_opt(cfg2, G.ACL_MDL_MEM_ADDR_PTR, acl.util.bytes_to_ptr(data))
+    acl.mdl.set_config_opt(cfg2, G.ACL_MDL_MEM_SIZET, len(data))
+    model2, ret = acl.mdl.load_with_config(cfg2)
+    assert ret == OK and model2 != model_id
+    assert acl.mdl.set_config_opt(cfg, G.ACL_MDL_PRIORITY_INT32, 9) == INVALID
+    with pytest.raises(TypeError):
+        acl.mdl.set_config_opt(cfg, G.ACL_MDL_PATH_PTR, 5)
+    assert acl.mdl.destroy_config_handle(cfg) == OK and acl.mdl.destroy_config_handle(cfg2) == OK
+
+
+def test_a_bundle_of_one_model(dev, models):
+    bundle, ret = acl.mdl.bundle_load_from_file(models["mlp"])
+    assert ret == OK
+    assert acl.mdl.bundle_get_model_num(bundle) == (1, OK)
+    model_id, ret = acl.mdl.bundle_get_model_id(bundle, 0)
+    assert ret == OK
+    assert acl.mdl.unload(model_id) == INVALID  # bundled models are unloaded with the bundle
+    assert acl.mdl.bundle_unload(bundle) == OK
+    assert acl.mdl.bundle_get_model_num(bundle) == (0, C.ACL_ERROR_INVALID_BUNDLE_MODEL_ID)

@@ -408,7 +408,12 @@ def unpack(blob: bytes) -> tuple[dict, list[dict]]:
            "output_bias_2": h[18], "input_bias_0": h[19], "input_bias_1": h[20], "input_bias_2": h[21],
            "padding_value": 0.0, "resize": False}
     count = h[4]
-    if count <= 0 or len(blob) < HEAD_SIZE + count * BATCH_SIZE:
+    if count <= 0:
+        from ..runtime import constants as C
+        from ..runtime.errors import NpuError
+        raise NpuError("the dynamic AIPP parameters hold no image (batch 0): set them with acl.mdl.set_input_aipp "
+                       "before executing", C.ACL_ERROR_GE_AIPP_BATCH_EMPTY)
+    if len(blob) < HEAD_SIZE + count * BATCH_SIZE:
         raise InvalidValueError(f"the dynamic AIPP data announces {count} image(s) but holds "
                                 f"{(len(blob) - HEAD_SIZE) // BATCH_SIZE}: set it with acl.mdl.set_input_aipp")
     batches = []

@@ -295,7 +295,7 @@ class Model:
                 need = io.size if io.role != ROLE_MBATCH else 4
             self._check_buffer(buf, need, io, i, "input", blocks, limit=io.size if io.size else None)
             ins.append((buf.data, buf.size))
-            in_dims.append(dims)
+            in_dims.append(tuple(dims) if dims is not None else None)
         outs = []
         for k, (io, buf) in enumerate(zip(mdef.outputs, outputs.buffers)):
             known = all(d >= 0 for d in io.shape_at(gear))
