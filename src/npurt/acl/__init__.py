@@ -27,8 +27,8 @@ No function raises: every failure is a return code and is recorded for
 """
 from __future__ import annotations
 
-from . import constants, mdl, media, prof, rt, util
-from ._namespaces import get_cann_version, himpi, op
+from . import constants, mdl, media, op, prof, rt, util
+from ._namespaces import get_cann_version, himpi
 from ._other import *  # noqa: F401,F403 - init, finalize, get_soc_name, ...
 from ._tensor import *  # noqa: F401,F403 - data buffers, tensor descs
 from .constants import *  # noqa: F401,F403

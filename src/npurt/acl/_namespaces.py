@@ -1,7 +1,7 @@
-"""pyACL namespaces npurt does not have: single operators (acl.op) and the hi_mpi media API
-(acl.himpi). (acl.mdl, acl.media and acl.prof are real modules.)
+"""pyACL namespaces npurt does not have: the hi_mpi media API (acl.himpi). (acl.mdl,
+acl.op, acl.media and acl.prof are real modules.)
 
-None of these means anything on the simulated NPU (no operator library, no hi_mpi layer).
+None of these means anything on the simulated NPU (no hi_mpi layer).
 Each namespace is a module whose functions return
 ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000): the documented ones listed here in their real
 return shape, any other name as a function returning the bare code. So a script that
@@ -15,13 +15,11 @@ import types
 from ._wrap import not_supported
 
 _WHY = {
-    "acl.op": "single-operator execution and dump (acl.op) need the operator library of CANN; use kernels",
     "acl.himpi": "the hi_mpi media API (acl.himpi) is not simulated; use acl.media (DVPP)",
 }
 
 # documented functions: name -> (shape, value returned in place of the outputs)
 _KNOWN = {
-    "acl.op": {"start_dump_args": ("ret", None), "stop_dump_args": ("ret", None)},
     "acl.himpi": {"dvpp_malloc": ("one", 0), "dvpp_free": ("ret", None)},
 }
 
@@ -45,7 +43,6 @@ def _namespace(name: str) -> types.ModuleType:
     return module
 
 
-op = _namespace("acl.op")
 himpi = _namespace("acl.himpi")
 
 get_cann_version = not_supported(

@@ -1,0 +1,274 @@
+"""acl.op: single-operator execution, with pyACL's names, argument parsing and return shapes
+(python/pyACL/op/op.cpp), on npurt's graph engine (npurt.ge.ops).
+
+Compile op models with `npurt atc --singleop=ops.json --output=dir`, register them with
+`set_model_dir(dir)` (once per process) or `load(ptr, size)`, describe inputs and outputs
+with `acl.create_tensor_desc` / `acl.create_data_buffer`, attributes with `create_attr` and
+the `set_attr_*` family, then `execute_v2` (or `create_handle` + `execute_with_handle`, or
+`cast`) on a stream. A call runs the registered model its op type, descs and attributes
+match; none: ACL_ERROR_OP_NOT_FOUND (100024).
+"""
+from __future__ import annotations
+
+import warnings
+
+from ..ge.ops import execute as X
+from ..ge.ops import registry
+from ..ge.ops.attrs import OpAttr, acl_to_ge_type
+from ..ge.tensor import DataBuffer
+from ..runtime import constants as C
+from ..runtime.errors import InvalidValueError, NpuError
+from ..runtime.kernel import host_bytes
+from . import _handles as H
+from ._args import Api, ArgTypeError, ArgValueError, handle_list
+from ._wrap import stream_of
+
+op = Api("acl.op")
+_attrs, _descs, _buffers = H.op_attrs, H.tensor_descs, H.buffers
+
+
+def _attr(handle) -> OpAttr | None:
+    return _attrs.get(handle) if handle else None
+
+
+def _desc_list(handles) -> list:
+    return [_descs.get(h) for h in handles]
+
+
+def _buffer_list(handles) -> list:
+    return [_buffers.get(h) for h in handles]
+
+
+# ---------------------------------------------------------------- registration
+@op.fn("s", "ret")
+def set_model_dir(model_dir):
+    """Register every single-op .om under `model_dir` (3 levels deep); once per process."""
+    registry.set_model_dir(model_dir)
+
+
+@op.fn("kk", "ret")
+def load(model, model_size):
+    """Register one single-op model from host memory."""
+    if not model_size:
+        raise InvalidValueError("model_size must not be 0")
+    registry.load(host_bytes(model, model_size, "op model"))
+
+
+@op.fn("K", "ret")
+def set_max_op_queue_num(max_op_num):
+    """Capacity of the matched-model cache; 0 is invalid."""
+    registry.set_max_queue(max_op_num)
+
+
+# ---------------------------------------------------------------- attributes
+@op.fn(None, "value", 0)
+def create_attr():
+    return _attrs.register(OpAttr())
+
+
+@op.fn("k", "none")
+def destroy_attr(attr):
+    if attr:
+        _attrs.drop(_attrs.get(attr))
+
+
+def _set(attr, name, kind, value):
+    a = _attrs.get(attr)
+    a.set(name, kind, value)
+
+
+@op.fn("ksB", "ret")
+def set_attr_bool(attr, attr_name, attr_value):
+    _set(attr, attr_name, "bool", attr_value)
+
+
+@op.fn("ksL", "ret")
+def set_attr_int(attr, attr_name, attr_value):
+    _set(attr, attr_name, "int", attr_value)
+
+
+@op.fn("ksf", "ret")
+def set_attr_float(attr, attr_name, attr_value):
+    _set(attr, attr_name, "float", attr_value)
+
+
+@op.fn("kss", "ret")
+def set_attr_string(attr, attr_name, attr_value):
+    _set(attr, attr_name, "string", attr_value)
+
+
+def _values(obj, kind: str) -> list:
+    """A list argument (or, with the real wrapper's deprecation warning, a numpy array)."""
+    if isinstance(obj, list):
+        out = []
+        for v in obj:
+            if kind == "float":
+                if not isinstance(v, (int, float)) or isinstance(v, bool):
+                    raise ArgTypeError("invalid data type")
+                out.append(float(v))
+            else:
+                if not isinstance(v, int):
+                    raise ArgTypeError("invalid data type")
+                if kind == "bool" and not 0 <= v <= 255:
+                    raise ArgValueError("the value must between 0 and 255")
+                if kind == "int" and not -(1 << 63) <= v < (1 << 63):
+                    raise ArgValueError("PyLong_AsLongLong failed")
+                out.append(int(v))
+        return out
+    import numpy as np
+    warnings.warn("argument 3 only support the format of list in the future.", Warning, stacklevel=3)
+    if not isinstance(obj, np.ndarray):
+        raise ArgTypeError("argument 3 is not list or numpy array")
+    return obj.ravel().tolist()
+
+
+@op.fn("ksO", "ret")
+def set_attr_list_bool(attr, attr_name, values):
+    _set(attr, attr_name, "list_bool", _values(values, "bool"))
+
+
+@op.fn("ksO", "ret")
+def set_attr_list_int(attr, attr_name, values):
+    _set(attr, attr_name, "list_int", _values(values, "int"))
+
+
+@op.fn("ksO", "ret")
+def set_attr_list_float(attr, attr_name, values):
+    _set(attr, attr_name, "list_float", _values(values, "float"))
+
+
+@op.fn("ksO", "ret")
+def set_attr_list_string(attr, attr_name, values):
+    if not isinstance(values, list):
+        raise ArgTypeError("argument 3 is not list")
+    if not all(isinstance(v, str) for v in values):
+        raise ArgTypeError("the list argument is not list of str")
+    _set(attr, attr_name, "list_string", values)
+
+
+@op.fn("ksO", "ret")
+def set_attr_list_list_int(attr, attr_name, values):
+    if not isinstance(values, list):
+        raise ArgTypeError("argument 3 is not list")
+    rows = [_values(row, "int") if isinstance(row, list) else _values(row, "int") for row in values]
+    _set(attr, attr_name, "list_list_int", rows)
+
+
+@op.fn("ksi", "echo")
+def set_attr_data_type(attr, attr_name, attr_value):
+    """(attr, ret): the real wrapper echoes the attr handle back."""
+    _set(attr, attr_name, "data_type", acl_to_ge_type(attr_value))
+
+
+@op.fn("ksO", "echo")
+def set_attr_list_data_type(attr, attr_name, values):
+    if not isinstance(values, list):
+        raise ArgTypeError("the third argument is not list")
+    if not all(isinstance(v, int) for v in values):
+        raise ArgTypeError("the list argument is not list of int")
+    _set(attr, attr_name, "list_data_type", [acl_to_ge_type(int(v)) for v in values])
+
+
+# ---------------------------------------------------------------- execution
+_LISTS4 = "argument 2, 3, 4, or 5 is not list"
+
+
+def _lists(*objs, message):
+    if not all(isinstance(o, list) for o in objs):
+        raise ArgTypeError(message)
+    return [handle_list(o, message) for o in objs]
+
+
+@op.fn("sOOOOkk", "ret")
+def execute_v2(op_type, input_desc, inputs, output_desc, outputs, attr, stream):
+    """Run an operator on `stream` (asynchronous; synchronize before reading outputs). For a
+    dynamic-shape operator the output descs get the real output dims."""
+    in_d, in_b, out_d, out_b = _lists(input_desc, inputs, output_desc, outputs, message=_LISTS4)
+    X.execute(op_type, _desc_list(in_d), _buffer_list(in_b), _desc_list(out_d), _buffer_list(out_b), _attr(attr),
+              stream_of(stream))
+
+
+@op.fn("sOOOOkk", "ret")
+def execute(op_type, input_desc, inputs, output_desc, outputs, attr, stream):
+    """Deprecated predecessor of execute_v2 (the output descs are not updated)."""
+    in_d, in_b, out_d, out_b = _lists(input_desc, inputs, output_desc, outputs, message=_LISTS4)
+    X.execute(op_type, _desc_list(in_d), _buffer_list(in_b), _desc_list(out_d), _buffer_list(out_b), _attr(attr),
+              stream_of(stream), update_outputs=False)
+
+
+@op.fn("sOOk", "one", 0)
+def create_handle(op_type, input_desc, output_desc, attr):
+    """(handle, ret): match once; run with execute_with_handle. No match: (0, 100024)."""
+    in_d, out_d = _lists(input_desc, output_desc, message="argument 2 or 3 is not list")
+    return H.op_handles.register(X.OpHandle(op_type, _desc_list(in_d), _desc_list(out_d), _attr(attr)))
+
+
+@op.fn("kOOk", "ret")
+def execute_with_handle(handle, inputs, outputs, stream):
+    in_b, out_b = _lists(inputs, outputs, message="argument 2 or 3 is not list")
+    H.op_handles.get(handle).execute(_buffer_list(in_b), _buffer_list(out_b), stream_of(stream))
+
+
+@op.fn("k", "none")
+def destroy_handle(handle):
+    if handle:
+        H.op_handles.drop(H.op_handles.get(handle))
+
+
+def _cast_attr(dst_desc) -> OpAttr:
+    attr = OpAttr()
+    attr.set("dst_type", "int", acl_to_ge_type(_descs.get(dst_desc).data_type))
+    return attr
+
+
+@op.fn("kkkkBk", "ret")
+def cast(src_desc, src_buffer, dst_desc, dst_buffer, truncate, stream):
+    """The Cast operator (attribute dst_type = the destination desc's data type)."""
+    if not dst_desc:
+        raise InvalidValueError("the destination tensor desc is null")
+    X.execute("Cast", [_descs.get(src_desc)], [_buffers.get(src_buffer)], [_descs.get(dst_desc)],
+              [_buffers.get(dst_buffer)], _cast_attr(dst_desc), stream_of(stream))
+
+
+@op.fn("kkB", "one", 0)
+def create_handle_for_cast(src_desc, dst_desc, truncate):
+    if not dst_desc:
+        raise InvalidValueError("the destination tensor desc is null")
+    return H.op_handles.register(X.OpHandle("Cast", [_descs.get(src_desc)], [_descs.get(dst_desc)],
+                                            _cast_attr(dst_desc)))
+
+
+@op.fn("sOOk", "ret")
+def update_params(op_type, input_desc, output_desc, attr):
+    """Refresh a dynamic-shape operator for new shapes: a registered model must cover them."""
+    in_d, out_d = _lists(input_desc, output_desc, message="argument 2 or 3 is not list")
+    registry.find(op_type, _desc_list(in_d), _desc_list(out_d), (_attr(attr) or OpAttr()).key())
+
+
+@op.fn("sOOiOk", "ret")
+def infer_shape(op_type, input_desc, inputs, num_outputs, output_desc, attr):
+    """Write the output dims an operator gives for these inputs into the output descs."""
+    in_d, in_b, out_d = _lists(input_desc, inputs, output_desc, message="argument 2, 3, or 5 is not list")
+    if num_outputs != len(out_d):
+        raise InvalidValueError(f"num_outputs ({num_outputs}) must equal the number of output descs ({len(out_d)})")
+    X.infer_shape(op_type, _desc_list(in_d), [_buffers.get(b) if b else DataBuffer() for b in in_b],
+                  _desc_list(out_d), _attr(attr))
+
+
+# ---------------------------------------------------------------- not simulated
+_DUMP = "operator argument dumps (acl.op.start_dump_args / stop_dump_args) are not simulated"
+
+
+@op.fn("Is", "ret")
+def start_dump_args(dump_type, path):
+    raise NpuError(f"{_DUMP}; npurt writes no dump files", C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
+
+
+@op.fn("I", "ret")
+def stop_dump_args(dump_type):
+    raise NpuError(_DUMP, C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
+
+
+start_dump_args.not_supported = stop_dump_args.not_supported = True
+
+__all__ = sorted(op.names)
