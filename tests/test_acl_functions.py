@@ -724,7 +724,6 @@ def test_unsupported_function_returns_feature_not_support_in_its_shape(env, name
 
 def test_unknown_name_in_unsupported_namespace_is_a_stub_not_an_attribute_error(env):
     assert acl.himpi.no_such_media_call(1) == C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-    assert acl.op.no_such_op_call(1, 2, 3) == C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
 
 
 def test_unknown_name_in_acl_rt_is_an_attribute_error():
