@@ -99,4 +99,4 @@ def test_exception_info_callback_describes_the_failed_task(stream):
 
 def test_exception_info_getters_on_a_bad_info_return_all_ones(stream):
     assert acl.rt.get_task_id_from_exception_info(0) == 0xFFFFFFFF
-    assert acl.rt.get_error_code_from_exception_info(None) == 0xFFFFFFFF
+    assert acl.rt.get_error_code_from_exception_info(12345) == 0xFFFFFFFF

@@ -54,25 +54,25 @@ def test_policy_constants_have_their_real_values():
 def test_malloc_policy_decides_the_page_size(rt, policy, size, page):
     ptr = rt.malloc(size, policy)
     attrs = rt.pointer_get_attributes(ptr)
-    assert attrs["pageSize"] == page
+    assert attrs["page_size"] == page
     assert attrs["location"] == {"id": 0, "type": C.ACL_MEM_LOCATION_TYPE_DEVICE}
 
 
 def test_huge_first_puts_small_requests_on_normal_pages(rt):
     # small requests share 2 MiB segments of normal pages instead of taking a huge page each
     ptr = rt.malloc(1000, C.ACL_MEM_MALLOC_HUGE_FIRST)
-    assert rt.pointer_get_attributes(ptr)["pageSize"] == 4 * KiB
+    assert rt.pointer_get_attributes(ptr)["page_size"] == 4 * KiB
 
 
 @pytest.mark.parametrize("size, page", [(100, 4 * KiB), (4 * MiB, 2 * MiB)])
 def test_unknown_policy_uses_huge_pages_from_2_mib(rt, size, page):
     ptr = rt.malloc(size, 0x40)  # no base policy in it
-    assert rt.pointer_get_attributes(ptr)["pageSize"] == page
+    assert rt.pointer_get_attributes(ptr)["page_size"] == page
 
 
 def test_policy_with_bandwidth_modifier_keeps_its_base(rt):
     ptr = rt.malloc(100, C.ACL_MEM_MALLOC_HUGE_ONLY | C.ACL_MEM_TYPE_HIGH_BAND_WIDTH)
-    assert rt.pointer_get_attributes(ptr)["pageSize"] == 2 * MiB
+    assert rt.pointer_get_attributes(ptr)["page_size"] == 2 * MiB
 
 
 def test_policy_with_both_bandwidth_types_is_invalid(rt):
@@ -462,7 +462,7 @@ def test_cached_memory_is_released_to_satisfy_a_request(small_rt):
     unmaps = _stats(rt)["segment_unmaps"]
     # a normal-page request cannot use that block; it fits only once the cache is given back
     ptr = rt.malloc(16 * GiB, C.ACL_MEM_MALLOC_NORMAL_ONLY)
-    assert rt.pointer_get_attributes(ptr)["pageSize"] == 4 * KiB
+    assert rt.pointer_get_attributes(ptr)["page_size"] == 4 * KiB
     assert _stats(rt)["segment_unmaps"] > unmaps
 
 

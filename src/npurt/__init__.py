@@ -27,8 +27,8 @@ from .array import (DeviceArray, arange, asarray, broadcast_to, empty, empty_lik
 from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, EventError,  # noqa: F401
                          FeatureNotSupportedError, HostConversionError, InvalidDeviceError,
                          InvalidHandleError, InvalidValueError, NotInitializedError, NpuError,
-                         OutOfMemoryError, ResourceExhaustedError, StreamAbortedError,
-                         SubscriptionError, SyncTimeoutError, TaskError)
+                         OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
+                         StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError)
 from .streams import Event, Stream, current_stream, default_stream, stream  # noqa: F401
 
 # loaded on first use: the kernel model and the op library pull in more than the core needs

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from .runtime.errors import (AddressUnalignedError, ContextError, EventError, FeatureNotSupportedError,
                              InvalidDeviceError, InvalidHandleError, InvalidValueError, NotInitializedError,
-                             NpuError, OutOfMemoryError, ResourceExhaustedError, StreamAbortedError,
-                             SubscriptionError, SyncTimeoutError, TaskError, error_name)
+                             NpuError, OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
+                             StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError, error_name)
 
 
 class HostConversionError(InvalidValueError, TypeError):
@@ -24,8 +24,8 @@ class ArrayIndexError(InvalidValueError, IndexError):
 
 
 __all__ = [
-    "NpuError", "InvalidValueError", "InvalidDeviceError", "InvalidHandleError", "AddressUnalignedError",
-    "NotInitializedError", "ContextError", "OutOfMemoryError", "ResourceExhaustedError",
+    "NpuError", "InvalidValueError", "ParamInvalidError", "InvalidDeviceError", "InvalidHandleError",
+    "AddressUnalignedError", "NotInitializedError", "ContextError", "OutOfMemoryError", "ResourceExhaustedError",
     "FeatureNotSupportedError", "SyncTimeoutError", "StreamAbortedError", "EventError",
     "SubscriptionError", "TaskError", "HostConversionError", "ArrayIndexError", "error_name",
 ]

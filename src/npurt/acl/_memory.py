@@ -7,218 +7,212 @@ making memcpy_async synchronous, stream-ordered free) live in the runtime
 from __future__ import annotations
 
 from ..runtime import api
-from ._wrap import Group, fail, not_supported, stream_of
-from ._wrap import stream_lookup as _stream_lookup
+from ._wrap import Group, Raise, computed, field, not_supported
 
 rt = Group("acl.rt")
-_streams = api.rt.streams
-_malloc = api.malloc
-_free = api.free
-_memcpy = api.memcpy
-_memcpy_async = api.memcpy_async
-_memset_async = api.memset_async
 
 
 # ---------------------------------------------------------------- device memory
-def malloc(size, policy):
-    """Device memory on the current device: (dev_ptr, ret). 64-byte aligned, uninitialized."""
-    try:
-        return _malloc(size, policy), 0
-    except Exception as exc:
-        return 0, fail(exc, "acl.rt.malloc")
+# the hot paths: the runtime operations themselves
+malloc = rt.one(0, args="ki", hot="policy")(api.malloc)  # the runtime compares policy with ==
+free = rt.ret(args="k", names="dev_ptr", hot=True)(api.free)
 
 
-def free(dev_ptr):
-    """Free device memory at once (queued work that uses it still completes first)."""
-    try:
-        _free(dev_ptr)
-        return 0
-    except Exception as exc:
-        return fail(exc, "acl.rt.free")
-
-
-@rt.one(0)
+@rt.one(0, args="ki")
 def malloc_align32(size, policy):
     """As malloc, with the size rounded up to 32 bytes only (no extra 32)."""
     return api.malloc(size, policy, True)
 
 
-@rt.one(0)
+@rt.one(0, args="ki")
 def malloc_cached(size, policy):
     """Same as malloc: simulated device memory is coherent with itself."""
     return api.malloc(size, policy)
 
 
-@rt.one(0)
+def _malloc_config(cfg, where: str):
+    """An aclrtMallocConfig dict read as the real wrapper reads it (rt_memory.cpp): {} is no
+    config; otherwise "attrs" (a list of {"attr", "value": {"moduleId" | "deviceId" |
+    "rsv"}}) whose length must equal "numAttrs"."""
+    if not isinstance(cfg, dict):
+        raise Raise(TypeError("pyCfg is not dict!"))
+    if not cfg:
+        return None
+    attrs = cfg.get("attrs")
+    if attrs is None:
+        raise Raise(TypeError("the aclrtMallocAttrValue argument is not dict"))
+    if not isinstance(attrs, list):
+        raise Raise(SystemError(f"{where}: 'attrs' must be a list"))
+    if len(attrs) != field(cfg, "numAttrs", "u64"):
+        raise Raise(KeyError("The numAttrs inputed does not match the expected numAttrs"))
+    out = []
+    for item in attrs:
+        if item is not None and not isinstance(item, dict):
+            raise Raise(TypeError("the aclrtMallocWithCfg argument is not dict"))
+        item = item or {}
+        attr = item.get("attr") if isinstance(item.get("attr"), int) else 0
+        value = item.get("value")
+        if value is not None and not isinstance(value, dict):
+            raise Raise(TypeError("the aclrtMallocAttrValue argument is not dict"))
+        converted = {}
+        if value is not None:
+            if "moduleId" in value:
+                converted["moduleId"] = field(value, "moduleId", "uint16")
+            elif "deviceId" in value:
+                converted["deviceId"] = field(value, "deviceId", "uint32")
+            elif "rsv" in value:
+                converted["rsv"] = [field({"b": b}, "b", "uint8") for b in list(value["rsv"])[:8]]
+            else:
+                raise Raise(KeyError("No valid key found in aclrtMallocAttrValue"))
+        out.append({"attr": attr, "value": converted})
+    return {"attrs": out, "numAttrs": len(out)}
+
+
+@rt.one(0, args="kiO", message="acl.rt.malloc_with_cfg args parse failed!")
 def malloc_with_cfg(size, policy, cfg):
-    return api.malloc_with_cfg(size, policy, cfg)
+    return api.malloc_with_cfg(size, policy, _malloc_config(cfg, "acl.rt.malloc_with_cfg"))
 
 
-@rt.one(0)
+@rt.one(0, args="kiO", message="acl.rt.malloc_for_task_scheduler args parse failed!")
 def malloc_for_task_scheduler(size, policy, cfg):
     """Same memory as malloc_with_cfg: the simulated task scheduler reads any device memory."""
-    return api.malloc_with_cfg(size, policy, cfg)
+    return api.malloc_with_cfg(size, policy, _malloc_config(cfg, "acl.rt.malloc_for_task_scheduler"))
 
 
-@rt.ret
+@rt.ret(args="kk")
 def mem_flush(dev_ptr, size):
     """No-op after validation: there is no device cache to write back."""
     api.check_device_range(dev_ptr, size, "mem_flush")
 
 
-@rt.ret
+@rt.ret(args="kk")
 def mem_invalidate(dev_ptr, size):
     """No-op after validation: there is no device cache to invalidate."""
     api.check_device_range(dev_ptr, size, "mem_invalidate")
 
 
-@rt.many(0, 0)
+@rt.many(0, 0, args="i")
 def get_mem_info(attr):
     """(free, total) bytes of the current device for an aclrtMemAttr."""
     return api.get_mem_info(attr)
 
 
 # ---------------------------------------------------------------- host memory
-@rt.one(0)
+@rt.one(0, args="k")
 def malloc_host(size):
     """Page-locked host memory: a real host pointer; memcpy_async with it is asynchronous."""
     return api.malloc_host(size)
 
 
-@rt.one(0)
+@rt.one(0, args="kO")
 def malloc_host_with_cfg(size, cfg):
-    return api.malloc_host_with_cfg(size, cfg)
+    return api.malloc_host_with_cfg(size, _malloc_config(cfg, "acl.rt.malloc_host_with_cfg"))
 
 
-@rt.ret
+@rt.ret(args="k")
 def free_host(host_ptr):
     api.free_host(host_ptr)
 
 
-@rt.one(0)
+@rt.one(0, args="kki")
 def host_register(ptr, size, type):  # noqa: A002 - pyACL's parameter name
     """Pin a 4 KiB-aligned host range; returns its device-side alias (for kernel args)."""
     return api.host_register(ptr, size, type)
 
 
-@rt.ret
+@rt.ret(args="KKI")
 def host_register_v2(ptr, size, flag):
     api.host_register(ptr, size, flag)
 
 
-@rt.one(0)
+@rt.one(0, args="KI", message="acl.rt.host_get_device_pointer parse failed")
 def host_get_device_pointer(ptr_host, flag):
     return api.host_get_device_pointer(ptr_host, flag)
 
 
-@rt.ret
+@rt.ret(args="k")
 def host_unregister(ptr):
     api.host_unregister(ptr)
 
 
 # ---------------------------------------------------------------- copies and sets
-def memcpy(dst, dest_max, src, count, kind):
-    """Immediate copy in the calling thread; does not wait for any stream."""
-    try:
-        _memcpy(dst, dest_max, src, count, kind)
-        return 0
-    except Exception as exc:
-        return fail(exc, "acl.rt.memcpy")
+memcpy = rt.ret(args="kkkki", hot=True)(api.memcpy)
+memcpy_async = rt.ret(args="kkkkiS", hot=True)(api.memcpy_async)
+memset_async = rt.ret(args="kkikS", names="dev_ptr max_count value count stream", hot=True)(
+    api.memset_async)
 
 
-def memcpy_async(dst, dest_max, src, count, kind, stream):
-    """Stream-ordered copy; both addresses 64-byte aligned. With pageable host memory the
-    call returns only once the copy has run (as ACL's does)."""
-    try:
-        _memcpy_async(dst, dest_max, src, count, kind,
-                      (_stream_lookup(stream) or _streams.get(stream)) if stream else None)
-        return 0
-    except Exception as exc:
-        return fail(exc, "acl.rt.memcpy_async")
-
-
-@rt.ret
+@rt.ret(args="kkkkiS")
 def memcpy_async_with_condition(dst, dest_max, src, count, kind, stream):
     """Deprecated form of memcpy_async (same behaviour)."""
-    api.memcpy_async(dst, dest_max, src, count, kind, stream_of(stream))
+    api.memcpy_async(dst, dest_max, src, count, kind, stream)
 
 
-@rt.ret
+@rt.ret(args="kkkkkki")
 def memcpy2d(dst, dpitch, src, spitch, width, height, kind):
     """Synchronous pitched copy; host to device or device to host only."""
     api.memcpy2d(dst, dpitch, src, spitch, width, height, kind)
 
 
-@rt.ret
+@rt.ret(args="kkkkkkiS")
 def memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream):
-    api.memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream_of(stream))
+    api.memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream)
 
 
-@rt.ret
+@rt.ret(args="kkik")
 def memset(dev_ptr, max_count, value, count):
     api.memset(dev_ptr, max_count, value, count)
 
 
-def memset_async(dev_ptr, max_count, value, count, stream):
-    """Stream-ordered fill of `count` bytes with the low byte of `value`."""
-    try:
-        _memset_async(dev_ptr, max_count, value, count,
-                      (_stream_lookup(stream) or _streams.get(stream)) if stream else None)
-        return 0
-    except Exception as exc:
-        return fail(exc, "acl.rt.memset_async")
-
-
 # ---------------------------------------------------------------- addressing, cache, stream memory ops
-@rt.one(None)
+_NO_ATTRIBUTES = {"location": {"id": 0, "type": 0}, "page_size": 0, "rsv": [0, 0, 0, 0]}
+
+
+@rt.one(_NO_ATTRIBUTES, args="k")
 def pointer_get_attributes(ptr):
-    """{"location": {"id", "type"}, "pageSize", "rsv"} plus npurt's "allocation" and "size"."""
+    """{"location": {"id", "type"}, "page_size", "rsv"} plus npurt's "allocation" and "size"."""
     return api.pointer_get_attributes(ptr)
 
 
-@rt.ret
+@rt.ret(args="kkiS", message="acl.rt.cmo_async args parse failed!")
 def cmo_async(src, size, cmo_type, stream):
     """Prefetch hint: validated, then nothing to do on the simulated device."""
-    api.cmo_async(src, size, cmo_type, stream_of(stream))
-
-
-@rt.ret
-def allocator_unregister(stream):
-    """No user allocator can be registered here, so there is never one to remove; as in
-    ACL, unregistering a stream without one succeeds."""
-    stream_of(stream)
+    api.cmo_async(src, size, cmo_type, stream)
 
 
 _DESC = "memcpy descriptors (aclrtMemcpyAsyncWithDesc) are not simulated"
 _VMM = "virtual memory management (reserve/map physical memory) is not simulated"
 _IPC = "IPC memory sharing between processes is not simulated (one process owns the simulated device)"
-get_memcpy_desc_size = not_supported("acl.rt.get_memcpy_desc_size", _DESC, "one", 0)
-set_memcpy_desc = not_supported("acl.rt.set_memcpy_desc", _DESC, "one", 0)
-memcpy_async_with_desc = not_supported("acl.rt.memcpy_async_with_desc", _DESC)
-value_write = not_supported("acl.rt.value_write", "stream value write/wait tasks are not simulated")
-value_wait = not_supported("acl.rt.value_wait", "stream value write/wait tasks are not simulated")
-allocator_register = not_supported(
-    "acl.rt.allocator_register", "user allocators serve model execution (GE), which npurt does not run")
-malloc_physical = not_supported("acl.rt.malloc_physical", _VMM, "one", 0)
-free_physical = not_supported("acl.rt.free_physical", _VMM)
-reserve_mem_address = not_supported("acl.rt.reserve_mem_address", _VMM, "one", 0)
-release_mem_address = not_supported("acl.rt.release_mem_address", _VMM)
-map_mem = not_supported("acl.rt.map_mem", _VMM)
-unmap_mem = not_supported("acl.rt.unmap_mem", _VMM)
-mem_export_to_shareable_handle = not_supported("acl.rt.mem_export_to_shareable_handle", _VMM, "one", 0)
-mem_set_pid_to_shareable_handle = not_supported("acl.rt.mem_set_pid_to_shareable_handle", _VMM)
-mem_import_from_shareable_handle = not_supported("acl.rt.mem_import_from_shareable_handle", _VMM, "one", 0)
-mem_get_allocation_granularity = not_supported("acl.rt.mem_get_allocation_granularity", _VMM, "one", 0)
-ipc_mem_get_export_key = not_supported("acl.rt.ipc_mem_get_export_key", _IPC, "one", None)
-ipc_mem_set_import_pid = not_supported("acl.rt.ipc_mem_set_import_pid", _IPC)
-ipc_mem_import_by_key = not_supported("acl.rt.ipc_mem_import_by_key", _IPC, "one", 0)
-ipc_mem_close = not_supported("acl.rt.ipc_mem_close", _IPC)
+_VALUE = "stream value write/wait tasks are not simulated"
+get_memcpy_desc_size = not_supported("acl.rt.get_memcpy_desc_size", _DESC, "one", 0, args="i")
+set_memcpy_desc = not_supported("acl.rt.set_memcpy_desc", _DESC, "one", computed(lambda desc, *_: desc),
+                                args="kikkkk")  # the real wrapper returns the desc it was given
+memcpy_async_with_desc = not_supported("acl.rt.memcpy_async_with_desc", _DESC, args="kik")
+value_write = not_supported("acl.rt.value_write", _VALUE, args="kkIk")
+value_wait = not_supported("acl.rt.value_wait", _VALUE, args="kkIk")
+malloc_physical = not_supported("acl.rt.malloc_physical", _VMM, "one", 0, args="kOK")
+free_physical = not_supported("acl.rt.free_physical", _VMM, args="k")
+reserve_mem_address = not_supported("acl.rt.reserve_mem_address", _VMM, "one", 0, args="kkkK")
+release_mem_address = not_supported("acl.rt.release_mem_address", _VMM, args="k")
+map_mem = not_supported("acl.rt.map_mem", _VMM, args="kkkkK")
+unmap_mem = not_supported("acl.rt.unmap_mem", _VMM, args="k")
+mem_export_to_shareable_handle = not_supported("acl.rt.mem_export_to_shareable_handle", _VMM, "one", 0,
+                                               args="kiK")
+mem_set_pid_to_shareable_handle = not_supported("acl.rt.mem_set_pid_to_shareable_handle", _VMM, args="KO")
+mem_import_from_shareable_handle = not_supported("acl.rt.mem_import_from_shareable_handle", _VMM, "one", 0,
+                                                 args="Ki")
+mem_get_allocation_granularity = not_supported("acl.rt.mem_get_allocation_granularity", _VMM, "one", 0,
+                                               args="Oi")
+ipc_mem_get_export_key = not_supported("acl.rt.ipc_mem_get_export_key", _IPC, "one", "", args="kkkK")
+ipc_mem_set_import_pid = not_supported("acl.rt.ipc_mem_set_import_pid", _IPC, args="sO")
+ipc_mem_import_by_key = not_supported("acl.rt.ipc_mem_import_by_key", _IPC, "one", 0, args="sK")
+ipc_mem_close = not_supported("acl.rt.ipc_mem_close", _IPC, args="s")
 
 NOT_SUPPORTED = [
     "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc", "value_write", "value_wait",
-    "allocator_register", "malloc_physical", "free_physical", "reserve_mem_address", "release_mem_address",
+    "malloc_physical", "free_physical", "reserve_mem_address", "release_mem_address",
     "map_mem", "unmap_mem", "mem_export_to_shareable_handle", "mem_set_pid_to_shareable_handle",
     "mem_import_from_shareable_handle", "mem_get_allocation_granularity", "ipc_mem_get_export_key",
     "ipc_mem_set_import_pid", "ipc_mem_import_by_key", "ipc_mem_close",
 ]
-__all__ = [*rt.names, "malloc", "free", "memcpy", "memcpy_async", "memset_async", *NOT_SUPPORTED]
+__all__ = [*rt.names, *NOT_SUPPORTED]

@@ -1,41 +1,83 @@
 """acl.rt functions of groups the simulated NPU does not have.
 
 Each one exists (a pyACL script that calls it gets a return code, never an AttributeError),
-records the failure, and returns ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000) in the shape of
-the real function. docs/compatibility.md lists them.
+parses its arguments as the real wrapper does (python/pyACL/rt/rt_device.cpp,
+rt_stream.cpp, rt_notify.cpp), records the failure, and returns
+ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000) in the shape of the real function.
+docs/compatibility.md lists them.
 """
 from __future__ import annotations
 
-from ._wrap import not_supported
+from ..runtime.errors import FeatureNotSupportedError
+from ._wrap import Group, Raise, not_supported
 
 _RES = ("per-device / per-stream core limits (aclrtDevResLimitType) are not simulated: "
         "kernels may use every AI core")
 _NOTIFY = "notifies (aclrtNotify) are not simulated; use events (create_event, stream_wait_event)"
 
-# name -> (what, shape, value returned in place of the outputs)
+# name -> (what, shape, value returned in place of the outputs, format, TypeError message)
 _TABLE = {
-    "get_device_res_limit": (_RES, "one", 0),
-    "set_device_res_limit": (_RES, "ret", None),
-    "reset_device_res_limit": (_RES, "ret", None),
-    "get_stream_res_limit": (_RES, "one", 0),
-    "set_stream_res_limit": (_RES, "ret", None),
-    "reset_stream_res_limit": (_RES, "ret", None),
-    "use_stream_res_in_current_thread": (_RES, "ret", None),
-    "unuse_stream_res_in_current_thread": (_RES, "ret", None),
-    "get_res_in_current_thread": (_RES, "one", 0),
-    "create_notify": (_NOTIFY, "one", 0),
-    "destroy_notify": (_NOTIFY, "ret", None),
-    "record_notify": (_NOTIFY, "ret", None),
-    "wait_and_reset_notify": (_NOTIFY, "ret", None),
-    "get_notify_id": (_NOTIFY, "one", 0),
-    "notify_batch_reset": (_NOTIFY, "ret", None),
-    "notify_get_export_key": (_NOTIFY, "one", None),
-    "notify_set_import_pid": (_NOTIFY, "ret", None),
-    "notify_import_by_key": (_NOTIFY, "one", 0),
+    "get_device_res_limit": (_RES, "one", 0, "iI", None),
+    "set_device_res_limit": (_RES, "ret", None, "iII", None),
+    "reset_device_res_limit": (_RES, "ret", None, "i", None),
+    "get_stream_res_limit": (_RES, "one", 0, "ki", "acl.rt.get_stream_res_limit parse failed"),
+    "set_stream_res_limit": (_RES, "ret", None, "kiI", "acl.rt.set_stream_res_limit parse failed"),
+    "reset_stream_res_limit": (_RES, "ret", None, "k", "acl.rt.reset_stream_res_limit parse failed"),
+    "use_stream_res_in_current_thread": (_RES, "ret", None, "k",
+                                         "acl.rt.use_stream_res_in_current_thread parse failed"),
+    "unuse_stream_res_in_current_thread": (_RES, "ret", None, "k",
+                                           "acl.rt.unuse_stream_res_in_current_thread parse failed"),
+    "get_res_in_current_thread": (_RES, "one", 0, "i", "acl.rt.get_res_in_current_thread parse failed"),
+    "create_notify": (_NOTIFY, "one", 0, "K", None),
+    "destroy_notify": (_NOTIFY, "ret", None, "k", None),
+    "record_notify": (_NOTIFY, "ret", None, "kk", None),
+    "get_notify_id": (_NOTIFY, "one", 0, "k", None),
+    "notify_import_by_key": (_NOTIFY, "one", 0, "sK", None),
 }
 
-for _name, (_what, _shape, _value) in _TABLE.items():
-    globals()[_name] = not_supported(f"acl.rt.{_name}", _what, _shape, _value)
+for _name, (_what, _shape, _value, _fmt, _msg) in _TABLE.items():
+    globals()[_name] = not_supported(f"acl.rt.{_name}", _what, _shape, _value, args=_fmt, message=_msg)
 
-NOT_SUPPORTED = list(_TABLE)
-__all__ = list(_TABLE)
+
+# the notify wrappers that check their arguments further before calling C (rt_notify.cpp)
+def _int_list(value, not_list: str, bad_item: str) -> None:
+    if not isinstance(value, list):
+        raise Raise(ValueError(not_list))
+    if not all(isinstance(v, int) for v in value):
+        raise Raise(ValueError(bad_item))
+
+
+def wait_and_reset_notify(notify, stream, timeout):
+    if timeout < 0:
+        raise Raise(TypeError("timeout can't be a negative number!"))
+    if timeout >= 1 << 32:
+        raise Raise(TypeError("timeout should be less than 2**32!"))
+    raise FeatureNotSupportedError(_NOTIFY)
+
+
+def notify_batch_reset(notifies):
+    _int_list(notifies, "argument only support the format of list", "get notify pointers from PyList failed")
+    raise FeatureNotSupportedError(_NOTIFY)
+
+
+def notify_get_export_key(notify, length, flag):
+    if length >= 1024:
+        raise Raise(ValueError("key len should be less than 1024"))
+    raise FeatureNotSupportedError(_NOTIFY)
+
+
+def notify_set_import_pid(notify, pids):
+    _int_list(pids, "argument 2 only support the format of list", "get values from PyList failed")
+    raise FeatureNotSupportedError(_NOTIFY)
+
+
+_rt = Group("acl.rt")
+wait_and_reset_notify = _rt.ret(args="kkL")(wait_and_reset_notify)
+notify_batch_reset = _rt.ret(args="O")(notify_batch_reset)
+notify_get_export_key = _rt.one("", args="kkK")(notify_get_export_key)
+notify_set_import_pid = _rt.ret(args="kO")(notify_set_import_pid)
+for _fn in (wait_and_reset_notify, notify_batch_reset, notify_get_export_key, notify_set_import_pid):
+    _fn.not_supported = True
+
+NOT_SUPPORTED = [*_TABLE, *_rt.names]
+__all__ = list(NOT_SUPPORTED)

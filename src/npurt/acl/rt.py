@@ -10,6 +10,7 @@ not have return ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000); docs/compatibility.md
 """
 from __future__ import annotations
 
+from ._allocator import *  # noqa: F401,F403
 from ._context import *  # noqa: F401,F403
 from ._control import *  # noqa: F401,F403
 from ._device import *  # noqa: F401,F403
@@ -20,8 +21,9 @@ from ._stream import *  # noqa: F401,F403
 from ._unsupported import *  # noqa: F401,F403
 from .constants import *  # noqa: F401,F403
 
-from . import _context, _control, _device, _event, _kernel, _memory, _stream, _unsupported  # isort: skip
+from . import _allocator, _context, _control, _device, _event, _kernel, _memory, _stream, _unsupported  # isort: skip
 
-FUNCTIONS = sorted({name for mod in (_context, _control, _device, _event, _kernel, _memory, _stream, _unsupported)
+FUNCTIONS = sorted({name for mod in (_allocator, _context, _control, _device, _event, _kernel, _memory, _stream,
+                                     _unsupported)
                     for name in mod.__all__})
 """The names of every acl.rt function."""

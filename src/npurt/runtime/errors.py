@@ -11,7 +11,6 @@ reporting write it.
 """
 from __future__ import annotations
 
-import operator
 import threading
 
 from . import constants as C
@@ -47,6 +46,14 @@ class InvalidValueError(NpuError, ValueError):
     """An argument is out of range, of the wrong kind, or names the wrong kind of memory."""
 
     code = C.ACL_ERROR_INVALID_PARAM
+
+
+class ParamInvalidError(InvalidValueError):
+    """A value the runtime layer itself refuses (ACL_ERROR_RT_PARAM_INVALID, 107000): where
+    CANN checks an argument in the runtime (count > dest_max, timeout < -1, a wait on an
+    event never recorded), not in the ACL layer (ACL_ERROR_INVALID_PARAM, 100000)."""
+
+    code = C.ACL_ERROR_RT_PARAM_INVALID
 
 
 class NotInitializedError(NpuError, RuntimeError):
@@ -134,16 +141,12 @@ class TaskError(NpuError, RuntimeError):
 
 
 def as_int(value, what: str) -> int:
-    """`value` as a Python int if it is an integer (numpy integers too, as pyACL's argument
-    parser accepts anything with __index__; bools are refused)."""
+    """`value` if it is a Python int. The runtime takes exact ints only (no bool, no numpy
+    integer): the Pythonic API normalizes its sizes, and the pyACL facade converts what the
+    real extension converts (and refuses the rest) when a call fails here."""
     if type(value) is int:
         return value
-    if isinstance(value, bool):
-        raise InvalidValueError(f"{what} must be an int, got a bool")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise InvalidValueError(f"{what} must be an int, got {type(value).__name__}") from None
+    raise InvalidValueError(f"{what} must be an int, got {type(value).__name__}")
 
 
 # ---------------------------------------------------------------- per-thread last error

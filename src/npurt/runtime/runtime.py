@@ -68,6 +68,8 @@ class Runtime:
         self.functions = table("function")
         self.args = table("args")
         self.exception_infos = table("exception info")
+        self.allocator_descs = table("allocator desc")
+        self.stream_allocators: dict[int, tuple] = {}  # stream handle -> (desc handle, AllocatorDesc copy)
         self.exception_callback = None
         self.report_queues: dict[int, ReportQueue] = {}
         self.op_wait_timeout_s = 0
@@ -133,8 +135,9 @@ class Runtime:
             if kernel_args is not None:
                 kernel_args.forget_user_mem()
             for tbl in (self.contexts, self.streams, self.events, self.binaries, self.functions,
-                        self.args, self.exception_infos):
+                        self.args, self.exception_infos, self.allocator_descs):
                 tbl.clear()
+            self.stream_allocators.clear()
             self.report_queues.clear()
             self.exception_callback = None
             # process-wide settings too: a later init() starts fresh

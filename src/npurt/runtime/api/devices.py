@@ -8,7 +8,7 @@ from .. import constants as C
 from ..context import Context, bind, current_context, peek_context
 from ..device import Device
 from ..errors import (ContextError, InvalidDeviceError, InvalidHandleError, InvalidValueError, NpuError,
-                      SyncTimeoutError)
+                      ParamInvalidError, SyncTimeoutError)
 from ..observers import HOOKS
 from ..runtime import RUNTIME
 from ..stream import Stream
@@ -289,27 +289,65 @@ def get_devices_topo(device_id: int, other_id: int) -> int:
     return C.ACL_RT_DEVS_TOPOLOGY_HCCS
 
 
+# Device ids, as CANN names them: the *user* id is an index into ASCEND_RT_VISIBLE_DEVICES
+# (what set_device takes); the *logic* id is the driver's index of the device on the host;
+# the *physical* id is the chip's. The simulated host has no virtualization, so logic and
+# physical ids are the same number (NPURT_DEVICE_COUNT devices, 0..n-1). The APIs named
+# "...by_phy_dev_id" / "phy_dev_id_by_logic_dev_id" take and return *user* ids on the
+# logic side (runtime.cc ChgUserDevIdToDeviceId / GetUserDevIdByDeviceId).
+def _non_negative(value: int, name: str) -> None:
+    if value < 0:  # rts_device API checks (api_c_device.cc): RT_ERROR_INVALID_VALUE
+        raise ParamInvalidError(f"{name} must be >= 0, got {value}")
+
+
+def _user_to_driver(user_id: int, name: str) -> int:
+    rt.check_initialized()
+    _non_negative(user_id, name)
+    visible = rt.settings.visible_devices
+    if user_id >= len(visible):
+        raise InvalidDeviceError(f"{name} {user_id} is invalid: {len(visible)} device(s) are visible "
+                                 f"(ids 0..{len(visible) - 1}; ASCEND_RT_VISIBLE_DEVICES / NPURT_DEVICE_COUNT)")
+    return visible[user_id]
+
+
+def _driver_to_user(driver_id: int, name: str) -> int:
+    rt.check_initialized()
+    _non_negative(driver_id, name)
+    visible = rt.settings.visible_devices
+    if driver_id not in visible:
+        raise InvalidDeviceError(f"device {driver_id} is not visible to this process "
+                                 f"(ASCEND_RT_VISIBLE_DEVICES maps user ids 0.. to devices {visible})")
+    return visible.index(driver_id)
+
+
 def get_logic_dev_id_by_user_dev_id(user_id: int) -> int:
-    """The driver (physical) id behind a user (visible, ASCEND_RT_VISIBLE_DEVICES) id."""
-    rt.device(user_id)
-    return rt.settings.visible_devices[user_id]
+    """The driver's id of the device behind a user (visible) id."""
+    return _user_to_driver(user_id, "user_dev_id")
 
 
 def get_user_dev_id_by_logic_dev_id(logic_id: int) -> int:
-    rt.check_initialized()
-    visible = rt.settings.visible_devices
-    if type(logic_id) is not int or logic_id not in visible:
-        raise InvalidDeviceError(f"device {logic_id!r} is not visible to this process "
-                                 f"(ASCEND_RT_VISIBLE_DEVICES maps user ids to {visible})")
-    return visible.index(logic_id)
+    """The user (visible) id of the device the driver calls `logic_id`."""
+    return _driver_to_user(logic_id, "logic_dev_id")
+
+
+def get_phy_dev_id_by_logic_dev_id(logic_id: int) -> int:
+    """The physical id of a device, given its user id (the real runtime converts the
+    argument as a user id first)."""
+    return _user_to_driver(logic_id, "logic_dev_id")  # physical id == driver id here
+
+
+def get_logic_dev_id_by_phy_dev_id(phy_id: int) -> int:
+    """The user id of the device with physical id `phy_id`."""
+    return _driver_to_user(phy_id, "phy_dev_id")
 
 
 def device_get_uuid(device_id: int) -> dict:
-    """{"bytes": 16 characters}: a stable id derived from the SoC and the physical device."""
+    """{"bytes": [16 ints]}: a stable id derived from the SoC and the physical device; each
+    byte a signed char, as pyACL builds the list from aclrtUuid's char array."""
     import uuid
     device = rt.device(device_id)
     raw = uuid.uuid5(uuid.NAMESPACE_OID, f"npurt/{device.spec.name}/{device.backend.physical_id}").bytes
-    return {"bytes": raw.decode("latin-1")}
+    return {"bytes": [b - 256 if b > 127 else b for b in raw]}
 
 
 def device_get_bare_tgid() -> int:

@@ -123,7 +123,7 @@ def memory_stats(device: Device | None = None) -> dict:
 
 
 def pointer_get_attributes(ptr: int) -> dict:
-    """Where `ptr` lives: {"location": {"id", "type"}, "pageSize", "rsv"} plus npurt extras
+    """Where `ptr` lives: {"location": {"id", "type"}, "page_size", "rsv"} plus npurt extras
     ("allocation": start of the allocation holding it, "size": its size)."""
     rt.check_initialized()
     if type(ptr) is not int:
@@ -134,20 +134,21 @@ def pointer_get_attributes(ptr: int) -> dict:
             raise InvalidValueError(f"0x{ptr:x} belongs to no visible device")
         if address.is_host_alias(ptr):
             return {"location": {"id": device.id, "type": C.ACL_MEM_LOCATION_TYPE_DEVICE},
-                    "pageSize": 4096, "rsv": 0, "allocation": ptr, "size": 0}
+                    "page_size": 4096, "rsv": [0, 0, 0, 0], "allocation": ptr, "size": 0}
         block = device.memory.find(ptr)
         if block is None or block.state != LIVE:
             raise InvalidValueError(memops.dead_address_message(device, ptr, block, "queried"))
         return {"location": {"id": device.id, "type": C.ACL_MEM_LOCATION_TYPE_DEVICE},
-                "pageSize": block.segment.page, "rsv": 0, "allocation": block.addr, "size": block.requested}
+                "page_size": block.segment.page, "rsv": [0, 0, 0, 0], "allocation": block.addr,
+                "size": block.requested}
     if ptr <= 0:
         raise InvalidValueError("pointer_get_attributes: null or negative address")
     rng = rt.host.find(ptr)
     if rng is None:
         return {"location": {"id": 0, "type": C.ACL_MEM_LOCATION_TYPE_UNREGISTERED},
-                "pageSize": 4096, "rsv": 0, "allocation": 0, "size": 0}
+                "page_size": 4096, "rsv": [0, 0, 0, 0], "allocation": 0, "size": 0}
     return {"location": {"id": 0, "type": C.ACL_MEM_LOCATION_TYPE_HOST},
-            "pageSize": 4096, "rsv": 0, "allocation": rng.addr, "size": rng.size}
+            "page_size": 4096, "rsv": [0, 0, 0, 0], "allocation": rng.addr, "size": rng.size}
 
 
 # ================================================================ host memory
@@ -242,3 +243,80 @@ def memset_async(ptr: int, max_count: int, value: int, count: int, stream: Strea
     if type(stream) is not Stream or stream.destroyed:  # None, a wrong object, destroyed
         stream = stream_of(stream)
     return memops.memset_async(rt, ptr, max_count, value, count, stream)
+
+
+# ================================================================ user allocators
+class AllocatorDesc:
+    """aclrtAllocatorDesc: a user allocator object and its callbacks. npurt's own
+    operations never allocate through it; model execution (GE) looks it up by stream."""
+
+    __slots__ = ("obj", "alloc_func", "free_func", "alloc_advise_func", "get_addr_from_block_func", "handle")
+
+    def __init__(self):
+        self.obj = self.alloc_func = self.free_func = None
+        self.alloc_advise_func = self.get_addr_from_block_func = None
+        self.handle = 0
+
+    def copy(self) -> "AllocatorDesc":
+        twin = AllocatorDesc()
+        for name in self.__slots__:
+            setattr(twin, name, getattr(self, name))
+        return twin
+
+
+def allocator_create_desc() -> int:
+    """A new, empty allocator description (its handle)."""
+    desc = AllocatorDesc()
+    desc.handle = rt.allocator_descs.add(desc)
+    return desc.handle
+
+
+def _desc(handle: int) -> AllocatorDesc:
+    # allocator.cpp checks only for null (ACL_ERROR_INVALID_PARAM); an unknown handle is
+    # refused with the same code instead of being dereferenced
+    if not handle:
+        raise InvalidValueError("allocatorDesc is null: create one with allocator_create_desc")
+    desc = rt.allocator_descs._objects.get(handle)
+    if desc is None:
+        raise InvalidValueError(f"0x{handle:x} is not an allocator description (from allocator_create_desc), "
+                                "or it was destroyed")
+    return desc
+
+
+def allocator_destroy_desc(handle: int) -> None:
+    _desc(handle)
+    rt.allocator_descs.remove(handle)
+
+
+def allocator_set(handle: int, member: str, value) -> None:
+    """Set one member of a description: "obj", "alloc_func", "free_func",
+    "alloc_advise_func" or "get_addr_from_block_func"."""
+    setattr(_desc(handle), member, value)
+
+
+def allocator_register(stream: int, handle: int) -> None:
+    """Register a complete description for a stream (last registration wins). The stream is
+    a key, as in allocator.cpp: it must not be 0 but is not otherwise checked."""
+    if not stream:
+        raise InvalidValueError("allocator_register: stream must not be 0 (the default stream cannot take "
+                                "an external allocator)")
+    desc = _desc(handle)
+    for member, what in (("obj", "allocatorDesc->obj"), ("alloc_func", "allocatorDesc->allocFunc"),
+                         ("free_func", "allocatorDesc->freeFunc"),
+                         ("get_addr_from_block_func", "allocatorDesc->getAddrFromBlockFunc")):
+        if getattr(desc, member) is None:
+            raise InvalidValueError(f"allocator_register: {what} is not set")
+    rt.stream_allocators[stream] = (handle, desc.copy())
+
+
+def allocator_unregister(stream: int) -> None:
+    """Forget a stream's allocator; a stream without one is fine (allocator.cpp)."""
+    if not stream:
+        raise InvalidValueError("allocator_unregister: stream must not be 0")
+    rt.stream_allocators.pop(stream, None)
+
+
+def allocator_of(stream: int) -> AllocatorDesc | None:
+    """The description registered for a stream handle (a copy taken at registration), or None."""
+    entry = rt.stream_allocators.get(stream)
+    return None if entry is None else entry[1]
