@@ -153,6 +153,7 @@ def test_format_capital_i_masks_to_32_bits(ready):
 @pytest.mark.parametrize("unit, value, expected", [
     ("k", -1, (1 << 64) - 1), ("K", 1 << 64, 0), ("I", -1, 0xFFFFFFFF), ("H", 0x12345, 0x2345),
     ("i", np.int16(-5), -5), ("L", -(1 << 63), -(1 << 63)), ("f", 0.1, 0.10000000149011612), ("O", [1], [1]),
+    ("b", 200, -56),
     ("z", None, None), ("s", "ok", "ok"), ("p", [], False),
 ])
 def test_parse_units_convert_as_cpython(unit, value, expected):

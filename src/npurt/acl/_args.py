@@ -1,129 +1,21 @@
-"""Argument parsing as the real pyACL extension does it (PyArg_ParseTuple), and the wrappers
-that give each function pyACL's return shape.
+"""The `Api(group).fn(fmt, shape)` spelling of the facade's wrapper generator, and the list
+readers of the pyACL extension.
 
-The extension declares every function METH_VARARGS and parses with a format string; any
-failure (wrong count, wrong type, a value out of a checked range) raises TypeError with the
-function's own message, "acl.<group>.<name> args parse failed" (some with a trailing "!").
-Keywords are refused. Functions declared without parsing ignore surplus arguments. The
-format characters used (CPython's getargs.c rules):
-
-| char | C type | accepts | out of range |
-| --- | --- | --- | --- |
-| k, K | unsigned long (long) | int only (bools too; no __index__) | wraps (masked) |
-| I | unsigned int | anything with __index__, not float | wraps |
-| i, h, L | int, short, long long | __index__, not float | TypeError |
-| b | unsigned char (stored in an int8_t) | __index__, not float; 0..255 | TypeError |
-| B, H | unsigned char / short | __index__, not float | wraps |
-| f, d | float / double | int, float, __float__ / __index__ | - (f rounds to float32) |
-| s | const char * | str without NUL (not bytes) | - |
-| O | object | anything | - |
-| \\| | optional from here | | |
-
-`Api(group).fn(fmt, shape)` wraps an implementation written with pyACL's parameters; the
-implementation gets the converted values and returns what the C function writes to its
-output pointers. Exceptions other than the parse TypeError become return codes through
-`_wrap.fail` (recorded as the thread's last error). Shapes: "ret" (a bare int), "one"
-(value, ret), "many" (v1, ..., ret), "value" (the value alone; failures only recorded),
-"none" (None; failures only recorded), "echo" (the first argument as parsed, ret).
+`Api("acl.mdl", bang=True).fn("kk", "one", 0)` is `Group("acl.mdl").one(0, args="kk",
+message="acl.mdl.<name> args parse failed!")`: the same generator (`_wrap.generate`), the
+same PyArg_ParseTuple rules (`_parse.py`), two more shapes ("none": the value None;
+"echo": the first argument as parsed, then ret). Implementations raise `ArgTypeError` /
+`ArgValueError` where the C wrapper raises after parsing (a tuple where a list is
+required, ...); those propagate, as the real exceptions do.
 """
 from __future__ import annotations
 
-import inspect
-import operator
-import struct
+from ._wrap import ArgTypeError, ArgValueError, generate as _generate
 
-from ._wrap import fail
+__all__ = ["Api", "ArgTypeError", "ArgValueError", "int64_list", "handle_list", "pair_list",
+           "M8", "M16", "M32", "M64"]
 
 M8, M16, M32, M64 = 0xFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF
-
-
-class ArgTypeError(TypeError):
-    """Raised by an implementation for an argument the C wrapper rejects after parsing (a
-    tuple where a list is required, ...): it propagates, as the real TypeError does."""
-
-
-class ArgValueError(ValueError):
-    """The ValueError counterpart (list values out of range, ...)."""
-
-
-def _index(value, msg):
-    if isinstance(value, float):
-        raise TypeError(msg)
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(msg) from None
-
-
-def _conv_k(value, msg):
-    if isinstance(value, int):
-        return int(value) & M64
-    raise TypeError(msg)
-
-
-def _masked(mask):
-    return lambda value, msg: _index(value, msg) & mask
-
-
-def _ranged(lo, hi, signed_byte=False):
-    def conv(value, msg):
-        v = _index(value, msg)
-        if not lo <= v <= hi:
-            raise TypeError(msg)
-        if signed_byte and v > 127:
-            v -= 256
-        return v
-    return conv
-
-
-def _float(single):
-    pack = struct.Struct("<f")
-
-    def conv(value, msg):
-        if isinstance(value, (str, bytes, bytearray)):  # PyFloat_AsDouble takes numbers only
-            raise TypeError(msg)
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            raise TypeError(msg) from None
-        if single:
-            try:
-                v = pack.unpack(pack.pack(v))[0]
-            except OverflowError:
-                v = float("inf") if v > 0 else float("-inf")
-        return v
-    return conv
-
-
-def _str(value, msg):
-    if type(value) is str or isinstance(value, str):
-        if "\0" in value:
-            raise TypeError(msg)
-        return str(value)
-    raise TypeError(msg)
-
-
-CONVERTERS = {
-    "k": _conv_k, "K": _conv_k, "I": _masked(M32), "B": _masked(M8), "H": _masked(M16),
-    "i": _ranged(-(1 << 31), (1 << 31) - 1), "h": _ranged(-(1 << 15), (1 << 15) - 1),
-    "L": _ranged(-(1 << 63), (1 << 63) - 1), "b": _ranged(0, 255, signed_byte=True),
-    "f": _float(True), "d": _float(False), "s": _str, "O": lambda value, msg: value,
-}
-# the test that lets the common case skip the converter call (the value is already right)
-_FAST = {"k": "type({a}) is int and 0 <= {a} <= 0xFFFFFFFFFFFFFFFF", "K": None, "I": "type({a}) is int and "
-         "0 <= {a} <= 0xFFFFFFFF", "i": "type({a}) is int and -2147483648 <= {a} <= 2147483647",
-         "s": "type({a}) is str and '\\0' not in {a}", "O": "True"}
-_FAST["K"] = _FAST["k"]
-
-_TEMPLATES = {
-    "ret": ("{call}\n        return 0", "return _fail(_exc, _where)"),
-    "one": ("return {call}, 0", "return _fv, _fail(_exc, _where)"),
-    "many": ("return (*{call}, 0)", "return _fv + (_fail(_exc, _where),)"),
-    "value": ("return {call}", "_fail(_exc, _where)\n        return _fv"),
-    "none": ("{call}\n        return None", "_fail(_exc, _where)\n        return None"),
-    # (first argument echoed back, ret): the wrapper quirk of add_dataset_buffer & co.
-    "echo": ("{call}\n        return a0, 0", "return a0, _fail(_exc, _where)"),
-}
 
 
 class Api:
@@ -143,63 +35,12 @@ class Api:
             fname = name or impl.__name__
             where = f"{self.prefix}.{fname}"
             b = self.bang if bang is None else bang
-            msg = f"{where} args parse failed{'!' if b else ''}"
-            wrapper = generate(impl, fmt, shape, fail_value, where, msg)
+            wrapper = _generate(impl, shape, fail_value, where, args=fmt,
+                                message=f"{where} args parse failed{'!' if b else ''}")
             if name is None:
                 self.names.append(fname)
             return wrapper
         return decorate
-
-
-def generate(impl, fmt, shape, fail_value, where, msg):
-    """Build `def name(*args)`: count check, conversions, `try: impl(...)`, by exec."""
-    ns = {"_impl": impl, "_fail": fail, "_where": where, "_fv": fail_value, "_msg": msg,
-          "_passthrough": (ArgTypeError, ArgValueError)}
-    lines = [f"def {impl.__name__}(*args):"]
-    if fmt is None:
-        call = "_impl()"
-    else:
-        required, _, optional = fmt.partition("|")
-        chars = required + optional
-        n_req, n_all = len(required), len(chars)
-        if n_req == n_all:
-            lines.append(f"    if len(args) != {n_all}: raise TypeError(_msg)")
-            if n_all:
-                lines.append(f"    {', '.join(f'a{i}' for i in range(n_all))}, = args")
-        else:
-            lines.append(f"    if not {n_req} <= len(args) <= {n_all}: raise TypeError(_msg)")
-            lines.append(f"    args = args + (None,) * ({n_all} - len(args))")
-            lines.append(f"    {', '.join(f'a{i}' for i in range(n_all))}, = args")
-        for i, ch in enumerate(chars):
-            if ch == "O":
-                continue
-            ns[f"_c{i}"] = CONVERTERS[ch]
-            a = f"a{i}"
-            test = _FAST.get(ch)
-            guard = f"{a} is not None and " if i >= n_req else ""
-            if test:
-                lines.append(f"    if {guard}not ({test.format(a=a)}): {a} = _c{i}({a}, _msg)")
-            elif guard:
-                lines.append(f"    if {guard[:-5]}: {a} = _c{i}({a}, _msg)")
-            else:
-                lines.append(f"    {a} = _c{i}({a}, _msg)")
-        call = f"_impl({', '.join(f'a{i}' for i in range(n_all))})"
-    ok, bad = _TEMPLATES[shape]
-    lines.append("    try:")
-    lines.append(f"        {ok.format(call=call)}")
-    lines.append("    except _passthrough:")
-    lines.append("        raise")
-    lines.append("    except Exception as _exc:")
-    lines.append(f"        {bad}")
-    source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<npurt.acl wrapper {where}>", "exec"), ns)  # noqa: S102
-    fn = ns[impl.__name__]
-    fn.__doc__ = impl.__doc__
-    fn.__module__ = impl.__module__
-    fn.__qualname__ = impl.__qualname__
-    fn.__signature__ = inspect.signature(impl)
-    fn.pyacl_parsing = True  # raises TypeError/ValueError where the real extension does
-    return fn
 
 
 def int64_list(value, not_list: str = "argument 2 is not list", bad_item: str = "invalid data type") -> list:

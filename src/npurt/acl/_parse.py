@@ -10,7 +10,8 @@ parameters never parses, so surplus positional arguments are ignored
     k K    an int (or an int subclass such as bool): no numpy integers, no floats; the value
            is masked to 64 bits (-1 becomes 0xFFFFFFFFFFFFFFFF), never an overflow
     I H B  anything with __index__ except floats; masked to 32 / 16 / 8 bits
-    i h b  anything with __index__ except floats; out of the C range is an error
+    i h b  anything with __index__ except floats; out of the C range is an error (b: 0..255,
+           read back signed: every wrapper that uses it stores it in an int8_t)
     l L n  the same for 64-bit signed values
     f d    a float, or anything float() takes except str / bytes; f rounds to float32
     s z    a str without NUL characters (z: or None)
@@ -92,7 +93,7 @@ def convert(unit: str, value):
         low, high = _RANGES[unit]
         if not low <= number <= high:
             raise _Mismatch(f"{number} is out of range for format unit {unit!r}")
-        return number
+        return number - 256 if unit == "b" and number > 127 else number
     if unit in "fd":
         if isinstance(value, (str, bytes, bytearray)):
             raise _Mismatch(f"must be real number, not {type(value).__name__}")

@@ -57,6 +57,15 @@ stream_lookup = RUNTIME.streams._objects.get
 event_lookup = RUNTIME.events._objects.get
 
 
+class ArgTypeError(TypeError):
+    """Raised by an implementation for an argument the C wrapper rejects after parsing (a
+    tuple where a list is required, ...): it propagates, as the real TypeError does."""
+
+
+class ArgValueError(ValueError):
+    """The ValueError counterpart (list values out of range, ...)."""
+
+
 class Raise(Exception):
     """Carries an exception the real extension raises itself after parsing (a ValueError
     from `acl.util.bytes_to_ptr` for a non-bytes argument, a TypeError for a dict argument
@@ -71,6 +80,8 @@ def fail(exc: BaseException, where: str) -> int:
     """Record `exc` as the calling thread's last error and return its aclError code."""
     if type(exc) is Raise:
         raise exc.exc from None
+    if isinstance(exc, (ArgTypeError, ArgValueError)):
+        raise exc
     if isinstance(exc, NpuError):
         code, message = exc.code, exc.message
     elif isinstance(exc, _ARGUMENT_ERRORS):
@@ -119,6 +130,10 @@ _TEMPLATES = {
     "many": ("return (*{call}, 0)", "return {fv} + (_fail(_exc, _where),)"),
     # no ret at all (acl.get_soc_name, acl.util.*, get_*_from_exception_info): the value
     "value": ("return {call}", "_fail(_exc, _where)\n        return {fv}"),
+    # None whatever happens (acl.destroy_tensor_desc & co.); failures only recorded
+    "none": ("{call}\n        return None", "_fail(_exc, _where)\n        return None"),
+    # (first argument as parsed, ret): the quirk of add_dataset_buffer & co.
+    "echo": ("{call}\n        return {first}, 0", "return {first}, _fail(_exc, _where)"),
 }
 
 
@@ -148,7 +163,7 @@ _STR = "_ty({p}) is not _str or not {p}.isascii() or '\\x00' in {p}"
 _FAST = {
     "k": "_ty({p}) is not _int or {p} >> 64", "K": "_ty({p}) is not _int or {p} >> 64",
     "I": "_ty({p}) is not _int or {p} >> 32", "H": "_ty({p}) is not _int or {p} >> 16",
-    "B": "_ty({p}) is not _int or {p} >> 8", "b": "_ty({p}) is not _int or not 0 <= {p} <= 255",
+    "B": "_ty({p}) is not _int or {p} >> 8", "b": "_ty({p}) is not _int or not 0 <= {p} <= 127",
     "i": "_ty({p}) is not _int or not -2147483648 <= {p} <= 2147483647",
     "h": "_ty({p}) is not _int or not -32768 <= {p} <= 32767",
     "l": "_ty({p}) is not _int or not " + _I64, "L": "_ty({p}) is not _int or not " + _I64,
@@ -250,8 +265,10 @@ def generate(impl, shape: str, fail_value, where: str, args=LEGACY, message=None
                   f"    except Exception as _exc:\n        {bad.format(fv=_fail_value(fail_value))}\n")
         return _compile(source, namespace, name, impl, [], None, where)
     if names is None:
-        names = [p.name for p in inspect.signature(impl).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        sig = inspect.signature(impl).parameters.values()
+        names = [p.name for p in sig if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if any(p.kind is p.VAR_POSITIONAL for p in sig):  # impl(*args): name the rest arg<i>
+            names += [f"arg{i}" for i in range(len(names), len(fmt.units))]
     if len(names) < len(fmt.units):
         raise TypeError(f"{where}: format {args!r} has {len(fmt.units)} units but the implementation "
                         f"takes {len(names)} parameters")
@@ -263,6 +280,8 @@ def generate(impl, shape: str, fail_value, where: str, args=LEGACY, message=None
     namespace["_fmt"] = fmt
     namespace["_msg"] = (f"{where} args parse failed" if message is None
                          else None if message is CPYTHON_MESSAGE else message)
+    if shape == "echo":
+        ok, bad = ok.replace("{first}", params[0]), bad.replace("{first}", params[0])
     bad = bad.format(fv=_fail_value(fail_value, params))
     plist = "".join(p + ", " for p in params)
     # the values handed to the implementation: handles looked up into fresh names (the
@@ -307,6 +326,7 @@ def _compile(source: str, namespace: dict, name: str, impl, params: list, fmt, w
     fn.__signature__ = inspect.Signature(
         [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in params])
     fn.parse_format = None if fmt is None else fmt.text
+    fn.pyacl_parsing = True  # raises TypeError/ValueError where the real extension does
     return _finish(fn, impl)
 
 
