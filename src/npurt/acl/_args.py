@@ -10,12 +10,27 @@ required, ...); those propagate, as the real exceptions do.
 """
 from __future__ import annotations
 
+from ._parse import CODES, _Mismatch, convert
 from ._wrap import ArgTypeError, ArgValueError, generate as _generate
 
-__all__ = ["Api", "ArgTypeError", "ArgValueError", "int64_list", "handle_list", "pair_list",
+__all__ = ["Api", "ArgTypeError", "ArgValueError", "CONVERTERS", "int64_list", "handle_list", "pair_list",
            "M8", "M16", "M32", "M64"]
 
 M8, M16, M32, M64 = 0xFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF
+
+
+def _converter(unit: str):
+    def conv(value, message: str):
+        try:
+            return convert(unit, value)
+        except _Mismatch:
+            raise TypeError(message) from None
+    return conv
+
+
+CONVERTERS = {unit: _converter(unit) for unit in CODES}
+"""unit -> conv(value, message): one argument converted as PyArg_ParseTuple converts it, or
+TypeError(message) (for wrappers written by hand that parse in steps)."""
 
 
 class Api:
