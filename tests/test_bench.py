@@ -16,6 +16,7 @@ REQUIRED_KEYS = {
     "memcpy_h2d_ratio", "memcpy_d2h_ratio", "memcpy_d2d_ratio",
     "kernel_add_ratio", "matmul_ratio", "overlap_speedup", "streams_10k_s", "bytes_per_task",
     "profiler_overhead",
+    "allreduce_busbw_ratio",
 }
 
 

@@ -384,7 +384,9 @@ class DeviceArray:
 
         A copy to another device is queued on `stream` (default: the current stream of the
         source device) and the current stream of the target device waits for it, so work
-        queued there afterwards sees the data. Peer access is enabled as needed."""
+        queued there afterwards sees the data. Peer access is enabled as needed; between
+        devices that cannot access each other (different HCCS modules) the copy goes through
+        host memory and waits for the source stream."""
         out = self
         if dtype is not None and as_dtype(dtype) != self.dtype:
             out = out.astype(dtype, stream=stream)
@@ -393,6 +395,8 @@ class DeviceArray:
         target = _devices._check_id(device)
         src = out.contiguous(stream)
         s = _rt_stream(stream, src.device)
+        if not rt.device_can_access_peer(src.device, target):
+            return to_device(src.to_host(stream), device=target)
         _enable_peer(src.device, target)
         dst = DeviceArray(src.shape, src.dtype, target)
         if src.nbytes:

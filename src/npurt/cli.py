@@ -5,6 +5,7 @@
     npurt run script.py ...    run an unmodified pyACL script on npurt (`import acl` -> npurt.acl)
     npurt atc --model=... ...  convert an ONNX model to an .om, with ATC's options (npurt.ge.atc)
     npurt plot OUT_DIR         draw a profile's timeline as a PNG (npurt run/demo --profile OUT_DIR)
+    npurt launch -n N script.py ...   run a script as N ranks (processes) connected by MPI
     npurt bench [--quick]      benchmarks against numpy and the peers
 
 Each subcommand lives in its own module and is imported only when used, so the core import
@@ -59,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "atc":  # ATC's own --name=value options, passed through
         from .ge.atc import main as atc_main
         return atc_main(argv[1:])
+    if argv and argv[0] == "launch":
+        from .tools.launch import main as launch_main
+        return launch_main(argv[1:])
     parser = argparse.ArgumentParser(prog="npurt", description="npurt: an NPU runtime with a simulated NPU")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="list the simulated devices")
@@ -79,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     plot.add_argument("--window", nargs=2, type=float, metavar=("START_MS", "END_MS"), help="zoom to a time window")
     plot.add_argument("--no-host", action="store_true", help="draw only the device streams")
     plot.add_argument("--title", help="the picture's title")
+    sub.add_parser("launch", help="run a script as N ranks: npurt launch -n N script.py [args...]")
     args = parser.parse_args(argv)
     if args.command == "info":
         return _info(args)

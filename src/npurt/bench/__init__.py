@@ -3,8 +3,9 @@
     npurt bench [--quick] [--json OUT] [--peers]
 
 Modules: harness (timing, sizes), metrics (npurt through the pyACL facade), pythonic (the
-same through npurt.Stream / Event / DeviceArray), profiler (what profiling costs), peers
-(PoCL, Numba's CUDA simulator), report (the table and the JSON). bench/README.md and docs/performance.md explain the figures.
+same through npurt.Stream / Event / DeviceArray), profiler (what profiling costs), collectives
+(AllReduce across 2 processes against mpi4py), peers (PoCL, Numba's CUDA simulator), report (the
+table and the JSON). bench/README.md and docs/performance.md explain the figures.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def _progress(msg: str) -> None:
 
 def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
     """Measure npurt (and the peers); returns (npurt's results, the peers' results)."""
-    from . import metrics, profiler, pythonic
+    from . import collectives, metrics, profiler, pythonic
     res = Results("npurt")
     steps = [
         ("latency", metrics.measure_latency),
@@ -36,6 +37,7 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
         ("many streams", metrics.measure_streams),
         ("memory per queued task", metrics.measure_queued_memory),
         ("profiler overhead", profiler.measure),
+        ("AllReduce across 2 processes", collectives.measure_allreduce),
     ]
     with metrics.Session(profile) as session:
         for what, fn in steps:

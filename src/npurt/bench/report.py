@@ -69,6 +69,9 @@ SPECS: list[Spec] = [
     Spec("enqueue_queued_us", "  enqueue while {tasks} are queued", "us", L),
     Spec("profiler_overhead", "profiler on / off: copy+gelu pipeline ({batches}x{batch})", "x", L, 1.3, True),
     Spec("profiler_tiny_task_us", "  profiler cost per tiny copy + synchronize", "us", L),
+    Spec("allreduce_busbw_ratio", "AllReduce {allreduce}, 2 processes: busbw / mpi4py", "x", H, 0.8, True),
+    Spec("allreduce_busbw_gbps", "  npurt.hccl all_reduce + synchronize, bus bandwidth", "GB/s", H),
+    Spec("mpi_allreduce_busbw_gbps", "  reference: mpi4py Allreduce of numpy buffers", "GB/s", H),
 ]
 BY_ID = {s.id: s for s in SPECS}
 JSON_KEYS = [s.id for s in SPECS if s.json]
@@ -117,7 +120,8 @@ def label_of(spec: Spec, p: Profile) -> str:
     size = lambda b: f"{b // mib} MiB" if b >= mib else f"{b // 1024} KiB"  # noqa: E731
     return spec.label.format(copy=size(p.copy_bytes), add=size(p.add_bytes), matmul=p.matmul_n,
                              streams=f"{p.streams:,}", tasks=f"{p.queued_tasks:,}",
-                             batches=p.overlap_batches, batch=size(p.overlap_batch_bytes))
+                             batches=p.overlap_batches, batch=size(p.overlap_batch_bytes),
+                             allreduce=size(p.allreduce_bytes))
 
 
 def header(p: Profile) -> str:

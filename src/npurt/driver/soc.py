@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# link kinds between two devices (the ACL_RT_DEVS_TOPOLOGY_* bits of aclrtGetDevicesTopo)
+TOPOLOGY_HCCS, TOPOLOGY_PHB, TOPOLOGY_SYS = 0x01, 0x08, 0x10
+
 GiB = 1 << 30
 MiB = 1 << 20
 
@@ -29,6 +32,15 @@ class SocSpec:
     max_events: int           # per device
     npu_arch: int             # ACL_DEV_ATTR_NPU_ARCH
     max_block_dim: int = 65535  # launch_kernel num_blocks upper bound
+    hccs_module: int = 0      # devices per HCCS full-mesh module (0: PCIe cards, no HCCS)
+
+    def link(self, a: int, b: int) -> int:
+        """How physical devices a and b of one server are connected: HCCS inside a module;
+        between modules the path crosses the host's CPU sockets (SYS); PCIe cards reach each
+        other through the host bridge (PHB)."""
+        if not self.hccs_module:
+            return TOPOLOGY_PHB
+        return TOPOLOGY_HCCS if a // self.hccs_module == b // self.hccs_module else TOPOLOGY_SYS
 
 
 SOCS: dict[str, SocSpec] = {
@@ -37,7 +49,7 @@ SOCS: dict[str, SocSpec] = {
         name="Ascend910B3", memory_kind="HBM", memory_bytes=64 * GiB,
         memory_bandwidth=1.6e12, host_link_bandwidth=64e9,
         aicore_num=20, vector_core_num=40, aicpu_num=6, l2_size=192 * MiB,
-        max_streams=1984, max_events=65536, npu_arch=2201,
+        max_streams=1984, max_events=65536, npu_arch=2201, hccs_module=8,  # 8 NPUs in full-mesh HCCS
     ),
     # Atlas 300I Pro inference card part: 24 GB LPDDR4X at 204.8 GB/s, PCIe 4.0 x16.
     "Ascend310P3": SocSpec(
@@ -51,7 +63,7 @@ SOCS: dict[str, SocSpec] = {
         name="Ascend910A", memory_kind="HBM", memory_bytes=32 * GiB,
         memory_bandwidth=1.2e12, host_link_bandwidth=32e9,
         aicore_num=32, vector_core_num=0, aicpu_num=14, l2_size=32 * MiB,
-        max_streams=2024, max_events=65536, npu_arch=1001,
+        max_streams=2024, max_events=65536, npu_arch=1001, hccs_module=4,  # two 4-NPU HCCS rings
     ),
 }
 

@@ -3,7 +3,7 @@
 | variable | default | meaning |
 | --- | --- | --- |
 | NPURT_SOC | Ascend910B3 | simulated SoC (see npurt.driver.soc.SOCS) |
-| NPURT_DEVICE_COUNT | 2 | number of simulated physical devices |
+| NPURT_DEVICE_COUNT | 2 | number of simulated physical devices (1..16, a server's worth) |
 | ASCEND_RT_VISIBLE_DEVICES | (all) | comma list of physical ids that become logical 0, 1, ... |
 | NPURT_MEMCPY_KIND | strict | `strict`: the memcpy kind must match the addresses; `infer`: kind is advisory |
 | NPURT_LAUNCH_BLOCKING / ASCEND_LAUNCH_BLOCKING | 0 | 1: every task runs synchronously at enqueue |
@@ -22,6 +22,7 @@ from ..driver.soc import DEFAULT_SOC
 from .errors import InvalidValueError  # a ValueError that also carries ACL_ERROR_INVALID_PARAM
 
 POISON_BYTE = 0xA5
+MAX_DEVICES = 16  # the most NPUs one server holds (A3 super-node servers have 16)
 
 
 def _flag(*names: str) -> bool:
@@ -74,8 +75,9 @@ class Settings:
     @classmethod
     def from_env(cls) -> "Settings":
         count = _int("NPURT_DEVICE_COUNT", 2)
-        if count < 1:
-            raise InvalidValueError(f"NPURT_DEVICE_COUNT={count} must be at least 1")
+        if not 1 <= count <= MAX_DEVICES:
+            raise InvalidValueError(f"NPURT_DEVICE_COUNT={count} must be 1..{MAX_DEVICES} (the devices of one "
+                                    "simulated server); for more NPUs run more ranks with `npurt launch`")
         kind = os.environ.get("NPURT_MEMCPY_KIND", "strict").strip().lower() or "strict"
         if kind not in ("strict", "infer"):
             raise InvalidValueError(f"NPURT_MEMCPY_KIND={kind!r} must be 'strict' or 'infer'")

@@ -22,6 +22,13 @@ for _name, _value in vars(C).items():
 _CODE_NAMES[0] = "ACL_SUCCESS"
 
 
+def register_code_names(names: dict[int, str]) -> None:
+    """Name the codes a client of the runtime reports through it (HCCL's HcclResult values,
+    which do not overlap the aclError numbers), so messages show `HCCL_E_TIMEOUT 9`."""
+    for code, name in names.items():
+        _CODE_NAMES.setdefault(code, name)
+
+
 def error_name(code: int) -> str:
     """The symbolic name of an aclError code, e.g. 107001 -> 'ACL_ERROR_RT_INVALID_DEVICEID'."""
     return _CODE_NAMES.get(code, f"aclError {code}")

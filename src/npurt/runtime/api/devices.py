@@ -130,11 +130,17 @@ def get_device_info(device_id: int, attr: int) -> int:
     raise InvalidValueError(f"unknown device attribute {attr!r} (see aclrtDevAttr)")
 
 
+def _link(a: Device, b: Device) -> int:
+    return rt.driver.spec.link(a.backend.physical_id, b.backend.physical_id)
+
+
 def device_can_access_peer(device_id: int, peer_id: int) -> int:
-    rt.device(device_id), rt.device(peer_id)
+    """1 if the two devices are linked directly (HCCS inside a module, or PCIe through the
+    host bridge); 0 between HCCS modules, where data crosses the host's CPU sockets."""
+    a, b = rt.device(device_id), rt.device(peer_id)
     if device_id == peer_id:
         raise InvalidValueError("device_can_access_peer needs two different device ids")
-    return 1  # simulated devices of one process share one host: peers always reachable
+    return int(_link(a, b) != C.ACL_RT_DEVS_TOPOLOGY_SYS)
 
 
 def device_enable_peer_access(peer_id: int, flag: int = 0) -> None:
@@ -144,6 +150,12 @@ def device_enable_peer_access(peer_id: int, flag: int = 0) -> None:
         raise InvalidValueError(f"device_enable_peer_access: flag must be 0, got {flag!r}")
     if peer is device:
         raise InvalidValueError("device_enable_peer_access: the peer must differ from the current device")
+    if _link(device, peer) == C.ACL_RT_DEVS_TOPOLOGY_SYS:
+        from ..errors import FeatureNotSupportedError
+        raise FeatureNotSupportedError(
+            f"device {device.id} cannot access device {peer.id}: they are in different HCCS modules of the "
+            f"simulated server (get_devices_topo is ACL_RT_DEVS_TOPOLOGY_SYS); copy through host memory, "
+            "or use HCCL between them")
     device.peer_access.add(peer.id)
 
 
@@ -281,12 +293,14 @@ def device_get_stream_priority_range() -> tuple[int, int]:
 
 
 def get_devices_topo(device_id: int, other_id: int) -> int:
-    """Link between two devices (ACL_RT_DEVS_TOPOLOGY_* bits): simulated devices of one
-    server are reported as HCCS-connected, as the NPUs of an A2 server are."""
-    rt.device(device_id), rt.device(other_id)
+    """Link between two devices (ACL_RT_DEVS_TOPOLOGY_* bits), from the SoC's server layout:
+    Ascend910B3 servers have 8-NPU full-mesh HCCS modules (HCCS inside one, SYS between two,
+    with NPURT_DEVICE_COUNT above 8); Ascend910A has 4-NPU modules; Ascend310P3 cards are PCIe
+    devices behind the host bridge (PHB)."""
+    a, b = rt.device(device_id), rt.device(other_id)
     if device_id == other_id:
         raise InvalidValueError("get_devices_topo needs two different device ids")
-    return C.ACL_RT_DEVS_TOPOLOGY_HCCS
+    return _link(a, b)
 
 
 # Device ids, as CANN names them: the *user* id is an index into ASCEND_RT_VISIBLE_DEVICES
