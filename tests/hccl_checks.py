@@ -6,7 +6,10 @@ it runs every check and prints one JSON line per rank with the outcome of each. 
 made from the rank and a check number, so every rank can compute what every other rank
 sent and the expected result.
 
-    python tests/hccl_checks.py [--scale S] [--only NAME,...] [--timeout-phase]
+    python tests/hccl_checks.py [--scale S] [--only NAME,...] [--timeout-phase] [--out DIR]
+
+With --out, each rank also writes its result to DIR/rank<r>.json (the launcher may interleave
+the ranks' output lines).
 """
 from __future__ import annotations
 
@@ -306,8 +309,12 @@ def main(argv: list[str]) -> int:
             out["timeout"] = timeout_phase(rank, size - 1)
         return out
 
+    out_dir = argv[argv.index("--out") + 1] if "--out" in argv else None
     for result in hccl.spawn(rank_main):
         print(json.dumps(result), flush=True)
+        if out_dir:
+            with open(os.path.join(out_dir, f"rank{result['rank']}.json"), "w") as f:
+                json.dump(result, f)
     return 0
 
 

@@ -190,8 +190,7 @@ class HcclComm:
     def _all_to_all(self, kind, send, send_counts, send_displs, send_type, recv, recv_counts, recv_displs,
                     stream, count) -> None:
         o = self._op(kind, count, send_type)
-        send_extent = max((d + c for d, c in zip(send_displs, send_counts) if c), default=0)
-        recv_extent = max((d + c for d, c in zip(recv_displs, recv_counts) if c), default=0)
+        send_extent, recv_extent = o.extent(send_counts, send_displs), o.extent(recv_counts, recv_displs)
         if send and send == recv:
             raise T.HcclError(f"{kind}: send_buf and recv_buf cannot be the same buffer", T.HCCL_E_PARA)
         o.send, o.recv = self._buffers(o, (send, send_extent, "send"), (recv, recv_extent, "recv"))

@@ -353,8 +353,8 @@ def _run_algorithm(op: Op, link: Link) -> None:
     elif kind == "all_gather":
         algorithms.all_gather(link, _typed(op.send, count, dt), _typed(op.recv, count * n, dt))
     elif kind in ("all_to_all", "all_to_all_v"):
-        send_extent = max((d + c for d, c in zip(op.send_displs, op.send_counts) if c), default=0)
-        recv_extent = max((d + c for d, c in zip(op.recv_displs, op.recv_counts) if c), default=0)
+        send_extent = op.extent(op.send_counts, op.send_displs)
+        recv_extent = op.extent(op.recv_counts, op.recv_displs)
         algorithms.all_to_all_v(link, _typed(op.send, send_extent, dt), op.send_counts, op.send_displs,
                                 _typed(op.recv, recv_extent, dt), op.recv_counts, op.recv_displs)
     elif kind == "send":

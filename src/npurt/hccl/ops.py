@@ -56,6 +56,34 @@ class Op:
         return f"HCCL {what} ({self.count} x {T.DATA_TYPE_NAMES[self.dtype_code]}) on rank {self.rank} " \
                f"of {self.comm.size} ({self.comm.name})"
 
+    def extent(self, counts, displs) -> int:
+        return max((d + c for d, c in zip(displs, counts) if c), default=0)
+
+    def accesses(self) -> tuple:
+        """This rank's buffers as (addr, nbytes, mode) for tools."""
+        item, n, count = self.itemsize, self.comm.size, self.count
+        kind = self.kind
+        if kind == "barrier":
+            return ()
+        if kind == "send":
+            return ((self.send, count * item, "r"),)
+        if kind == "recv":
+            return ((self.recv, count * item, "w"),)
+        if kind == "broadcast":
+            return ((self.send, count * item, "r" if self.rank == self.root else "w"),)
+        if kind in ("all_to_all", "all_to_all_v"):
+            spans = ((self.send, self.extent(self.send_counts, self.send_displs) * item, "r"),
+                     (self.recv, self.extent(self.recv_counts, self.recv_displs) * item, "w"))
+        else:
+            ins = count * n if kind == "reduce_scatter" else count
+            outs = count * n if kind == "all_gather" else count
+            if kind == "reduce" and self.rank != self.root:
+                return ((self.send, ins * item, "r"),) if ins else ()
+            if self.send == self.recv:
+                return ((self.send, ins * item, "rw"),) if ins else ()
+            spans = ((self.send, ins * item, "r"), (self.recv, outs * item, "w"))
+        return tuple(s for s in spans if s[1])
+
     # ---------------------------------------------------------- agreement
     def header(self) -> np.ndarray:
         """What this rank asked for, as int64s: kind, count, type, op, root, peer, then (for

@@ -63,5 +63,13 @@ class CollectiveTask(Task):
                 op.comm.async_error = op.error
             raise op.error
 
+    def accesses(self) -> tuple:
+        return self.op.accesses()
+
+    def details(self) -> dict:
+        op = self.op
+        return {"name": f"hccl {op.kind}", "bytes": op.count * op.itemsize, "rank": op.rank,
+                "ranks": op.comm.size, "communicator": op.comm.name}
+
     def describe(self) -> str:
         return self.op.describe()

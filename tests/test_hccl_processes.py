@@ -1,0 +1,132 @@
+"""Collectives across processes: `npurt launch -n 4` runs tests/hccl_checks.py (every
+collective and data type family against numpy, mismatches, invalid arguments, and a rank that
+leaves: HCCL_E_TIMEOUT, not a hang); the same script runs under the MPI launcher directly;
+`npurt launch` sets the torchrun-style variables and explains what it needs."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hccl_checks import CHECKS
+from npurt.tools.launch import find_mpiexec
+
+pytest.importorskip("mpi4py", reason="needs the npurt[dist] extra")
+TESTS = Path(__file__).resolve().parent
+NPURT = [sys.executable, "-m", "npurt.cli"]
+SCALE = float(os.environ.get("NPURT_TEST_SCALE", "1"))
+
+
+def run(command, timeout=240, **env):
+    full_env = {k: v for k, v in os.environ.items() if k != "NPURT_DEVICE_COUNT"}
+    full_env.update(HCCL_EXEC_TIMEOUT="60", **env)
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=TESTS.parent)
+
+
+def checks(launcher: list[str], out: Path, *options: str, timeout: int = 240):
+    """Run hccl_checks.py under `launcher`; (the process, {rank: its result})."""
+    out.mkdir(parents=True, exist_ok=True)
+    proc = run([*launcher, str(TESTS / "hccl_checks.py"), "--out", str(out), *options], timeout=timeout)
+    return proc, {int(p.stem[4:]): json.loads(p.read_text()) for p in out.glob("rank*.json")}
+
+
+@pytest.fixture(scope="module")
+def four_processes(tmp_path_factory):
+    """One `npurt launch -n 4` of every check, then the timeout phase (rank 3 leaves)."""
+    return checks([*NPURT, "launch", "-n", "4"], tmp_path_factory.mktemp("four"), "--timeout-phase")
+
+
+def test_launch_runs_four_ranks_each_on_its_local_device(four_processes):
+    proc, results = four_processes
+    assert sorted(results) == [0, 1, 2, 3], proc.stdout + proc.stderr
+    assert [(results[r]["size"], results[r]["device"]) for r in range(4)] == [(4, r) for r in range(4)]
+
+
+@pytest.mark.parametrize("name", sorted(CHECKS))
+def test_collective_matches_numpy_across_four_processes(four_processes, name):
+    proc, results = four_processes
+    for rank in range(4):
+        assert rank in results, proc.stdout + proc.stderr
+        assert results[rank]["checks"][name] == "ok", f"rank {rank}: {results[rank]['checks'][name]}"
+
+
+def test_rank_that_leaves_makes_the_other_processes_time_out_and_exit(four_processes):
+    proc, results = four_processes
+    assert [results[r]["timeout"] for r in range(4)] == ["timeout", "timeout", "timeout", "left"]
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.slow
+def test_checks_at_a_larger_size_across_four_processes(tmp_path):
+    proc, results = checks([*NPURT, "launch", "-n", "4"], tmp_path, "--scale", str(16 * SCALE), timeout=900)
+    assert sorted(results) == [0, 1, 2, 3], proc.stdout + proc.stderr
+    bad = {(r, k): v for r in results for k, v in results[r]["checks"].items() if v != "ok"}
+    assert not bad
+
+
+def test_same_script_runs_under_mpiexec_directly_and_on_simulated_hosts(tmp_path):
+    """Plain `mpiexec -n 2 python script.py`: ranks come from the MPI launcher's variables;
+    `npurt launch --per-host 1` puts each rank on its own simulated host (device 0 of each)."""
+    only = ("--only", "all_reduce_integers,send_recv_ring,pyacl_style_api")
+    direct = checks([find_mpiexec(), "-n", "2", sys.executable], tmp_path / "direct", *only)
+    hosts = checks([*NPURT, "launch", "-n", "2", "--per-host", "1"], tmp_path / "hosts", *only)
+    for (proc, results), devices in ((direct, [0, 1]), (hosts, [0, 0])):
+        assert sorted(results) == [0, 1], proc.stdout + proc.stderr
+        assert [results[r]["device"] for r in (0, 1)] == devices
+        assert all(v == "ok" for r in results.values() for v in r["checks"].values()), results
+
+
+def test_launch_sets_the_torchrun_variables(tmp_path):
+    script = tmp_path / "env.py"
+    script.write_text("import os\nprint('VARS', *(os.environ[k] for k in ('RANK', 'LOCAL_RANK', 'WORLD_SIZE', "
+                      "'LOCAL_WORLD_SIZE', 'NPURT_DEVICE_COUNT')))\n")
+    proc = run([*NPURT, "launch", "-n", "3", "--per-host", "2", str(script)])
+    lines = sorted(ln.split()[1:] for ln in proc.stdout.splitlines() if ln.startswith("VARS"))
+    assert lines == [["0", "0", "3", "2", "8"], ["1", "1", "3", "2", "8"], ["2", "0", "3", "2", "8"]], proc.stderr
+
+
+def test_launch_returns_the_failing_rank_status(tmp_path):
+    script = tmp_path / "fail.py"
+    script.write_text("import os, sys\nsys.exit(3 if os.environ['RANK'] == '1' else 0)\n")
+    assert run([*NPURT, "launch", "-n", "2", str(script)]).returncode != 0
+
+
+def test_launch_explains_bad_usage(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("pass\n")
+    cases = [
+        (["launch", "-n", "zero", str(script)], "positive integer"),
+        (["launch", "-n", "2", str(tmp_path / "missing.py")], "no such file"),
+        (["launch", "--per-host", "17", "-n", "17", str(script)], "at most 16"),
+        (["launch", "--frobnicate", str(script)], "unknown option"),
+    ]
+    for argv, words in cases:
+        proc = run([*NPURT, *argv])
+        assert proc.returncode == 2 and words in proc.stderr, (argv, proc.stderr)
+    proc = run([*NPURT, "launch", "-n", "4", str(script)], NPURT_DEVICE_COUNT="2")
+    assert proc.returncode == 2 and "NPURT_DEVICE_COUNT=2" in proc.stderr
+    proc = run([*NPURT, "launch", "-n", "2", str(script)], NPURT_MPIEXEC=str(tmp_path / "no-mpiexec"))
+    assert proc.returncode == 2 and "could not run" in proc.stderr
+
+
+def test_missing_dist_extra_is_named_in_the_error(tmp_path):
+    """Without mpi4py (hidden here), `npurt launch` and multi-process communicators say what to
+    install; `import npurt` and `import npurt.hccl` never import mpi4py."""
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "mpi4py.py").write_text("raise ImportError('No module named mpi4py')\n")
+    script = tmp_path / "s.py"
+    script.write_text("import sys, npurt, npurt.hccl\nassert 'mpi4py' not in sys.modules\n"
+                      "from npurt.hccl import mpi\ntry:\n    mpi.mpi()\nexcept ImportError as exc:\n"
+                      "    print('ERR', exc)\n")
+    proc = run([sys.executable, str(script)], PYTHONPATH=str(hide))
+    assert "pip install 'npurt[dist]'" in proc.stdout, proc.stdout + proc.stderr
+    launch = tmp_path / "launch_check.py"
+    launch.write_text("import importlib.util, sys\nimportlib.util.find_spec = lambda name, *a: None\n"
+                      "from npurt.tools.launch import main\nsys.exit(main(['-n', '2', sys.argv[1]]))\n")
+    proc = run([sys.executable, str(launch), str(script)])
+    assert proc.returncode == 2 and "pip install 'npurt[dist]'" in proc.stderr
