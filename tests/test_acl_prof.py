@@ -279,6 +279,8 @@ def test_set_config_checks_its_type_and_value(env):
     (lambda: acl.prof.create_config([-1], 0, 0, 2), ValueError, "PyLong_AsUnsignedLong failed"),
     (lambda: acl.prof.create_config([0], 0.5, 0, 2), TypeError, "acl.prof.create_config args parse failed!"),
     (lambda: acl.prof.set_config("1", "200MB"), TypeError, "acl.prof.set_config args parse failed!"),
+    (lambda: acl.prof.set_config(1 << 40, "200MB"), TypeError, "acl.prof.set_config args parse failed!"),
+    (lambda: acl.prof.init("a\0b"), TypeError, "acl.prof.Init args parse failed!"),
     (lambda: acl.prof.set_stamp_trace_message(1, b"m", 1), TypeError, "args parse failed!"),
     (lambda: acl.prof.range_stop("1"), TypeError, "acl.prof.range_stop args parse failed!"),
     (lambda: acl.prof.mark_ex("m"), TypeError, "acl.prof.mark_ex args parse failed!"),

@@ -28,7 +28,6 @@ docs/compatibility.md lists the error codes chosen where the CANN documentation 
 """
 from __future__ import annotations
 
-import operator
 import os
 import random
 import string
@@ -43,6 +42,7 @@ from ..tools.profiler import markers
 from ..tools.profiler import session as _session
 from ..tools.profiler.markers import MarkerTask
 from ..tools.profiler.session import Profile
+from ._args import CONVERTERS
 from ._wrap import fail, record, stream_of
 from .constants import (ACL_AICORE_ARITHMETIC_UTILIZATION, ACL_AICORE_MEMORY_ACCESS, ACL_AICORE_NONE,
                         ACL_PROF_ACL_API, ACL_PROF_AICORE_METRICS, ACL_PROF_AICORE_SHAPE, ACL_PROF_AICPU,
@@ -77,42 +77,11 @@ MAX_PATH, MAX_CONFIG, MAX_MARK = 4096, 256, 127
 
 # ---------------------------------------------------------------- argument parsing
 def _parse(args: tuple, fmt: str, message: str) -> tuple:
-    """Check `args` as PyArg_ParseTuple(args, fmt) would; TypeError(message) if they do not
-    fit. k/K: an int, wrapped to 64 bits; I: an integer (anything with __index__, not a
-    float), wrapped to 32 bits; i: an integer in the C int range; b: an integer in 0..255
-    (both OverflowError outside); s: a str without NUL; O: anything."""
+    """`args` converted as PyArg_ParseTuple(args, fmt) converts them (the rules of _args.py);
+    any mismatch raises TypeError(message), as the extension's wrappers do."""
     if len(args) != len(fmt):
         raise TypeError(message)
-    out = []
-    for value, code in zip(args, fmt):
-        if code == "O":
-            out.append(value)
-        elif code == "s":
-            if not isinstance(value, str):
-                raise TypeError(message)
-            if "\0" in value:
-                raise ValueError("embedded null character")
-            out.append(value)
-        else:
-            if code in "kK":  # int objects only
-                if not isinstance(value, int):
-                    raise TypeError(message)
-            elif isinstance(value, float) or not hasattr(value, "__index__"):
-                raise TypeError(message)
-            value = operator.index(value)
-            if code == "k" or code == "K":
-                out.append(value & 0xFFFFFFFFFFFFFFFF)
-            elif code == "I":
-                out.append(value & 0xFFFFFFFF)
-            elif code == "i":
-                if not -(1 << 31) <= value < (1 << 31):
-                    raise OverflowError(f"signed integer is {'greater than maximum' if value > 0 else 'less than minimum'}")
-                out.append(int(value))
-            elif code == "b":
-                if not 0 <= value <= 255:
-                    raise OverflowError(f"unsigned byte integer is {'greater than maximum' if value > 0 else 'less than minimum'}")
-                out.append(int(value))
-    return tuple(out)
+    return tuple(CONVERTERS[code](value, message) for value, code in zip(args, fmt))
 
 
 def _error(code: int, where: str, message: str) -> int:
