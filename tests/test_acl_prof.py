@@ -393,7 +393,8 @@ def test_a_real_models_executions_reach_its_subscribers_pipe_and_the_timeline(en
         ptr, _ = acl.rt.malloc(size, 0)
         ptrs.append(ptr)
         if data is not None:
-            assert acl.rt.memcpy(ptr, size, acl.util.numpy_to_ptr(data), data.nbytes, C.ACL_MEMCPY_HOST_TO_DEVICE) == 0
+            raw = data.tobytes()
+            assert acl.rt.memcpy(ptr, size, acl.util.bytes_to_ptr(raw), len(raw), C.ACL_MEMCPY_HOST_TO_DEVICE) == 0
         ds = acl.mdl.create_dataset()
         acl.mdl.add_dataset_buffer(ds, acl.create_data_buffer(ptr, size))
         return ds

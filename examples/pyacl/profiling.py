@@ -15,6 +15,7 @@ import numpy as np
 
 ACL_SUCCESS = 0
 ACL_MEM_MALLOC_HUGE_FIRST = 0
+ACL_MEMCPY_HOST_TO_HOST = 0
 ACL_MEMCPY_HOST_TO_DEVICE = 1
 ACL_MEMCPY_DEVICE_TO_HOST = 2
 ACL_MEMCPY_DEVICE_TO_DEVICE = 3
@@ -23,7 +24,6 @@ ACL_PROF_ACL_API = 0x0001
 ACL_PROF_TASK_TIME = 0x0002
 ACL_PROF_MSPROFTX = 0x0080
 ACL_AICORE_NONE = 0xFF
-NPY_FLOAT32 = 11
 BATCHES, N = 6, 1 << 20
 
 
@@ -52,7 +52,9 @@ def main(out_dir):
     nbytes = N * 4
     host, ret = acl.rt.malloc_host(nbytes * BATCHES)
     check("malloc_host", ret)
-    acl.util.ptr_to_numpy(host, (N * BATCHES,), NPY_FLOAT32)[:] = np.arange(N * BATCHES, dtype=np.float32)
+    data = np.arange(N * BATCHES, dtype=np.float32)
+    raw = data.tobytes()
+    check("memcpy", acl.rt.memcpy(host, len(raw), acl.util.bytes_to_ptr(raw), len(raw), ACL_MEMCPY_HOST_TO_HOST))
     back, ret = acl.rt.malloc_host(nbytes * BATCHES)
     check("malloc_host", ret)
     dev_in = [acl.rt.malloc(nbytes, ACL_MEM_MALLOC_HUGE_FIRST)[0] for _ in range(BATCHES)]
@@ -78,8 +80,7 @@ def main(out_dir):
     check("pop", acl.prof.pop())
     check("mark", acl.prof.mark(stamp))
 
-    same = np.array_equal(acl.util.ptr_to_numpy(back, (N * BATCHES,), NPY_FLOAT32),
-                          np.arange(N * BATCHES, dtype=np.float32))
+    same = np.array_equal(np.frombuffer(acl.util.ptr_to_bytes(back, nbytes * BATCHES), np.float32), data)
     acl.prof.destroy_stamp(stamp)
     check("acl.prof.stop", acl.prof.stop(config))
     check("destroy_config", acl.prof.destroy_config(config))
