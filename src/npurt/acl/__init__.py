@@ -19,8 +19,9 @@ Same names, argument order, return conventions and constant values as CANN's pyA
 * `acl.prof` — profiling (npurt's profiler: msprof-style timelines and summaries).
 * `acl.media` — DVPP image processing (JPEG/PNG decode, VPC resize/crop, JPEG encode) on
   the simulated NPU's media engine; video codecs return ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
-* `acl.op`, `acl.himpi` — groups the simulated NPU does not have: their functions return
-  ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000).
+* `acl.himpi`, `acl.blas`, `acl.fv` — groups the simulated NPU does not have: every
+  function of the real module is there, parses its arguments as the real one and returns
+  ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000) in its real return shape.
 
 No function raises: every failure is a return code and is recorded for
 `acl.rt.get_last_error()` and `acl.get_recent_err_msg()`. See docs/compatibility.md.
@@ -28,7 +29,7 @@ No function raises: every failure is a return code and is recorded for
 from __future__ import annotations
 
 from . import constants, mdl, media, op, prof, rt, util
-from ._namespaces import get_cann_version, himpi
+from ._namespaces import blas, fv, get_cann_version, himpi
 from ._other import *  # noqa: F401,F403 - init, finalize, get_soc_name, ...
 from ._tensor import *  # noqa: F401,F403 - data buffers, tensor descs
 from .constants import *  # noqa: F401,F403
