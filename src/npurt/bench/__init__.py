@@ -24,7 +24,7 @@ def _progress(msg: str) -> None:
 
 def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
     """Measure npurt (and the peers); returns (npurt's results, the peers' results)."""
-    from . import collectives, metrics, profiler, pythonic
+    from . import collectives, media, metrics, profiler, pythonic
     res = Results("npurt")
     steps = [
         ("latency", metrics.measure_latency),
@@ -38,6 +38,7 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
         ("memory per queued task", metrics.measure_queued_memory),
         ("profiler overhead", profiler.measure),
         ("AllReduce across 2 processes", collectives.measure_allreduce),
+        ("JPEG decode (DVPP)", media.measure),
     ]
     with metrics.Session(profile) as session:
         for what, fn in steps:

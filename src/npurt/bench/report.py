@@ -72,6 +72,9 @@ SPECS: list[Spec] = [
     Spec("allreduce_busbw_ratio", "AllReduce {allreduce}, 2 processes: busbw / mpi4py", "x", H, 0.8, True),
     Spec("allreduce_busbw_gbps", "  npurt.hccl all_reduce + synchronize, bus bandwidth", "GB/s", H),
     Spec("mpi_allreduce_busbw_gbps", "  reference: mpi4py Allreduce of numpy buffers", "GB/s", H),
+    Spec("jpegd_ratio", "JPEG decode 1920x1080 to NV12 (acl.media) / Pillow to RGB", "x", H, 0.8, True),
+    Spec("jpegd_ms", "  dvpp_jpeg_decode_async + synchronize_stream", "ms", L),
+    Spec("pillow_decode_ms", "  reference: Pillow decode to an RGB array", "ms", L),
 ]
 BY_ID = {s.id: s for s in SPECS}
 JSON_KEYS = [s.id for s in SPECS if s.json]

@@ -235,19 +235,56 @@ def _target_format(info: JpegInfo, fmt: int) -> int:
 
 
 # ---------------------------------------------------------------- decoding
-def decode_planes(data: bytes, info: JpegInfo, target: int) -> Planes:
-    """The decoded picture as planes in the target format's subsampling."""
-    Image = image_module()
-    im = Image.open(io.BytesIO(data))
-    mode = "L" if info.subsampling == "gray" else "YCbCr"
-    im.draft(mode, im.size)  # only selects libjpeg's output colour space: scale stays 1
+def _open(data: bytes, mode: str, scale: int = 1):
+    """The JPEG as libjpeg decodes it in `mode` ("L": the luma plane only; "YCbCr": no
+    colour conversion), at full size or at 1/`scale` (libjpeg's DCT scaling; None if it
+    would not give exactly that), with the EXIF orientation applied."""
+    im = image_module().open(io.BytesIO(data))
+    w, h = im.size
+    im.draft(mode, (w // scale, h // scale))
     if im.mode != mode:
         raise UnsupportedJpegError(f"the JPEG decodes to {im.mode}, not {mode}")
-    if info.orientation != 1:
+    if im.size != (-(-w // scale), -(-h // scale)):
+        if scale == 1:
+            raise UnsupportedJpegError(f"libjpeg would decode this {w} x {h} JPEG at {im.size}")
+        return None
+    if im.getexif().get(0x0112, 1) != 1:
         from PIL import ImageOps
         im = ImageOps.exif_transpose(im)
+    return im
+
+
+def _native_420(data: bytes) -> Planes | None:
+    """A 4:2:0 JPEG as 4:2:0 planes without resampling: the luma plane decoded at full
+    size, and the chroma planes decoded at half size, which for 4:2:0 is their own
+    resolution (libjpeg then runs their 8x8 IDCT unscaled and skips upsampling), so U and
+    V are the coded chroma samples themselves, as a hardware decoder writes them. The two
+    decodes run side by side on the simulated NPU's core threads (libjpeg releases the GIL)."""
+    planes: list = [None, None]
+
+    def decode_one(i: int) -> None:
+        im = _open(data, "L") if i == 0 else _open(data, "YCbCr", 2)
+        planes[i] = None if im is None else np.asarray(im)  # asarray runs the decode
+    RUNTIME.driver.cores.run(2, decode_one)
+    luma, chroma = planes
+    if chroma is None:
+        return None
+    h, w = luma.shape
+    w, h = w - w % 2, h - h % 2  # 4:2:0 output aligns odd sizes down
+    c = chroma[:h // 2, :w // 2]
+    return Planes("yuv", [luma[:h, :w], c[..., 1], c[..., 2]], (2, 2))
+
+
+def decode_planes(data: bytes, info: JpegInfo, target: int) -> Planes:
+    """The decoded picture as planes in the target format's subsampling."""
     layout = LAYOUTS.get(target)
     sub = layout.sub if layout is not None else None
+    if info.subsampling == "420" and sub == (2, 2):
+        planes = _native_420(data)
+        if planes is not None:
+            return planes
+    mode = "L" if info.subsampling == "gray" else "YCbCr"
+    im = _open(data, mode)
     w, h = im.size
     if sub is not None:  # 4:2:x output needs even dimensions: align down
         w, h = w - w % sub[0], h - h % sub[1]
