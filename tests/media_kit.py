@@ -24,6 +24,12 @@ def align(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
+def addr_of(arr: np.ndarray) -> int:
+    """The host address of an array's data (acl.util.numpy_to_ptr without its deprecation
+    warning)."""
+    return arr.ctypes.data
+
+
 class Dvpp:
     """acl initialized with device 0 current, a stream and an open DVPP channel."""
 
@@ -48,12 +54,12 @@ class Dvpp:
         arr = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else data
         arr = np.ascontiguousarray(arr)
         ptr = self.alloc(arr.nbytes)
-        assert acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(arr), arr.nbytes, 1) == 0
+        assert acl.rt.memcpy(ptr, arr.nbytes, addr_of(arr), arr.nbytes, 1) == 0
         return ptr, arr.nbytes
 
     def download(self, ptr: int, n: int) -> np.ndarray:
         out = np.empty(n, np.uint8)
-        assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), n, ptr, n, 2) == 0, acl.get_recent_err_msg()
+        assert acl.rt.memcpy(addr_of(out), n, ptr, n, 2) == 0, acl.get_recent_err_msg()
         return out
 
     def pic(self, fmt: int, w: int, h: int, ws: int | None = None, hs: int | None = None, data: int | None = None,

@@ -14,8 +14,8 @@ import io
 
 import numpy as np
 import pytest
-from media_kit import (NV12, NV21, UNKNOWN, YUV400, YVU422SP, YVU440SP, YVU444SP, Dvpp, align, baseline_jpeg, box,
-                       exif_orientation, gradient_rgb, jpeg, semiplanar, ycbcr)
+from media_kit import (NV12, NV21, UNKNOWN, YUV400, YVU422SP, YVU440SP, YVU444SP, Dvpp, addr_of, align,
+                       baseline_jpeg, box, exif_orientation, gradient_rgb, jpeg, semiplanar, ycbcr)
 from PIL import Image, ImageOps
 
 import npurt.acl as acl
@@ -32,7 +32,7 @@ def dvpp(fresh_runtime):
 
 def _host(data: bytes):
     arr = np.frombuffer(data, np.uint8).copy()
-    return arr, acl.util.numpy_to_ptr(arr)
+    return arr, addr_of(arr)
 
 
 def _decode(dvpp, data: bytes, fmt: int = NV12, size: int | None = None):

@@ -7,7 +7,7 @@ import io
 
 import numpy as np
 import pytest
-from media_kit import NV12, NV21, UYVY, YUYV, Dvpp, align, box, gradient_rgb, put_nv12, ycbcr
+from media_kit import NV12, NV21, UYVY, YUYV, Dvpp, addr_of, align, box, gradient_rgb, put_nv12, ycbcr
 from PIL import Image
 
 import npurt.acl as acl
@@ -48,7 +48,7 @@ def _encode(dvpp, desc, level=100):
     assert ret == OK, acl.get_recent_err_msg()
     out = dvpp.alloc(size)
     size_box = np.array([size], dtype=np.int32)
-    ret = m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, acl.util.numpy_to_ptr(size_box), cfg, dvpp.stream)
+    ret = m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, addr_of(size_box), cfg, dvpp.stream)
     assert ret == OK, acl.get_recent_err_msg()
     assert dvpp.sync() == OK
     return bytes(dvpp.download(out, int(size_box[0]))), size
@@ -84,7 +84,7 @@ def test_encode_keeps_420_subsampling(dvpp):
     desc, _ = _nv12_picture(dvpp, 64, 48)
     data, _ = _encode(dvpp, desc)
     arr = np.frombuffer(data, np.uint8).copy()
-    assert m.dvpp_jpeg_get_image_info_v2(acl.util.numpy_to_ptr(arr), arr.size)[3] == 2
+    assert m.dvpp_jpeg_get_image_info_v2(addr_of(arr), arr.size)[3] == 2
 
 
 def test_encode_of_nv21_reads_v_before_u(dvpp):
@@ -108,7 +108,7 @@ def test_encode_of_packed_422_keeps_422_subsampling(dvpp, fmt):
     desc, _, _ = dvpp.pic(fmt, w, h, w * 2, h, data=ptr, size=n)
     data, _ = _encode(dvpp, desc)
     arr = np.frombuffer(data, np.uint8).copy()
-    assert m.dvpp_jpeg_get_image_info_v2(acl.util.numpy_to_ptr(arr), arr.size)[:4] == (64, 32, 3, 1)
+    assert m.dvpp_jpeg_get_image_info_v2(addr_of(arr), arr.size)[:4] == (64, 32, 3, 1)
 
 
 @pytest.mark.parametrize("fields,code", [
@@ -132,11 +132,11 @@ def test_encode_refuses_a_zero_buffer_size_a_level_above_100_and_a_null_config(d
     out = dvpp.alloc(MIB2)
     zero = np.array([0], dtype=np.int32)
     cfg = _config(100)
-    assert m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, acl.util.numpy_to_ptr(zero), cfg, dvpp.stream) == INVALID
+    assert m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, addr_of(zero), cfg, dvpp.stream) == INVALID
     size_box = np.array([MIB2], dtype=np.int32)
-    assert m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, acl.util.numpy_to_ptr(size_box), _config(101),
+    assert m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, addr_of(size_box), _config(101),
                                     dvpp.stream) == INVALID
-    assert m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, acl.util.numpy_to_ptr(size_box), 0,
+    assert m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, addr_of(size_box), 0,
                                     dvpp.stream) == INVALID
     assert m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, 0, cfg, dvpp.stream) == INVALID
 
@@ -145,7 +145,7 @@ def test_encode_into_a_too_small_buffer_fails_at_synchronize(dvpp):
     desc, _ = _nv12_picture(dvpp, 96, 64)
     out = dvpp.alloc(256)
     size_box = np.array([256], dtype=np.int32)
-    ret = m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, acl.util.numpy_to_ptr(size_box), _config(100),
+    ret = m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, addr_of(size_box), _config(100),
                                    dvpp.stream)
     assert ret == OK
     assert dvpp.sync() == INVALID
@@ -157,6 +157,6 @@ def test_the_output_buffer_must_be_dvpp_memory_of_the_given_size(dvpp):
     desc, _ = _nv12_picture(dvpp, 64, 48)
     out = dvpp.alloc(1000)
     size_box = np.array([MIB2], dtype=np.int32)  # claims more than the buffer holds
-    assert m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, acl.util.numpy_to_ptr(size_box), _config(100),
+    assert m.dvpp_jpeg_encode_async(dvpp.channel, desc, out, addr_of(size_box), _config(100),
                                     dvpp.stream) == INVALID
     assert "past the end" in acl.get_recent_err_msg()

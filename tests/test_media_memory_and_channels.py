@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from media_kit import NV12, Dvpp, jpeg, gradient_rgb
+from media_kit import NV12, Dvpp, addr_of, gradient_rgb, jpeg
 
 import npurt.acl as acl
 
@@ -34,8 +34,8 @@ def test_dvpp_memory_is_ordinary_device_memory_for_copies(dvpp):
     ptr, _ = m.dvpp_malloc(256)
     data = np.arange(256, dtype=np.uint8)
     back = np.zeros(256, np.uint8)
-    assert acl.rt.memcpy(ptr, 256, acl.util.numpy_to_ptr(data), 256, 1) == OK
-    assert acl.rt.memcpy(acl.util.numpy_to_ptr(back), 256, ptr, 256, 2) == OK
+    assert acl.rt.memcpy(ptr, 256, addr_of(data), 256, 1) == OK
+    assert acl.rt.memcpy(addr_of(back), 256, ptr, 256, 2) == OK
     assert np.array_equal(back, data)
 
 

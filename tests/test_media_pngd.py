@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from media_kit import RGB888, RGBA, UNKNOWN, Dvpp, align, gradient_rgb, png
+from media_kit import RGB888, RGBA, UNKNOWN, Dvpp, addr_of, align, gradient_rgb, png
 
 import npurt.acl as acl
 
@@ -19,7 +19,7 @@ def dvpp(fresh_runtime):
 
 def _host(data: bytes):
     arr = np.frombuffer(data, np.uint8).copy()
-    return arr, acl.util.numpy_to_ptr(arr)
+    return arr, addr_of(arr)
 
 
 def _palette_png(w=40, h=36) -> bytes:

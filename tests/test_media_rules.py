@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from media_kit import BGR888, NV12, NV21, RGBA, YUV400, YUYV, Dvpp, align
+from media_kit import BGR888, NV12, NV21, RGBA, YUV400, YUYV, Dvpp, addr_of, align
 
 import npurt.acl as acl
 
@@ -140,7 +140,7 @@ def test_picture_data_must_be_dvpp_memory(dvpp):
 
 def test_picture_data_in_host_memory_is_refused(dvpp):
     host = np.zeros(64 * 48 * 3 // 2, np.uint8)
-    src, _, _ = dvpp.pic(NV12, 64, 48, data=acl.util.numpy_to_ptr(host), size=host.size)
+    src, _, _ = dvpp.pic(NV12, 64, 48, data=addr_of(host), size=host.size)
     dst, _, _ = dvpp.pic(NV12, 32, 24)
     assert _resize(dvpp, src, dst) == INVALID
     assert "host memory" in acl.get_recent_err_msg()

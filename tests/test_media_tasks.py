@@ -4,6 +4,7 @@ observers, and fail into the stream's error like other tasks. Also: the engine A
 exceptions, and Pillow is needed only by the codecs and is not imported by `import npurt`."""
 from __future__ import annotations
 
+import ctypes
 import subprocess
 import sys
 
@@ -41,7 +42,7 @@ def _resize(dvpp, src, dst):
 def test_a_resize_runs_after_the_copy_queued_before_it_on_the_stream(dvpp):
     host, ret = acl.rt.malloc_host(64 * 48 * 3 // 2)
     assert ret == OK
-    arr = acl.util.ptr_to_numpy(host, (64 * 48 * 3 // 2,), 2)  # NPY_UINT8
+    arr = np.frombuffer((ctypes.c_ubyte * (64 * 48 * 3 // 2)).from_address(host), np.uint8)
     arr[:] = _nv12_source(dvpp, 77)
     src, ptr, n = dvpp.pic(NV12, 64, 48, fill=0)
     dst, optr, on = dvpp.pic(NV12, 64, 48, fill=0)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from media_kit import (ABGR, ARGB, BGR888, BGRA, NV12, NV21, RGB888, RGBA, UYVY, YUV400, YUV422SP, YUV444PACKED,
-                       YUV444SP, YUYV, YVU422SP, YVYU, VYUY, Dvpp, align, box, gradient_rgb, put_nv12, resize_ref,
-                       semiplanar, ycbcr)
+from media_kit import (ABGR, ARGB, BGR888, BGRA, NV12, NV21, RGB888, RGBA, UYVY, VYUY, YUV400, YUV422SP,
+                       YUV444PACKED, YUV444SP, YUYV, YVU422SP, YVYU, Dvpp, align, box, gradient_rgb, put_nv12,
+                       resize_ref, semiplanar, ycbcr)
 
 import npurt.acl as acl
 
