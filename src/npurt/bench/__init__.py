@@ -4,8 +4,8 @@
 
 Modules: harness (timing, sizes), metrics (npurt through the pyACL facade), pythonic (the
 same through npurt.Stream / Event / DeviceArray), profiler (what profiling costs), collectives
-(AllReduce across 2 processes against mpi4py), peers (PoCL, Numba's CUDA simulator), report (the
-table and the JSON). bench/README.md and docs/performance.md explain the figures.
+(AllReduce across 2 processes against mpi4py), media (JPEG decode on the simulated DVPP against
+Pillow), peers (PoCL, Numba's CUDA simulator), report (the table and the JSON). bench/README.md and docs/performance.md explain the figures.
 """
 from __future__ import annotations
 
