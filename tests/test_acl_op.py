@@ -237,6 +237,9 @@ def fresh_registry(monkeypatch):
     monkeypatch.setattr(registry, "_models", [])
     monkeypatch.setattr(registry, "_cache", registry.OrderedDict())
     monkeypatch.setattr(registry, "_dir_set", False)
+    from npurt.ge.ops import kernels
+    for name in ("_selectors", "_kernels", "_chosen"):
+        monkeypatch.setattr(kernels, name, {})
 
 
 @pytest.fixture
@@ -532,3 +535,67 @@ def test_atc_refuses_op_descriptions_the_operator_cannot_take(tmp_path, capsys, 
     assert atc.main([f"--singleop={tmp_path / 'ops.json'}", f"--output={tmp_path / 'o'}",
                      "--soc_version=Ascend910B3"]) == 1
     assert words in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- kernels of the application
+SCALE_KERNEL = b"""
+import numpy as np
+from npurt import GM, kernel
+
+@kernel
+def scale(ctx, x: GM, y: GM, ws: GM, n: np.int64, alpha: np.float32):
+    lo, hi = ctx.block_range(n)
+    tmp = ctx.gm(ws, np.float32, n)[lo:hi]
+    np.multiply(ctx.gm(x, np.float32, n)[lo:hi], alpha, out=tmp)
+    ctx.gm(y, np.float32, n)[lo:hi] = tmp
+"""
+
+
+def test_a_kernel_the_compile_function_picks_runs_with_its_tiling(dev):
+    import struct
+    keep = []
+
+    def compile_func(num_inputs, input_desc, num_outputs, output_desc, attr, kernel_desc):
+        n = acl.get_tensor_desc_element_count(input_desc[0])
+        tiling = struct.pack("<qf4x", n, 2.5)
+        sizes = np.array([n * 4], np.uint64)
+        keep.extend([tiling, sizes])
+        assert acl.op.set_kernel_args(kernel_desc, "scale_f32", 2, acl.util.bytes_to_ptr(tiling), len(tiling)) == OK
+        assert acl.op.set_kernel_workspace_sizes(kernel_desc, 1, acl.util.numpy_to_ptr(sizes)) == OK
+
+    assert acl.op.register_compile_func("MyScale", compile_func) == OK
+    assert acl.op.register_compile_func("MyScale", compile_func) == C.ACL_ERROR_BIN_SELECTOR_ALREADY_REGISTERED
+    assert acl.op.create_kernel("MyScale", "scale_f32", "scale", acl.util.bytes_to_ptr(SCALE_KERNEL),
+                                len(SCALE_KERNEL), G.ACL_ENGINE_AICORE, 0) == OK
+    assert acl.op.create_kernel("MyScale", "scale_f32", "scale", acl.util.bytes_to_ptr(SCALE_KERNEL),
+                                len(SCALE_KERNEL), G.ACL_ENGINE_AICORE, 0) == C.ACL_ERROR_KERNEL_ALREADY_REGISTERED
+    x = f32(10)
+    d = tensor_desc(x, "ND")
+    xb, _ = device_buffer(x)
+    yb, y_ptr = device_buffer(np.zeros(10, np.float32))
+    assert acl.op.execute_v2("MyScale", [d], [xb], [d], [yb], 0, dev) == C.ACL_ERROR_OP_NOT_FOUND  # not compiled
+    assert acl.op.update_params("MyScale", [d], [d], 0) == OK
+    assert acl.op.execute_v2("MyScale", [d], [xb], [d], [yb], 0, dev) == OK
+    assert acl.rt.synchronize_stream(dev) == OK
+    y = np.zeros(10, np.float32)
+    acl.rt.memcpy(acl.util.numpy_to_ptr(y), 40, y_ptr, 40, 2)
+    np.testing.assert_array_equal(y, x * np.float32(2.5))
+    assert acl.op.unregister_compile_func("MyScale") == OK
+    assert acl.op.update_params("MyScale", [d], [d], 0) == C.ACL_ERROR_OP_NOT_FOUND
+
+
+def test_a_compile_function_picking_an_unregistered_kernel_is_kernel_not_found(dev):
+    import struct
+    tiling = struct.pack("<q", 1)
+
+    def compile_func(*args):
+        acl.op.set_kernel_args(args[-1], "missing", 1, acl.util.bytes_to_ptr(tiling), len(tiling))
+
+    assert acl.op.register_compile_func("MyOther", compile_func) == OK
+    d = tensor_desc(f32(2), "ND")
+    assert acl.op.update_params("MyOther", [d], [d], 0) == C.ACL_ERROR_KERNEL_NOT_FOUND
+    assert acl.op.create_kernel("MyOther", "k", "scale", acl.util.bytes_to_ptr(SCALE_KERNEL), len(SCALE_KERNEL),
+                                G.ACL_ENGINE_SYS, 0) == C.ACL_ERROR_INVALID_PARAM
+    with pytest.raises(TypeError, match="argument 2 must be a callback function"):
+        acl.op.register_compile_func("MyOther", 5)
+    acl.op.unregister_compile_func("MyOther")

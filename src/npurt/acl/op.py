@@ -10,9 +10,12 @@ match; none: ACL_ERROR_OP_NOT_FOUND (100024).
 """
 from __future__ import annotations
 
+import logging
+import struct
 import warnings
 
 from ..ge.ops import execute as X
+from ..ge.ops import kernels as K
 from ..ge.ops import registry
 from ..ge.ops.attrs import OpAttr, acl_to_ge_type
 from ..ge.tensor import DataBuffer
@@ -24,6 +27,7 @@ from ._args import Api, ArgTypeError, ArgValueError, handle_list
 from ._wrap import stream_of
 
 op = Api("acl.op")
+_log = logging.getLogger("npurt.acl.op")
 _attrs, _descs, _buffers = H.op_attrs, H.tensor_descs, H.buffers
 
 
@@ -240,9 +244,23 @@ def create_handle_for_cast(src_desc, dst_desc, truncate):
 
 @op.fn("sOOk", "ret")
 def update_params(op_type, input_desc, output_desc, attr):
-    """Refresh a dynamic-shape operator for new shapes: a registered model must cover them."""
+    """Compile an operator for these descs: with a registered compile function it is called to
+    pick the kernel (register_compile_func); otherwise a registered model must cover them."""
     in_d, out_d = _lists(input_desc, output_desc, message="argument 2 or 3 is not list")
-    registry.find(op_type, _desc_list(in_d), _desc_list(out_d), (_attr(attr) or OpAttr()).key())
+    in_descs, out_descs = _desc_list(in_d), _desc_list(out_d)
+    a = _attr(attr) or OpAttr()
+    if K.has_selector(op_type):
+        def call(func, kernel_desc):
+            handle = H.kernel_descs.register(kernel_desc)
+            try:
+                func(len(in_d), list(in_d), len(out_d), list(out_d), attr, handle)
+            except Exception:  # noqa: BLE001 - the real wrapper logs a failing callback and goes on
+                _log.exception("acl.op: the compile function of %s raised", op_type)
+            finally:
+                H.kernel_descs.drop(kernel_desc)
+        K.select(op_type, in_descs, out_descs, a, call)
+        return
+    registry.find(op_type, in_descs, out_descs, a.key())
 
 
 @op.fn("sOOiOk", "ret")
@@ -253,6 +271,58 @@ def infer_shape(op_type, input_desc, inputs, num_outputs, output_desc, attr):
         raise InvalidValueError(f"num_outputs ({num_outputs}) must equal the number of output descs ({len(out_d)})")
     X.infer_shape(op_type, _desc_list(in_d), [_buffers.get(b) if b else DataBuffer() for b in in_b],
                   _desc_list(out_d), _attr(attr))
+
+
+# ---------------------------------------------------------------- kernels of the application
+def register_compile_func(*args):
+    """Register `func(num_inputs, input_descs, num_outputs, output_descs, attr, kernel_desc)`,
+    called by update_params to pick the kernel of `op_type` (set_kernel_args inside)."""
+    if len(args) != 2 or not isinstance(args[0], str) or "\0" in args[0]:
+        raise TypeError("acl.op.register_compile_func args parse failed")
+    if not callable(args[1]):
+        raise TypeError("argument 2 must be a callback function.")
+    return _register_compile_func(*args)
+
+
+@op.fn("sO", "ret", name="register_compile_func")
+def _register_compile_func(op_type, func):
+    K.register_compile_func(op_type, func)
+
+
+register_compile_func.pyacl_parsing = True
+op.names.append("register_compile_func")
+
+
+@op.fn("s", "ret")
+def unregister_compile_func(op_type):
+    K.unregister_compile_func(op_type)
+
+
+@op.fn("ssskiii", "ret")
+def create_kernel(op_type, kernel_id, kernel_name, bin_ptr, bin_size, engine_type, deallocator):
+    """Register kernel `kernel_name` of a kernel binary (a Python file of npurt @kernel
+    functions, `bin_size` bytes of host memory) as `kernel_id` of `op_type`."""
+    if bin_size <= 0:
+        raise InvalidValueError("bin_size must be positive")
+    K.create_kernel(op_type, kernel_id, kernel_name, host_bytes(bin_ptr, bin_size, "kernel binary"), engine_type)
+
+
+@op.fn("ksIkI", "ret")
+def set_kernel_args(kernel_desc, kernel_id, block_dim, args, args_size):
+    """Inside a compile function: the kernel, its block count and its tiling bytes."""
+    if not args:
+        raise InvalidValueError("args is null")
+    K.set_kernel_args(H.kernel_descs.get(kernel_desc), kernel_id, block_dim, host_bytes(args, args_size, "args"))
+
+
+@op.fn("kik", "ret")
+def set_kernel_workspace_sizes(kernel_desc, num_workspaces, workspace_sizes):
+    """Inside a compile function: `num_workspaces` sizes (size_t) at host address `workspace_sizes`."""
+    desc = H.kernel_descs.get(kernel_desc)
+    if num_workspaces < 0:
+        raise InvalidValueError("num_workspaces must not be negative")
+    raw = host_bytes(workspace_sizes, 8 * num_workspaces, "workspace sizes") if num_workspaces else b""
+    K.set_workspace_sizes(desc, list(struct.unpack(f"<{num_workspaces}Q", raw)))
 
 
 # ---------------------------------------------------------------- not simulated

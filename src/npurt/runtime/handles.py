@@ -64,7 +64,7 @@ TAGS = {"context": 0xC0, "stream": 0x57, "event": 0xE7, "binary": 0xB1, "functio
         # graph engine objects (npurt.ge, through the facade's acl.mdl / acl.op / acl.*)
         "data buffer": 0xDB, "tensor desc": 0xD5, "dataset": 0xDA, "model desc": 0xDE, "aipp": 0xA9,
         "model config": 0xC9, "exec config": 0xEC, "op attr": 0x0A, "op handle": 0x0B,
-        "allocator desc": 0xAD,
+        "kernel desc": 0x0C, "allocator desc": 0xAD,
         # collectives (npurt.hccl)
         "hccl comm": 0xCC}
 TAG_KINDS = {tag: kind for kind, tag in TAGS.items()}

@@ -23,7 +23,7 @@ from ...runtime.memory import note_use
 from ...runtime.runtime import RUNTIME
 from ...runtime.tasks import Task
 from ..tensor import DataBuffer, TensorDesc
-from . import registry
+from . import kernels, registry
 from .attrs import OpAttr
 from .library import OPS
 from .opmodel import OpModel, absent
@@ -101,6 +101,8 @@ def execute(op_type: str, in_descs, inputs, out_descs, outputs, attr: OpAttr | N
     if len(out_descs) != len(outputs):
         raise InvalidValueError(f"{len(out_descs)} output descs but {len(outputs)} output buffers")
     attr = attr or _EMPTY
+    if model is None and kernels.has_selector(op_type):
+        return kernels.execute(op_type, in_descs, inputs, out_descs, outputs, attr, stream)
     if model is None:
         model = registry.find(op_type, in_descs, out_descs, attr.key())
     s = rt_streams.stream_of(stream)
