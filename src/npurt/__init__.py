@@ -11,7 +11,8 @@ The Pythonic API, in torch.cuda's naming::
         y = npurt.ops.gelu(x @ w)        # kernels queued on s
     print(y.to_host())                   # copy back (waits for s)
 
-The runtime initializes on first use and a thread starts on device 0. `npurt.acl` is the
+The runtime initializes on first use and a thread starts on device 0. `npurt.Model(path)`
+runs an .om model (converted by `npurt atc`) on device arrays. `npurt.acl` is the
 pyACL-compatible facade over the same runtime; `npurt.runtime` is the runtime layer.
 """
 from __future__ import annotations
@@ -33,7 +34,8 @@ from .streams import Event, Stream, current_stream, default_stream, stream  # no
 
 # loaded on first use: the kernel model and the op library pull in more than the core needs
 _LAZY = {"kernel": ("npurt.runtime.kernel", "kernel"), "GM": ("npurt.runtime.kernel", "GM"),
-         "ops": ("npurt.ops", None), "acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None)}
+         "ops": ("npurt.ops", None), "acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None),
+         "Model": ("npurt.model", "Model")}
 
 
 def __getattr__(name: str):

@@ -15,13 +15,14 @@ from .tensor import DataBuffer, TensorDesc
 class Dataset:
     """aclmdlDataset."""
 
-    __slots__ = ("buffers", "descs", "gear", "aipp", "handle", "__weakref__")
+    __slots__ = ("buffers", "descs", "gear", "aipp", "results", "handle", "__weakref__")
 
     def __init__(self):
         self.buffers: list[DataBuffer] = []
         self.descs: list[TensorDesc | None] = []
         self.gear: tuple[str, tuple[int, ...]] | None = None  # ("batch" | "hw" | "dims", values)
         self.aipp: dict[int, object] = {}  # image input index -> dynamic AIPP parameters set for it
+        self.results: dict[int, object] = {}  # output index -> host array (npurt.Model's collected outputs)
         self.handle = 0
 
     def __repr__(self) -> str:

@@ -260,9 +260,11 @@ class Model:
         self.cur_gear = gear
 
     # ------------------------------------------------------------ execution
-    def enqueue(self, inputs: Dataset, outputs: Dataset, stream, allocate: bool = False) -> int:
+    def enqueue(self, inputs: Dataset, outputs: Dataset, stream, allocate: bool = False, collect: bool = False) -> int:
         """Validate the datasets and enqueue one execution; returns its sequence number.
-        `allocate`: outputs with no memory (data 0) get device memory (sync execute)."""
+        `allocate`: outputs with no memory (data 0) get device memory (sync execute);
+        `collect`: outputs of unknown dims with no memory are kept as host arrays in
+        `outputs.results` (npurt.Model copies them to the device once they exist)."""
         if self.session is None:
             raise NpuError(f"model {self.id} was unloaded", C.ACL_ERROR_GE_EXEC_MODEL_ID_INVALID)
         if stream.device is not self.device:
@@ -304,7 +306,8 @@ class Model:
                 size = io.size or need
                 if size:
                     buf.data, buf.size = malloc_on(self.device, size, C.ACL_MEM_MALLOC_HUGE_FIRST), size
-            self._check_buffer(buf, need, io, k, "output", blocks)
+            if not (collect and not known and not buf.data):
+                self._check_buffer(buf, need, io, k, "output", blocks)
             outs.append((buf.data, buf.size, known))
         task = ModelTask(self, tuple(ins), tuple(outs), gear, tuple(in_dims), outputs)
 
@@ -377,7 +380,7 @@ class Model:
             try:
                 session.run_with_iobinding(binding)
             except Exception as exc:  # noqa: BLE001 - ORT's message names the failing node
-                raise NpuError(f"model {self.id} ({self.mdef.name}) failed: {exc}", C.ACL_ERROR_RT_MODEL_EXECUTE) \
+                raise NpuError(f"the graph failed: {exc}", C.ACL_ERROR_RT_MODEL_EXECUTE) \
                     from None
             self._finish_outputs(task, binding)
 
@@ -454,6 +457,9 @@ class Model:
             else:
                 arr = values[k].numpy()
                 dims = list(arr.shape)
+                if not addr:  # collected (npurt.Model)
+                    out_ds.results[k] = arr.copy()
+                    continue
                 if arr.nbytes > size:
                     raise NpuError(f"output {k} ({io.name!r}) is {arr.nbytes} bytes ({dims}); its data buffer holds "
                                    f"{size}", C.ACL_ERROR_RT_MODEL_EXECUTE)
