@@ -17,7 +17,7 @@ REQUIRED_KEYS = {
     "kernel_add_ratio", "matmul_ratio", "overlap_speedup", "streams_10k_s", "bytes_per_task",
     "profiler_overhead",
     "allreduce_busbw_ratio",
-    "jpegd_ratio",
+    "jpegd_ratio", "model_exec_ratio", "model_exec_async_enqueue_us",
 }
 
 

@@ -24,7 +24,7 @@ def _progress(msg: str) -> None:
 
 def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
     """Measure npurt (and the peers); returns (npurt's results, the peers' results)."""
-    from . import collectives, media, metrics, profiler, pythonic
+    from . import collectives, media, metrics, models, profiler, pythonic
     res = Results("npurt")
     steps = [
         ("latency", metrics.measure_latency),
@@ -39,6 +39,7 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
         ("profiler overhead", profiler.measure),
         ("AllReduce across 2 processes", collectives.measure_allreduce),
         ("JPEG decode (DVPP)", media.measure),
+        ("model execution", models.measure),
     ]
     with metrics.Session(profile) as session:
         for what, fn in steps:

@@ -75,6 +75,10 @@ SPECS: list[Spec] = [
     Spec("jpegd_ratio", "JPEG decode 1920x1080 to NV12 (acl.media) / Pillow to RGB", "x", H, 0.8, True),
     Spec("jpegd_ms", "  dvpp_jpeg_decode_async + synchronize_stream", "ms", L),
     Spec("pillow_decode_ms", "  reference: Pillow decode to an RGB array", "ms", L),
+    Spec("model_exec_ratio", "small CNN: acl.mdl.execute / ONNX Runtime direct (speed)", "x", H, 0.9, True),
+    Spec("model_exec_ms", "  acl.mdl.execute of the CNN", "ms", L),
+    Spec("model_ort_ms", "  reference: ONNX Runtime session.run", "ms", L),
+    Spec("model_exec_async_enqueue_us", "acl.mdl.execute_async enqueue (small MLP)", "us", L, 10, True),
 ]
 BY_ID = {s.id: s for s in SPECS}
 JSON_KEYS = [s.id for s in SPECS if s.json]

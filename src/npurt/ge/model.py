@@ -134,6 +134,8 @@ class Model:
         self._bindings: OrderedDict = OrderedDict()
         self.cur_gear: int | None = None    # the gear the latest dynamic setter chose
         self.aipp_buffers: dict[int, int] = {}  # input index -> work-memory address of its AIPP output
+        self._plans: dict = {}
+        self._no_dims = (None,) * len(mdef.inputs)
         spec = self.device.spec
         if mdef.soc != spec.name:
             raise NpuError(f"this model was converted for {mdef.soc} (--soc_version) but device {self.device.id} "
@@ -260,7 +262,8 @@ class Model:
         self.cur_gear = gear
 
     # ------------------------------------------------------------ execution
-    def enqueue(self, inputs: Dataset, outputs: Dataset, stream, allocate: bool = False, collect: bool = False) -> int:
+    def enqueue(self, inputs: Dataset, outputs: Dataset, stream, allocate: bool = False, collect: bool = False,
+                inline: bool = False) -> int:
         """Validate the datasets and enqueue one execution; returns its sequence number.
         `allocate`: outputs with no memory (data 0) get device memory (sync execute);
         `collect`: outputs of unknown dims with no memory are kept as host arrays in
@@ -279,22 +282,21 @@ class Model:
             raise NpuError(f"the output dataset holds {len(outputs.buffers)} buffer(s); the model has "
                            f"{len(mdef.outputs)} output(s)", C.ACL_ERROR_MODEL_OUTPUT_NOT_MATCH)
         gear = self._gear(inputs)
+        plan = self._plan(gear)
+        if plan is not None and not collect:
+            seq = self._enqueue_fast(inputs, outputs, stream, gear, plan, inline)
+            if seq is not None:
+                return seq
         blocks = []
         ins, in_dims = [], []
         for i, (io, buf) in enumerate(zip(mdef.inputs, inputs.buffers)):
             dims = None
-            if io.role == ROLE_DATA and io.aipp is None and io.dyn_aipp is None and not io.gear_dims and \
-                    any(d < 0 for d in io.dims):
+            if plan is None and io.role == ROLE_DATA and io.aipp is None and io.dyn_aipp is None and \
+                    not io.gear_dims and any(d < 0 for d in io.dims):
                 dims = self._dynamic_dims(io, inputs.descs[i], i)
                 need = io.bytes_of(dims)
-            elif io.role == ROLE_DATA and io.aipp is not None:
-                n = io.shape_at(gear)[0]
-                need = n * A.image_bytes(io.aipp["input_format"], io.aipp["src_image_size_h"],
-                                         io.aipp["src_image_size_w"])
-            elif io.role == ROLE_DATA and io.dyn_aipp is None:
-                need = io.bytes_of(io.shape_at(gear))
             else:
-                need = io.size if io.role != ROLE_MBATCH else 4
+                need = self._input_need(io, gear)
             self._check_buffer(buf, need, io, i, "input", blocks, limit=io.size if io.size else None)
             ins.append((buf.data, buf.size))
             in_dims.append(tuple(dims) if dims is not None else None)
@@ -310,11 +312,56 @@ class Model:
                 self._check_buffer(buf, need, io, k, "output", blocks)
             outs.append((buf.data, buf.size, known))
         task = ModelTask(self, tuple(ins), tuple(outs), gear, tuple(in_dims), outputs)
+        return stream.enqueue(task, _recorder(blocks, stream), inline)
 
-        def record(seq: int) -> None:
-            for block in blocks:
-                note_use(block, stream, seq)
-        return stream.enqueue(task, record)
+    def _input_need(self, io: IODef, gear) -> int:
+        """Bytes input `io` must hold at `gear` (its full size for the inputs GE adds)."""
+        if io.role == ROLE_DATA and io.aipp is not None:
+            n = io.shape_at(gear)[0]
+            return n * A.image_bytes(io.aipp["input_format"], io.aipp["src_image_size_h"], io.aipp["src_image_size_w"])
+        if io.role == ROLE_DATA and io.dyn_aipp is None:
+            return io.bytes_of(io.shape_at(gear))
+        return io.size if io.role != ROLE_MBATCH else 4
+
+    def _plan(self, gear):
+        """Per gear: ((need, limit) per input, (need, known) per output), or None when an input
+        takes its dims from the dataset (dynamic shape). Computed once."""
+        plan = self._plans.get(gear, _NO_PLAN)
+        if plan is _NO_PLAN:
+            mdef = self.mdef
+            if any(io.role == ROLE_DATA and io.aipp is None and io.dyn_aipp is None and not io.gear_dims and
+                   any(d < 0 for d in io.dims) for io in mdef.inputs):
+                plan = None
+            else:
+                ins = tuple((self._input_need(io, gear), io.size or None) for io in mdef.inputs)
+                outs = tuple((io.bytes_of(io.shape_at(gear)), True) if all(d >= 0 for d in io.shape_at(gear))
+                             else (0, False) for io in mdef.outputs)
+                plan = (ins, outs)
+            self._plans[gear] = plan
+        return plan
+
+    def _enqueue_fast(self, inputs, outputs, stream, gear, plan, inline):
+        """The common case, checked with a few dict lookups: every buffer starts a live
+        allocation of this device and is large enough. None: take the full path (which
+        explains what is wrong, or handles the rarer memory kinds)."""
+        live = self.device.memory.live
+        blocks, ins, outs = [], [], []
+        for buf, (need, limit) in zip(inputs.buffers, plan[0]):
+            data, size = buf.data, buf.size
+            block = live.get(data)
+            if block is None or size < need or need > block.requested or (limit is not None and size > limit):
+                return None
+            blocks.append(block)
+            ins.append((data, size))
+        for buf, (need, known) in zip(outputs.buffers, plan[1]):
+            data, size = buf.data, buf.size
+            block = live.get(data)
+            if block is None or not known or size < need or need > block.requested:
+                return None
+            blocks.append(block)
+            outs.append((data, size, True))
+        task = ModelTask(self, tuple(ins), tuple(outs), gear, self._no_dims, outputs)
+        return stream.enqueue(task, _recorder(blocks, stream), inline)
 
     def _gear(self, inputs: Dataset) -> int | None:
         mdef = self.mdef
@@ -371,7 +418,8 @@ class Model:
                 raise NpuError(f"model {self.id} was unloaded before its execution ran", C.ACL_ERROR_RT_MODEL_EXECUTE)
             key = (task.gear, task.ins, task.outs, task.in_dims)
             binding = self._bindings.get(key)
-            self._prepare_inputs(task)
+            if self.aipp_buffers:
+                self._prepare_inputs(task)
             if binding is None:
                 binding = self._bind(task)
                 self._bindings[key] = binding
@@ -382,7 +430,8 @@ class Model:
             except Exception as exc:  # noqa: BLE001 - ORT's message names the failing node
                 raise NpuError(f"the graph failed: {exc}", C.ACL_ERROR_RT_MODEL_EXECUTE) \
                     from None
-            self._finish_outputs(task, binding)
+            if self.mdef.dynamic_shape or not all(known for _, _, known in task.outs):
+                self._finish_outputs(task, binding)
 
     def _prepare_inputs(self, task) -> None:
         """AIPP stages: image in device memory -> model input in work memory."""
@@ -469,6 +518,15 @@ class Model:
 
 
 C_DYN = "ascend_mbatch_shape_data"
+_NO_PLAN = object()
+
+
+def _recorder(blocks: list, stream):
+    """on_seq: task `seq` of `stream` uses these allocations (stream-ordered free)."""
+    def record(seq: int) -> None:
+        for block in blocks:
+            note_use(block, stream, seq)
+    return record
 
 
 def io_numpy(dtype: int) -> np.dtype:

@@ -94,10 +94,12 @@ class Stream:
             self.context.stop_on_failure = True
 
     # ------------------------------------------------------------ enqueue
-    def enqueue(self, task: "Task", on_seq=None) -> int:
+    def enqueue(self, task: "Task", on_seq=None, inline: bool = False) -> int:
         """Append a task; returns its sequence number. Never waits for the device (unless
         launch-blocking mode is on). `on_seq(seq)` runs once the sequence number is known
-        and before any thread can run the task."""
+        and before any thread can run the task. `inline`: for a caller that will wait for
+        the task anyway (a synchronous call): if the stream was idle, run it now in this
+        thread instead of handing it to a worker (the hand-off costs more than small work)."""
         task.stream = self
         if self._task_stacks:
             task.capture_stack()
@@ -119,7 +121,10 @@ class Stream:
         self.enqueued_seq = seq
         lock.release()
         if self.token.acquire(False):
-            self.scheduler.submit(self)
+            if inline:
+                self.scheduler.run_stream(self, until=seq)
+            else:
+                self.scheduler.submit(self)
         if self._launch_blocking:
             self.synchronize(seq)
         return seq
