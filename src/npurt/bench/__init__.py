@@ -5,7 +5,9 @@
 Modules: harness (timing, sizes), metrics (npurt through the pyACL facade), pythonic (the
 same through npurt.Stream / Event / DeviceArray), profiler (what profiling costs), collectives
 (AllReduce across 2 processes against mpi4py), media (JPEG decode on the simulated DVPP against
-Pillow), peers (PoCL, Numba's CUDA simulator), report (the table and the JSON). bench/README.md and docs/performance.md explain the figures.
+Pillow), models (acl.mdl execute against ONNX Runtime run directly), peers (PoCL, Numba's CUDA
+simulator), report (the table and the JSON). bench/README.md and docs/performance.md explain the
+figures.
 """
 from __future__ import annotations
 
