@@ -472,3 +472,35 @@ def test_overlap_arithmetic_matches_counting_time_unit_by_unit():
         everything = S.union([s for m in merged for s in m])
         assert S.measure(S.clip(everything, lo, hi)) == sum(1 for t in range(lo, hi) if _covered(everything, t))
     check()
+
+
+def test_collectives_show_up_on_each_devices_stream_and_count_as_communication(fresh_runtime, monkeypatch, tmp_path):
+    import npurt.acl as acl
+    import npurt.hccl as hccl
+    monkeypatch.setenv("NPURT_DEVICE_COUNT", "2")
+    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
+    assert acl.init() == 0
+    root_info, _ = hccl.get_root_info()
+    done = []
+
+    def rank(r):
+        assert acl.rt.set_device(r) == 0
+        comm, _ = hccl.comm_init_root_info(2, root_info, r)
+        stream, _ = acl.rt.create_stream()
+        buf, _ = acl.rt.malloc(1 << 16, 0)
+        assert hccl.all_reduce(buf, buf, 1 << 14, hccl.HCCL_DATA_TYPE_FP32, hccl.HCCL_REDUCE_SUM, comm, stream) == 0
+        assert acl.rt.synchronize_stream(stream) == 0
+        hccl.comm_destroy(comm)
+        done.append(r)
+    with npurt.profiler.profile(tmp_path):
+        threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert sorted(done) == [0, 1]
+    spans = [e for e in _task_spans(_trace(tmp_path)) if e["cat"].startswith("hccl")]
+    assert sorted(e["pid"] for e in spans) == [1, 2]  # one collective task on each device
+    assert all(e["name"].startswith("hccl ") and e["args"]["bytes"] == 1 << 16 for e in spans)
+    alls = {r["Device_id"]: r for r in _csv(tmp_path, "overlap") if r["Step"] == "all"}
+    assert all(float(alls[d]["Communication(us)"]) > 0 for d in ("0", "1"))

@@ -146,6 +146,9 @@ class OpTask(Task):
     def __init__(self, model: OpModel, attr: OpAttr, ins, outs, out_descs):
         self.model, self.attr, self.ins, self.outs, self.out_descs = model, attr, ins, outs, out_descs
 
+    def details(self) -> dict:
+        return {"name": self.model.op_type}  # for tools: the profiler names the task by its op
+
     def run(self) -> None:
         arrays = [read_input(addr, size, desc) for addr, size, desc in self.ins]
         descs = [d for _, _, d in self.ins]

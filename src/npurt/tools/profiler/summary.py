@@ -8,15 +8,16 @@
 | api_statistic.csv | host API (acl.* or npurt.*) | Level, API Name, Time(us), Count, Avg(us), Min(us), Max(us), Variance |
 | msprof_tx.csv | user range or mark | pid, tid, event_type, Start_time(us), End_time(us), message, mark_id |
 | stream_summary.csv | stream (npurt's) | Task Count, Busy Time(us), Busy(%), Wait Time(us), Overlapped(us) |
-| overlap.csv | device and step: the whole profile ("all"), each user range, each step (npurt's) | Duration(us), Busy(us), Overlapped(us), Computing(us), Copying(us), Compute/Copy Overlapped(us), Free(us) |
+| overlap.csv | device and step: the whole profile ("all"), each user range, each step (npurt's) | Duration(us), Busy(us), Overlapped(us), Computing(us), Copying(us), Compute/Copy Overlapped(us), Communication(us), Free(us) |
 | idle_gaps.csv | the largest gaps in a stream's work: between two of its tasks, or from its first task's enqueue to its start (npurt's) | Start(us), Duration(us), Next Task, Reason |
 
 Definitions: a stream is busy while one of its tasks runs (waits parked on an event are not
 busy). Busy(%) is busy time over the device's window, from its first task's start to its
 last task's end. Overlapped is the time during which at least two streams of the device
-were busy at once (for two streams: the time both were). Computing and Copying are the
-busy time of compute and copy tasks (see timeline.py), Compute/Copy Overlapped the time
-both ran, Free the window's time when no stream was busy. Times are microseconds since the
+were busy at once (for two streams: the time both were). Computing, Copying and
+Communication are the busy time of compute, copy and collective tasks (see timeline.py),
+Compute/Copy Overlapped the time compute and copies ran together, Free the window's time
+when no stream was busy. Times are microseconds since the
 profile started, as in the trace.
 """
 from __future__ import annotations
@@ -264,6 +265,7 @@ class _Device:
         self.two = at_least_two(list(self.busy.values()))
         self.computing = union([(t.start, t.end) for t in tasks if t.category == "compute"])
         self.copying = union([(t.start, t.end) for t in tasks if t.category == "copy"])
+        self.communication = union([(t.start, t.end) for t in tasks if t.category == "communication"])
 
     def figures(self, lo: int, hi: int) -> dict:
         """Busy, overlapped, computing, copying, compute/copy overlapped and free time (ns)
@@ -272,6 +274,7 @@ class _Device:
         computing, copying = clip(self.computing, lo, hi), clip(self.copying, lo, hi)
         return {"duration": hi - lo, "busy": busy, "overlapped": measure(clip(self.two, lo, hi)),
                 "computing": measure(computing), "copying": measure(copying),
+                "communication": measure(clip(self.communication, lo, hi)),
                 "compute_copy": measure(intersect(computing, copying)), "free": (hi - lo) - busy}
 
 
@@ -282,7 +285,7 @@ def overlap_figures(tasks, lo: int, hi: int) -> dict:
 
 def overlap(tl: Timeline):
     head = ["Device_id", "Step", "Start(us)", "Duration(us)", "Busy(us)", "Overlapped(us)", "Computing(us)",
-            "Copying(us)", "Compute/Copy Overlapped(us)", "Free(us)"]
+            "Copying(us)", "Compute/Copy Overlapped(us)", "Communication(us)", "Free(us)"]
     rows = []
     for dev in tl.devices:
         tasks = tl.tasks_on(dev)
@@ -297,7 +300,8 @@ def overlap(tl: Timeline):
                 continue
             f = d.figures(lo, hi)
             rows.append([dev, name, _us(lo), _us(f["duration"]), _us(f["busy"]), _us(f["overlapped"]),
-                         _us(f["computing"]), _us(f["copying"]), _us(f["compute_copy"]), _us(f["free"])])
+                         _us(f["computing"]), _us(f["copying"]), _us(f["compute_copy"]), _us(f["communication"]),
+                         _us(f["free"])])
     return head, rows
 
 
@@ -390,7 +394,7 @@ def render(tl: Timeline, tabs: dict, top: int = 10) -> str:
     head, rows = tabs["overlap"]
     if rows:
         lines += ["", f"overlap between streams (overlap; the whole profile and up to {top} ranges/steps):"]
-        lines += _table(head, rows[:top + 1], [0, 1, 3, 4, 5, 6, 7, 9])
+        lines += _table(head, rows[:top + 1], [0, 1, 3, 4, 5, 6, 7, 10])
     head, rows = tabs["idle_gaps"]
     if rows:
         lines += ["", "largest idle gaps (idle_gaps):"]

@@ -12,7 +12,8 @@ Task categories (what the summaries and pictures group by):
 | copy | copies and sets (memcpy_async, memcpy2d_async, strided_copy, memset_async) and any task whose details name a copy direction |
 | sync | record_event, stream_wait_event, reset_event, nop |
 | marker | the profiler's own markers on streams (acl.prof.mark_ex, step timestamps) |
-| compute | everything else: kernels, host functions, callbacks, reductions, model executions, collectives |
+| communication | collectives (HCCL: kinds "hccl_*", or details naming a "communicator") |
+| compute | everything else: kernels, host functions, callbacks, reductions, model and operator executions, media (DVPP) |
 """
 from __future__ import annotations
 
@@ -76,6 +77,8 @@ class TaskSpan:
             return "sync"
         if kind in COPY_KINDS or "direction" in self.details:
             return "copy"
+        if kind.startswith("hccl") or "communicator" in self.details:
+            return "communication"
         return "compute"
 
     @property
