@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from hccl_checks import CHECKS
+from npurt.tools import launch
 from npurt.tools.launch import find_mpiexec
 
 pytest.importorskip("mpi4py", reason="needs the npurt[dist] extra")
@@ -62,7 +63,7 @@ def test_rank_that_leaves_makes_the_other_processes_time_out_and_exit(four_proce
 
 @pytest.mark.slow
 def test_checks_at_a_larger_size_across_four_processes(tmp_path):
-    proc, results = checks([*NPURT, "launch", "-n", "4"], tmp_path, "--scale", str(16 * SCALE), timeout=900)
+    proc, results = checks([*NPURT, "launch", "-n", "4"], tmp_path, "--scale", str(4 * SCALE), timeout=900)
     assert sorted(results) == [0, 1, 2, 3], proc.stdout + proc.stderr
     bad = {(r, k): v for r in results for k, v in results[r]["checks"].items() if v != "ok"}
     assert not bad
@@ -95,25 +96,27 @@ def test_launch_returns_the_failing_rank_status(tmp_path):
     assert run([*NPURT, "launch", "-n", "2", str(script)]).returncode != 0
 
 
-def test_launch_explains_bad_usage(tmp_path):
+def test_launch_explains_bad_usage(tmp_path, capsys, monkeypatch):
     script = tmp_path / "s.py"
     script.write_text("pass\n")
+    monkeypatch.delenv("NPURT_DEVICE_COUNT", raising=False)
     cases = [
-        (["launch", "-n", "zero", str(script)], "positive integer"),
-        (["launch", "-n", "2", str(tmp_path / "missing.py")], "no such file"),
-        (["launch", "--per-host", "17", "-n", "17", str(script)], "at most 16"),
-        (["launch", "--frobnicate", str(script)], "unknown option"),
+        (["-n", "zero", str(script)], {}, "positive integer"),
+        (["-n", "2", str(tmp_path / "missing.py")], {}, "no such file"),
+        (["--per-host", "17", "-n", "17", str(script)], {}, "at most 16"),
+        (["--frobnicate", str(script)], {}, "unknown option"),
+        (["-n", "4", str(script)], {"NPURT_DEVICE_COUNT": "2"}, "NPURT_DEVICE_COUNT=2"),
+        (["-n", "2", str(script)], {"NPURT_MPIEXEC": str(tmp_path / "no-mpiexec")}, "could not run"),
     ]
-    for argv, words in cases:
-        proc = run([*NPURT, *argv])
-        assert proc.returncode == 2 and words in proc.stderr, (argv, proc.stderr)
-    proc = run([*NPURT, "launch", "-n", "4", str(script)], NPURT_DEVICE_COUNT="2")
-    assert proc.returncode == 2 and "NPURT_DEVICE_COUNT=2" in proc.stderr
-    proc = run([*NPURT, "launch", "-n", "2", str(script)], NPURT_MPIEXEC=str(tmp_path / "no-mpiexec"))
-    assert proc.returncode == 2 and "could not run" in proc.stderr
+    for argv, env, words in cases:
+        with monkeypatch.context() as m:
+            for k, v in env.items():
+                m.setenv(k, v)
+            assert launch.main(argv) == 2, argv
+        assert words in capsys.readouterr().err, argv
 
 
-def test_missing_dist_extra_is_named_in_the_error(tmp_path):
+def test_missing_dist_extra_is_named_in_the_error(tmp_path, capsys, monkeypatch):
     """Without mpi4py (hidden here), `npurt launch` and multi-process communicators say what to
     install; `import npurt` and `import npurt.hccl` never import mpi4py."""
     hide = tmp_path / "hide"
@@ -125,8 +128,18 @@ def test_missing_dist_extra_is_named_in_the_error(tmp_path):
                       "    print('ERR', exc)\n")
     proc = run([sys.executable, str(script)], PYTHONPATH=str(hide))
     assert "pip install 'npurt[dist]'" in proc.stdout, proc.stdout + proc.stderr
-    launch = tmp_path / "launch_check.py"
-    launch.write_text("import importlib.util, sys\nimportlib.util.find_spec = lambda name, *a: None\n"
-                      "from npurt.tools.launch import main\nsys.exit(main(['-n', '2', sys.argv[1]]))\n")
-    proc = run([sys.executable, str(launch), str(script)])
-    assert proc.returncode == 2 and "pip install 'npurt[dist]'" in proc.stderr
+    monkeypatch.setattr(launch.importlib.util, "find_spec", lambda name, *a: None)
+    assert launch.main(["-n", "2", str(script)]) == 2
+    assert "pip install 'npurt[dist]'" in capsys.readouterr().err
+
+
+def test_process_that_never_creates_the_communicator_makes_init_time_out(tmp_path):
+    script = tmp_path / "init.py"
+    script.write_text(
+        "import os, sys, npurt, npurt.hccl as hccl\n"
+        "if os.environ['RANK'] == '1':\n    sys.exit(0)\n"
+        "npurt.set_device(0)\n"
+        "try:\n    hccl.Communicator.world()\nexcept hccl.HcclError as exc:\n"
+        "    print('CODE', exc.code, 'HCCL_CONNECT_TIMEOUT' in str(exc))\n")
+    proc = run([*NPURT, "launch", "-n", "2", str(script)], HCCL_CONNECT_TIMEOUT="1")
+    assert f"CODE {9} True" in proc.stdout, proc.stdout + proc.stderr

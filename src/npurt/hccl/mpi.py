@@ -66,11 +66,17 @@ def mpi():
     return _MPI
 
 
-def world():
-    """npurt's private duplicate of MPI_COMM_WORLD (communicator set-up messages)."""
+def world(timeout_s: float):
+    """npurt's private duplicate of MPI_COMM_WORLD (communicator set-up messages). Duplicating
+    is collective: a nonblocking one, so a process that never comes is a timeout, not a hang."""
     global _base
     if _base is None:
-        _base = mpi().COMM_WORLD.Dup()
+        base, request = mpi().COMM_WORLD.Idup()
+        if not wait([request], time.monotonic() + timeout_s):
+            raise T.HcclError(f"not every process of the MPI world created a communicator within "
+                              f"HCCL_CONNECT_TIMEOUT ({timeout_s:g} s); every process must call comm_init at "
+                              "the same point", T.HCCL_E_TIMEOUT)
+        _base = base
     return _base
 
 
@@ -113,8 +119,7 @@ def init(key: bytes, comm, connect_timeout: float, exec_timeout: float) -> None:
     communicator): the processes exchange (key, size, rank, host, device) and those with the
     same key form the new communicator, ranked as they asked."""
     global _init_seq
-    MPI = mpi()
-    base = world()
+    base = world(connect_timeout)
     me, nproc = base.rank, base.size
     digest = int.from_bytes(hashlib.sha256(key).digest()[:7], "little")
     # `npurt launch --per-host` simulates several hosts on one machine: NPURT_HOST_INDEX tells them apart

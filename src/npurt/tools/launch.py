@@ -10,7 +10,8 @@ The ranks are started by the MPI launcher (`mpiexec`, from the `mpich` wheel of 
                              host runs more ranks (at most 16); an explicit value is kept
 
 Rank r uses device LOCAL_RANK of its host (npurt.hccl.spawn makes it current) and reaches the
-others only through HCCL. `--per-host K` simulates hosts of K ranks each on this machine
+others only through HCCL. MPI is initialized in every rank before the script starts, so a rank
+that never makes a communicator cannot leave the others waiting in MPI_Init. `--per-host K` simulates hosts of K ranks each on this machine
 (LOCAL_RANK = RANK % K): the same layout as K ranks on each of N/K real hosts, which is what
 `mpiexec -f hostfile` gives on a cluster (see docs/distributed.md).
 """
@@ -131,6 +132,9 @@ def rank_main(argv: list[str]) -> int:
     local_size = min(per_host, w.size)
     os.environ.update(RANK=str(w.rank), WORLD_SIZE=str(w.size), LOCAL_RANK=str(w.rank % per_host),
                       LOCAL_WORLD_SIZE=str(local_size), NPURT_HOST_INDEX=str(w.rank // per_host))
+    # Initialize MPI in every rank now: MPI_Init waits for every process of the job, so a rank
+    # that never used MPI (it never made a communicator) would leave the others hanging there.
+    from mpi4py import MPI  # noqa: F401
     from .runner import main as run_main
     return run_main(rest)
 
