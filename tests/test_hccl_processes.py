@@ -105,6 +105,7 @@ def test_launch_explains_bad_usage(tmp_path, capsys, monkeypatch):
         (["-n", "2", str(tmp_path / "missing.py")], {}, "no such file"),
         (["--per-host", "17", "-n", "17", str(script)], {}, "at most 16"),
         (["--frobnicate", str(script)], {}, "unknown option"),
+        (["--hostfile", str(tmp_path / "no-hosts"), str(script)], {}, "does not exist"),
         (["-n", "4", str(script)], {"NPURT_DEVICE_COUNT": "2"}, "NPURT_DEVICE_COUNT=2"),
         (["-n", "2", str(script)], {"NPURT_MPIEXEC": str(tmp_path / "no-mpiexec")}, "could not run"),
     ]
@@ -143,3 +144,16 @@ def test_process_that_never_creates_the_communicator_makes_init_time_out(tmp_pat
         "    print('CODE', exc.code, 'HCCL_CONNECT_TIMEOUT' in str(exc))\n")
     proc = run([*NPURT, "launch", "-n", "2", str(script)], HCCL_CONNECT_TIMEOUT="1")
     assert f"CODE {9} True" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_launch_on_the_hosts_of_a_hostfile(tmp_path):
+    """--hostfile hands the hosts to mpiexec (here this machine, as `localhost`); LOCAL_RANK is
+    then the MPI launcher's local rank."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost:2\n")
+    script = tmp_path / "env.py"
+    script.write_text("import os\nprint('VARS', *(os.environ[k] for k in ('RANK', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE')))\n")
+    proc = run([*NPURT, "launch", "-v", "-n", "2", "--hostfile", str(hosts), "--per-host", "2", str(script)])
+    assert f"-f {hosts} -ppn 2" in proc.stderr
+    lines = sorted(ln.split()[1:] for ln in proc.stdout.splitlines() if ln.startswith("VARS"))
+    assert lines == [["0", "0", "2"], ["1", "1", "2"]], proc.stdout + proc.stderr

@@ -11,9 +11,12 @@ The ranks are started by the MPI launcher (`mpiexec`, from the `mpich` wheel of 
 
 Rank r uses device LOCAL_RANK of its host (npurt.hccl.spawn makes it current) and reaches the
 others only through HCCL. MPI is initialized in every rank before the script starts, so a rank
-that never makes a communicator cannot leave the others waiting in MPI_Init. `--per-host K` simulates hosts of K ranks each on this machine
-(LOCAL_RANK = RANK % K): the same layout as K ranks on each of N/K real hosts, which is what
-`mpiexec -f hostfile` gives on a cluster (see docs/distributed.md).
+that never makes a communicator cannot leave the others waiting in MPI_Init.
+
+`--per-host K` alone simulates hosts of K ranks each on this machine (LOCAL_RANK = RANK % K):
+the layout of K ranks on each of N/K real hosts. `--hostfile FILE` runs on real hosts (MPICH's
+hostfile, `host:slots` per line, passed to mpiexec as `-f FILE`, with `-ppn K` when
+--per-host is given); LOCAL_RANK is then the MPI launcher's local rank. See docs/distributed.md.
 """
 from __future__ import annotations
 
@@ -23,12 +26,14 @@ import shutil
 import subprocess
 import sys
 
-USAGE = """usage: npurt launch [-n N] [--per-host K] [-l] [-v] script.py [args...]
+USAGE = """usage: npurt launch [-n N] [--per-host K] [--hostfile FILE] [-l] [-v] script.py [args...]
 
 Run script.py as N ranks (processes) connected by MPI, with RANK, LOCAL_RANK, WORLD_SIZE and
 LOCAL_WORLD_SIZE set; rank r uses simulated device LOCAL_RANK.
   -n, --np N        number of ranks (default 2)
-  --per-host K      ranks per simulated host (default N, at most 16)
+  --per-host K      ranks per host (default N, at most 16); without --hostfile the hosts are
+                    simulated on this machine
+  --hostfile FILE   run on the hosts listed in FILE (mpiexec -f FILE)
   -l, --label       prefix every output line with its rank
   -v, --verbose     print the mpiexec command line (on stderr)
   -h, --help        show this help
@@ -55,7 +60,7 @@ def _fail(message: str) -> int:
 
 def main(argv: list[str]) -> int:
     args = list(argv)
-    n, per_host, label, verbose = 2, None, False, False
+    n, per_host, label, verbose, hostfile = 2, None, False, False, None
     while args and args[0].startswith("-"):
         opt = args.pop(0)
         if opt in ("-h", "--help"):
@@ -67,6 +72,10 @@ def main(argv: list[str]) -> int:
             label = True
         elif opt in ("-v", "--verbose"):
             verbose = True
+        elif opt == "--hostfile" or opt.startswith("--hostfile="):
+            hostfile = opt.partition("=")[2] or (args.pop(0) if args else "")
+            if not os.path.isfile(hostfile):
+                return _fail(f"hostfile {hostfile!r} does not exist")
         elif opt in ("-n", "--np", "--per-host") or opt.startswith(("--np=", "--per-host=")):
             name, _, value = opt.partition("=")
             if not value:
@@ -87,18 +96,20 @@ def main(argv: list[str]) -> int:
     script = args[0]
     if not os.path.isfile(script):
         return _fail(f"can't open file {script!r}: no such file")
-    per_host = per_host or n
-    if per_host > MAX_DEVICES:
-        return _fail(f"{per_host} ranks per host, but a simulated host has at most {MAX_DEVICES} devices; "
-                     "use --per-host to spread the ranks over several simulated hosts")
+    # ranks on one host: all of them, or --per-host K; with a hostfile and no --per-host the
+    # MPI launcher spreads them by the hosts' slots
+    local = per_host or (n if hostfile is None else min(n, 8))
+    if local > MAX_DEVICES:
+        return _fail(f"{local} ranks per host, but a simulated host has at most {MAX_DEVICES} devices; "
+                     "use --per-host to spread the ranks over several hosts")
     env = dict(os.environ)
     devices = env.get("NPURT_DEVICE_COUNT", "").strip()
     if devices:
-        if not devices.isdigit() or int(devices) < min(per_host, n):
-            return _fail(f"NPURT_DEVICE_COUNT={devices} is too few devices for {min(per_host, n)} ranks per host "
+        if not devices.isdigit() or int(devices) < min(local, n):
+            return _fail(f"NPURT_DEVICE_COUNT={devices} is too few devices for {min(local, n)} ranks per host "
                          "(each rank uses device LOCAL_RANK); unset it or raise it")
     else:
-        env["NPURT_DEVICE_COUNT"] = str(max(8, min(per_host, n)))
+        env["NPURT_DEVICE_COUNT"] = str(max(8, min(local, n)))
     if importlib.util.find_spec("mpi4py") is None:
         return _fail("needs mpi4py and an MPI library: pip install 'npurt[dist]'")
     mpiexec = find_mpiexec()
@@ -106,9 +117,14 @@ def main(argv: list[str]) -> int:
         return _fail("found no mpiexec (install the MPI wheel with pip install 'npurt[dist]', or name one "
                      "with NPURT_MPIEXEC)")
     command = [mpiexec, "-n", str(n)]
+    if hostfile is not None:
+        command += ["-f", hostfile] + (["-ppn", str(per_host)] if per_host else [])
     if label:
         command.append("-prepend-rank")
-    command += [sys.executable, "-m", "npurt.tools.launch", "--rank-of", str(per_host), "--", *args]
+    # --rank-of K: K ranks per simulated host on this machine; 0: real hosts, whose local ranks
+    # the MPI launcher gives
+    rank_of = local if hostfile is None else 0
+    command += [sys.executable, "-m", "npurt.tools.launch", "--rank-of", str(rank_of), "--", *args]
     if verbose:
         print("npurt launch: " + " ".join(command), file=sys.stderr)
     try:
@@ -129,9 +145,12 @@ def rank_main(argv: list[str]) -> int:
     if w.size <= 1 and os.environ.get("PMI_SIZE") is None:
         print("npurt launch: this module is started by `npurt launch`, not directly", file=sys.stderr)
         return 2
-    local_size = min(per_host, w.size)
-    os.environ.update(RANK=str(w.rank), WORLD_SIZE=str(w.size), LOCAL_RANK=str(w.rank % per_host),
-                      LOCAL_WORLD_SIZE=str(local_size), NPURT_HOST_INDEX=str(w.rank // per_host))
+    if per_host:  # simulated hosts of `per_host` ranks on this machine
+        os.environ.update(LOCAL_RANK=str(w.rank % per_host), LOCAL_WORLD_SIZE=str(min(per_host, w.size)),
+                          NPURT_HOST_INDEX=str(w.rank // per_host))
+    else:  # real hosts: the MPI launcher knows which ranks share one
+        os.environ.update(LOCAL_RANK=str(w.local_rank), LOCAL_WORLD_SIZE=str(w.local_size))
+    os.environ.update(RANK=str(w.rank), WORLD_SIZE=str(w.size))
     # Initialize MPI in every rank now: MPI_Init waits for every process of the job, so a rank
     # that never used MPI (it never made a communicator) would leave the others hanging there.
     from mpi4py import MPI  # noqa: F401
