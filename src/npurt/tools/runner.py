@@ -24,7 +24,8 @@ USAGE = """usage: npurt run [-v] [--profile OUT_DIR] script.py [args...]
 Run a pyACL script with `import acl` resolving to npurt's facade (npurt.acl).
   -v, --verbose        say what is run, on which simulated SoC, and the exit status (on stderr)
   --profile OUT_DIR    profile the whole run: write the timeline (msprof.json), the summary
-                       tables (*.csv) and summary.txt to OUT_DIR
+                       tables (*.csv) and summary.txt to OUT_DIR; the summary is printed
+                       on stderr at the end
   -h, --help           show this help
 """
 
@@ -146,8 +147,9 @@ def main(argv: list[str]) -> int:
     finally:
         if profile is not None and profile.running:
             profile.stop()
-            print(f"npurt run: profile of {len(profile.timeline.tasks)} tasks and {len(profile.timeline.calls)} API "
-                  f"calls written to {profile.out_dir}", file=sys.stderr)
+            print(f"\n{profile.report()}npurt run: profile of {len(profile.timeline.tasks)} tasks and "
+                  f"{len(profile.timeline.calls)} API calls written to {profile.out_dir} (msprof.json, *.csv, "
+                  f"summary.txt; draw it with `npurt plot {profile.out_dir}`)", file=sys.stderr)
         sys.argv = saved_argv
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
