@@ -148,9 +148,13 @@ def plot(path: str, out: str, *, window: tuple[float, float] | None = None, rang
             _label(ax, e["name"], x0, w, y + 0.15, lo, hi, width_ms, size=7, colour="#222222", above=True)
             continue
         if e["pid"] == HOST_PID:
-            colour = "#d0d0d0" if e.get("cat") != "host_copy" else _COPY_COLOURS["H2D"]
-            ax.broken_barh([(x0, w)], (y - 0.3, 0.6), facecolors=colour, edgecolor="#8c8c8c", linewidth=0.3)
-            _label(ax, e["name"].rsplit(".", 1)[-1], x0, w, y, lo, hi, width_ms, size=6)
+            if e.get("cat") == "host_copy":  # a strip at the bottom of the call that made it
+                direction = e["name"].rsplit(" ", 1)[-1]
+                ax.broken_barh([(x0, w)], (y - 0.3, 0.18), facecolors=_COPY_COLOURS.get(direction, "#aec7e8"))
+                legend.setdefault("synchronous copy (host thread)", _COPY_COLOURS.get(direction, "#aec7e8"))
+                continue
+            ax.broken_barh([(x0, w)], (y - 0.3, 0.6), facecolors="#d0d0d0", edgecolor="#8c8c8c", linewidth=0.3)
+            _label(ax, e["name"].rsplit(".", 1)[-1], x0, w, y + 0.05, lo, hi, width_ms, size=6)
             continue
         if e.get("cat") == MARKER_KIND:
             ax.plot([x0], [y + 0.42], marker="v", color="#333333", markersize=5)
@@ -166,6 +170,14 @@ def plot(path: str, out: str, *, window: tuple[float, float] | None = None, rang
             continue
         ax.broken_barh([(x0, w)], (y - 0.35, 0.7), facecolors=colour, edgecolor="white", linewidth=0.3)
         _label(ax, _short(e), x0, w, y, lo, hi, width_ms, size=7)
+    for e in events:  # host marks (acl.prof.mark, npurt.profiler.mark): triangles over their thread's row
+        if e.get("ph") == "i" and e["pid"] == HOST_PID and lo <= e["ts"] / 1000 <= hi:
+            row = (e["pid"], e["tid"], "")
+            if row in y_of:
+                x = e["ts"] / 1000
+                ax.plot([x], [y_of[row] + 0.42], marker="v", color="#333333", markersize=5)
+                _label(ax, e["name"], x - width_ms / 30, width_ms / 15, y_of[row] + 0.45, lo, hi, width_ms, size=6,
+                       colour="#333333", above=True)
     # event record -> released wait
     flows: dict = {}
     for e in events:
