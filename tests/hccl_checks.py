@@ -107,7 +107,7 @@ def check_broadcast_every_type(comm, rank, size, n):
 
 
 def check_all_gather_every_type(comm, rank, size, n):
-    for dt in MOVABLE:
+    for dt in MOVABLE + ([BF16] if BF16 is not None else []):
         y = comm.all_gather(npurt.to_device(data(rank, n, dt, 6)))
         close(y.to_host(), np.stack([data(r, n, dt, 6) for r in range(size)]), f"{np.dtype(dt)}")
 
@@ -209,6 +209,25 @@ def check_pyacl_style_api(comm, rank, size, n):
     for ptr in (send, recv):
         acl.rt.free(ptr)
     acl.rt.destroy_stream(stream)
+
+
+def check_communicators_of_pairs(comm, rank, size, n):
+    """Ranks 2k and 2k+1 form a communicator of their own, from a root info the even rank made
+    and shared over the world communicator (rank 2k+1 is rank 1 of it)."""
+    mine = np.frombuffer(Communicator.get_root_info(), np.uint8) if rank % 2 == 0 else \
+        np.zeros(hccl.HCCL_ROOT_INFO_BYTES, np.uint8)
+    infos = comm.all_gather(npurt.to_device(mine)).to_host()
+    first = rank - rank % 2
+    if first + 1 >= size:  # an odd size leaves the last rank alone
+        pair = Communicator.from_root_info(1, infos[first].tobytes(), 0)
+    else:
+        pair = Communicator.from_root_info(2, infos[first].tobytes(), rank % 2)
+    x = npurt.to_device(np.full(n, rank + 1, np.int32))
+    pair.all_reduce(x)
+    want = (first + 1) + (first + 2 if first + 1 < size else 0)
+    assert (x.to_host() == want).all(), f"{x.to_host()[:4]} != {want}"
+    assert (pair.rank, pair.size) == ((rank % 2, 2) if first + 1 < size else (0, 1))
+    pair.destroy()
 
 
 def check_mismatched_counts_fail_every_rank(comm, rank, size, n):

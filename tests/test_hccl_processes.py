@@ -81,13 +81,24 @@ def test_same_script_runs_under_mpiexec_directly_and_on_simulated_hosts(tmp_path
         assert all(v == "ok" for r in results.values() for v in r["checks"].values()), results
 
 
-def test_launch_sets_the_torchrun_variables(tmp_path):
+def env_script(tmp_path, names) -> Path:
+    """A script that writes the variables `names` to <tmp_path>/<RANK>.vars (output lines of
+    several ranks may interleave)."""
     script = tmp_path / "env.py"
-    script.write_text("import os\nprint('VARS', *(os.environ[k] for k in ('RANK', 'LOCAL_RANK', 'WORLD_SIZE', "
-                      "'LOCAL_WORLD_SIZE', 'NPURT_DEVICE_COUNT')))\n")
+    script.write_text(f"import os\nopen(os.path.join({str(tmp_path)!r}, os.environ['RANK'] + '.vars'), 'w')"
+                      f".write(' '.join(os.environ[k] for k in {names!r}))\n")
+    return script
+
+
+def written_vars(tmp_path) -> list[list[str]]:
+    return [p.read_text().split() for p in sorted(tmp_path.glob("*.vars"))]
+
+
+def test_launch_sets_the_torchrun_variables(tmp_path):
+    script = env_script(tmp_path, ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "NPURT_DEVICE_COUNT"])
     proc = run([*NPURT, "launch", "-n", "3", "--per-host", "2", str(script)])
-    lines = sorted(ln.split()[1:] for ln in proc.stdout.splitlines() if ln.startswith("VARS"))
-    assert lines == [["0", "0", "3", "2", "8"], ["1", "1", "3", "2", "8"], ["2", "0", "3", "2", "8"]], proc.stderr
+    assert written_vars(tmp_path) == [["0", "0", "3", "2", "8"], ["1", "1", "3", "2", "8"],
+                                      ["2", "0", "3", "2", "8"]], proc.stdout + proc.stderr
 
 
 def test_launch_returns_the_failing_rank_status(tmp_path):
@@ -151,9 +162,7 @@ def test_launch_on_the_hosts_of_a_hostfile(tmp_path):
     then the MPI launcher's local rank."""
     hosts = tmp_path / "hosts"
     hosts.write_text("localhost:2\n")
-    script = tmp_path / "env.py"
-    script.write_text("import os\nprint('VARS', *(os.environ[k] for k in ('RANK', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE')))\n")
+    script = env_script(tmp_path, ["RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE"])
     proc = run([*NPURT, "launch", "-v", "-n", "2", "--hostfile", str(hosts), "--per-host", "2", str(script)])
     assert f"-f {hosts} -ppn 2" in proc.stderr
-    lines = sorted(ln.split()[1:] for ln in proc.stdout.splitlines() if ln.startswith("VARS"))
-    assert lines == [["0", "0", "2"], ["1", "1", "2"]], proc.stdout + proc.stderr
+    assert written_vars(tmp_path) == [["0", "0", "2"], ["1", "1", "2"]], proc.stdout + proc.stderr

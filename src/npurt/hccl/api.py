@@ -141,7 +141,7 @@ def join(key: bytes, kind: bytes, n_ranks: int, rank: int, device, name: str) ->
     """Create this rank's communicator `key` (in-process or MPI) and wait for the others."""
     comm = HcclComm(rank, n_ranks, device, name)
     exec_s, connect_s = config.exec_timeout(), config.connect_timeout()
-    if kind == _MPI and n_ranks > 1:
+    if kind == _MPI:  # even a rank alone takes part: creation is collective over the MPI world
         from . import mpi
         mpi.init(key, comm, connect_s, exec_s)
     else:

@@ -2,9 +2,9 @@
 
 mpi4py (and an MPI library, e.g. the `mpich` wheel) is the optional extra `npurt[dist]`; it is
 imported only when a communicator spans processes. Each communicator gets a private MPI
-communicator (split from COMM_WORLD at init) and an *engine*: one thread that runs the
-communicator's operations in the order this rank issued them, playing the NIC and the
-collective engine of a real NPU. A stream whose collective reaches its head hands the op to
+communicator (a duplicate of COMM_WORLD, made at init without blocking) and an *engine*: one
+thread that runs the communicator's operations in the order this rank issued them, playing
+the NIC and the collective engine of a real NPU. A stream whose collective reaches its head hands the op to
 the engine and parks; the engine exchanges a small header with the ranks involved (all of
 them, or the send/recv peer), checks that they agree, moves the data with the algorithms of
 algorithms.py (nonblocking point-to-point messages straight from and into device memory
@@ -140,20 +140,26 @@ def init(key: bytes, comm, connect_timeout: float, exec_timeout: float) -> None:
         raise T.HcclError(f"rank {comm.rank}: the processes with MPI world rank(s) {missing} did not create a "
                           f"communicator within HCCL_CONNECT_TIMEOUT ({connect_timeout:g} s); every process of "
                           "the MPI world must call comm_init at the same point", T.HCCL_E_TIMEOUT)
-    members = [p for p in range(nproc) if table[p, 0] == digest]
-    ranks = sorted(int(table[p, 2]) for p in members)
-    sizes = {int(table[p, 1]) for p in members}
-    if sizes != {comm.size} or ranks != list(range(comm.size)):
-        said = ", ".join(f"world rank {p}: rank {table[p, 2]} of {table[p, 1]}" for p in members)
-        raise T.HcclError(f"the processes given this root info do not form a communicator of {comm.size} "
-                          f"ranks 0..{comm.size - 1} ({said})", T.HCCL_E_PARA)
-    places = [(int(table[p, 3]), int(table[p, 4])) for p in members]
-    if len(set(places)) != len(places):
-        raise T.HcclError("two ranks of the communicator use the same device of the same host; give each "
-                          "process its own device (device LOCAL_RANK)", T.HCCL_E_PARA)
-    colors = sorted({int(d) for d in table[:, 0]})
-    private = base.Split(colors.index(digest), comm.rank)
-    transport = MpiTransport(comm, private, exec_timeout)
+    members = {int(table[p, 2]): p for p in range(nproc) if table[p, 0] == digest}  # rank -> world rank
+    sizes = {int(table[p, 1]) for p in members.values()}
+    problem = None
+    if sizes != {comm.size} or sorted(members) != list(range(comm.size)):
+        said = ", ".join(f"world rank {p}: rank {table[p, 2]} of {table[p, 1]}" for p in sorted(members.values()))
+        problem = T.HcclError(f"the processes given this root info do not form a communicator of {comm.size} "
+                              f"ranks 0..{comm.size - 1} ({said})", T.HCCL_E_PARA)
+    elif len({(int(table[p, 3]), int(table[p, 4])) for p in members.values()}) != comm.size:
+        problem = T.HcclError("two ranks of the communicator use the same device of the same host; give each "
+                              "process its own device (device LOCAL_RANK)", T.HCCL_E_PARA)
+    # The communicator's messages get their own MPI context: a duplicate of the world, made
+    # without blocking (every process duplicates at this point, whatever it joins; a process
+    # that arrived after the others gave up times out here instead of waiting forever).
+    private, request = base.Idup()
+    if not wait([request], time.monotonic() + connect_timeout):
+        raise T.HcclError(f"rank {comm.rank}: the other processes gave up creating the communicator (they "
+                          f"waited HCCL_CONNECT_TIMEOUT, {connect_timeout:g} s, for this one)", T.HCCL_E_TIMEOUT)
+    if problem is not None:
+        raise problem
+    transport = MpiTransport(comm, private, [members[r] for r in range(comm.size)], exec_timeout)
     comm.transport = transport
     with _lock:
         _transports.append(transport)
@@ -163,8 +169,9 @@ def init(key: bytes, comm, connect_timeout: float, exec_timeout: float) -> None:
 class MpiTransport:
     """One rank's end of a communicator spanning processes, and its engine thread."""
 
-    def __init__(self, comm, mpi_comm, exec_timeout: float):
+    def __init__(self, comm, mpi_comm, world_ranks: list[int], exec_timeout: float):
         self.comm, self.mpi_comm, self.exec_timeout = comm, mpi_comm, exec_timeout
+        self.world_ranks = world_ranks  # the MPI rank (in mpi_comm) of each rank of the communicator
         self.steps = 2 * comm.size + 4  # message tags per operation
         # tag = ((op number * steps) + step) * 3 + slot; slot 0: collectives, 1 and 2: the two
         # directions of send/recv between a pair of ranks
@@ -303,18 +310,18 @@ class Link:
         check_agreement(op, headers)
 
     def exchange(self, sends, recvs) -> None:
-        MPI_comm = self.comm
+        mpi_comm, where = self.comm, self.transport.world_ranks
         tag = self.tag0 + 3 * self.step
         self.step += 1
         requests, peers = [], []
         for peer, array in recvs:
             for piece in _bytes(array):
-                requests.append(MPI_comm.Irecv(piece, peer, tag))
+                requests.append(mpi_comm.Irecv(piece, where[peer], tag))
                 peers.append(peer)
         n_recv = len(requests)
         for peer, array in sends:
             for piece in _bytes(array):
-                requests.append(MPI_comm.Isend(piece, peer, tag))
+                requests.append(mpi_comm.Isend(piece, where[peer], tag))
                 peers.append(peer)
         if not requests:
             return
