@@ -203,7 +203,7 @@ def test_a_stream_parked_on_a_wait_shows_a_wait_span_saying_what_it_waited_for(r
     s1, s2 = rt.create_stream(), rt.create_stream()
     ev = rt.create_event()
     with npurt.profiler.profile(tmp_path):
-        rt.launch_host_func(s1, time.sleep, 0.03, name="slow")
+        rt.launch_host_func(s1, time.sleep, 0.1, name="slow")  # long enough for s2 to reach its wait first
         rt.record_event(ev, s1)
         rt.stream_wait_event(s2, ev)
         rt.synchronize_stream(s2)
@@ -504,3 +504,22 @@ def test_collectives_show_up_on_each_devices_stream_and_count_as_communication(f
     assert all(e["name"].startswith("hccl ") and e["args"]["bytes"] == 1 << 16 for e in spans)
     alls = {r["Device_id"]: r for r in _csv(tmp_path, "overlap") if r["Step"] == "all"}
     assert all(float(alls[d]["Communication(us)"]) > 0 for d in ("0", "1"))
+
+
+def test_a_profile_that_fails_to_start_leaves_nothing_wrapped_and_the_next_one_works(rt, monkeypatch):
+    import npurt.acl as acl
+    from npurt.tools.profiler import apicalls
+    original = acl.rt.malloc
+
+    def broken(sink, threads):
+        setattr(acl.rt, "malloc", lambda *a: None)  # half done when it fails
+        apicalls._installed.append((acl.rt, "malloc", original))
+        raise RuntimeError("boom")
+    monkeypatch.setattr(apicalls, "install", broken)
+    with pytest.raises(RuntimeError, match="boom"):
+        npurt.profiler.profile().start()
+    assert acl.rt.malloc is original and not npurt.profiler.is_profiling() and not HOOKS.active
+    monkeypatch.undo()
+    with npurt.profiler.profile() as prof:
+        pass
+    assert prof.timeline.tasks == [] and not npurt.profiler.is_profiling()

@@ -98,10 +98,17 @@ class Profile:
             self._baseline = _allocated_now()
             self.collector = Collector(self.devices, tasks=self.tasks, memory=self.memory, copies=self.copies)
             ACTIVE = self
-        if self.api_calls:
-            apicalls.install(self.collector.calls, self.collector.threads)
-            self._wrapped = True
-        HOOKS.add(self.collector)
+        try:
+            if self.api_calls:
+                apicalls.install(self.collector.calls, self.collector.threads)
+                self._wrapped = True
+            HOOKS.add(self.collector)
+        except BaseException:  # leave nothing half-started behind
+            apicalls.uninstall()
+            self._wrapped = False
+            with _lock:
+                ACTIVE = None
+            raise
         return self
 
     def stop(self) -> "Profile":
