@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from process_group import run_group
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "distributed"
 NAMES = ["data_parallel_training.py", "tensor_parallel_matmul.py"]
@@ -15,8 +15,7 @@ NAMES = ["data_parallel_training.py", "tensor_parallel_matmul.py"]
 
 def run(*command):
     env = {k: v for k, v in os.environ.items() if k != "NPURT_DEVICE_COUNT"}
-    return subprocess.run([sys.executable, *command], capture_output=True, text=True, timeout=240,
-                          cwd=EXAMPLES.parent.parent, env=env)
+    return run_group([sys.executable, *command], 240, cwd=EXAMPLES.parent.parent, env=env)
 
 
 def test_every_distributed_example_is_listed_here():

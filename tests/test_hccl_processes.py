@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from hccl_checks import CHECKS
+from process_group import run_group
 from npurt.tools import launch
 from npurt.tools.launch import find_mpiexec
 
@@ -25,7 +25,7 @@ SCALE = float(os.environ.get("NPURT_TEST_SCALE", "1"))
 def run(command, timeout=240, **env):
     full_env = {k: v for k, v in os.environ.items() if k != "NPURT_DEVICE_COUNT"}
     full_env.update(HCCL_EXEC_TIMEOUT="60", **env)
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=full_env, cwd=TESTS.parent)
+    return run_group(command, timeout, env=full_env, cwd=TESTS.parent)
 
 
 def checks(launcher: list[str], out: Path, *options: str, timeout: int = 240):
@@ -166,3 +166,40 @@ def test_launch_on_the_hosts_of_a_hostfile(tmp_path):
     proc = run([*NPURT, "launch", "-v", "-n", "2", "--hostfile", str(hosts), "--per-host", "2", str(script)])
     assert f"-f {hosts} -ppn 2" in proc.stderr
     assert written_vars(tmp_path) == [["0", "0", "2"], ["1", "1", "2"]], proc.stdout + proc.stderr
+
+
+def test_terminating_npurt_launch_stops_every_rank(tmp_path):
+    import signal
+    import subprocess
+    import time
+    script = tmp_path / "sleeper.py"
+    script.write_text("import os, time\nopen(os.path.join(%r, os.environ['RANK'] + '.pid'), 'w')"
+                      ".write(str(os.getpid()))\ntime.sleep(120)\n" % str(tmp_path))
+    launcher = subprocess.Popen([*NPURT, "launch", "-n", "2", str(script)], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(tmp_path.glob("*.pid"))) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.2)  # both files exist; let their writes finish
+        pids = [int(p.read_text()) for p in tmp_path.glob("*.pid")]
+        assert len(pids) == 2
+        launcher.send_signal(signal.SIGTERM)  # the launcher only, not its process group
+        assert launcher.wait(30) != 0
+        deadline = time.monotonic() + 10
+        alive = pids
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in pids if _alive(p)]
+            time.sleep(0.1)
+        assert not alive, f"ranks {alive} still run after npurt launch was terminated"
+    finally:
+        if launcher.poll() is None:
+            os.killpg(launcher.pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"  # a zombie has exited
+    except OSError:
+        return False

@@ -10,6 +10,8 @@ reference time / npurt time (> 1: npurt is faster).
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -30,11 +32,18 @@ def measure_allreduce(session, p: Profile) -> dict[str, Stat]:
         raise RuntimeError("found no mpiexec: pip install 'npurt[dist]'")
     command = [mpiexec, "-n", str(RANKS), sys.executable, "-m", "npurt.bench.collectives",
                str(p.allreduce_bytes), str(p.big_repeats), str(p.warmup)]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"the 2-process AllReduce run failed (exit {proc.returncode}): "
-                           f"{(proc.stderr or proc.stdout).strip()[-2000:]}")
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        out, err = child.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)  # mpiexec and the ranks it started
+        child.communicate()
+        raise RuntimeError("the 2-process AllReduce run did not finish within 600 s") from None
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    if child.returncode != 0 or not lines:
+        raise RuntimeError(f"the 2-process AllReduce run failed (exit {child.returncode}): "
+                           f"{(err or out).strip()[-2000:]}")
     samples = json.loads(lines[-1])
     npurt_s, mpi_s = samples["npurt_s"], samples["mpi_s"]
     bus = p.allreduce_bytes * 2 * (RANKS - 1) / RANKS

@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -128,11 +129,24 @@ def main(argv: list[str]) -> int:
     if verbose:
         print("npurt launch: " + " ".join(command), file=sys.stderr)
     try:
-        return subprocess.call(command, env=env)
-    except KeyboardInterrupt:
-        return 130
+        child = subprocess.Popen(command, env=env)
     except OSError as exc:
         return _fail(f"could not run {mpiexec}: {exc}")
+    return wait_for(child)
+
+
+def wait_for(child: subprocess.Popen) -> int:
+    """The launcher's exit status; if we are interrupted or terminated, the launcher (and the
+    ranks it started) are stopped too, not left running."""
+    previous = signal.signal(signal.SIGTERM, lambda *_: child.terminate())
+    try:
+        return child.wait()
+    except KeyboardInterrupt:
+        child.terminate()
+        child.wait()
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def rank_main(argv: list[str]) -> int:
