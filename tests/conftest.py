@@ -64,7 +64,8 @@ class IsolatedCases:
     """Named snippets run in one fresh interpreter (after a shared prelude), so a crash or a
     hang fails the snippet's test instead of killing or wedging pytest, and starting Python
     is paid once per module. A snippet passes if it finishes without raising; after a crash
-    or a hang the remaining snippets run in a new interpreter."""
+    or a hang the remaining snippets run in a new interpreter (NPURT_ISOLATE_EACH=1: every
+    snippet in its own interpreter)."""
 
     def __init__(self, prelude: str, cases: dict[str, str], timeout: float = 60):
         self.prelude, self.cases, self.timeout = prelude, cases, timeout
@@ -74,7 +75,9 @@ class IsolatedCases:
         """"ok", or what went wrong (the traceback, "crashed ...", "hung ...")."""
         if self.results is None:
             self.results = {}
-            todo = list(self.cases)
+        if name not in self.results:
+            each = os.environ.get("NPURT_ISOLATE_EACH")  # debugging: one interpreter per snippet
+            todo = [name] if each else [n for n in self.cases if n not in self.results]
             while todo:
                 self._run(todo)
                 todo = [n for n in todo if n not in self.results]

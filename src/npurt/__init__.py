@@ -25,7 +25,7 @@ from ._devices import (DeviceProperties, current_device, device, device_count, e
                        set_device, synchronize)
 from .array import (DeviceArray, arange, asarray, broadcast_to, empty, empty_like, empty_pinned,  # noqa: F401
                     full, full_like, is_pinned, ones, ones_like, to_device, zeros, zeros_like)
-from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, EventError,  # noqa: F401
+from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, DeadlockError, EventError,  # noqa: F401
                          FeatureNotSupportedError, HostConversionError, InvalidDeviceError,
                          InvalidHandleError, InvalidValueError, NotInitializedError, NpuError,
                          OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,

@@ -7,7 +7,7 @@ IndexError` code keeps working.
 """
 from __future__ import annotations
 
-from .runtime.errors import (AddressUnalignedError, ContextError, EventError, FeatureNotSupportedError,
+from .runtime.errors import (AddressUnalignedError, ContextError, DeadlockError, EventError, FeatureNotSupportedError,
                              InvalidDeviceError, InvalidHandleError, InvalidValueError, NotInitializedError,
                              NpuError, OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
                              StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError, error_name)
@@ -27,5 +27,5 @@ __all__ = [
     "NpuError", "InvalidValueError", "ParamInvalidError", "InvalidDeviceError", "InvalidHandleError",
     "AddressUnalignedError", "NotInitializedError", "ContextError", "OutOfMemoryError", "ResourceExhaustedError",
     "FeatureNotSupportedError", "SyncTimeoutError", "StreamAbortedError", "EventError",
-    "SubscriptionError", "TaskError", "HostConversionError", "ArrayIndexError", "error_name",
+    "SubscriptionError", "TaskError", "DeadlockError", "HostConversionError", "ArrayIndexError", "error_name",
 ]

@@ -13,7 +13,7 @@ from . import constants  # noqa: E402
 from .api import *  # noqa: F401,F403 - the runtime's operations
 from .context import Context, current_context
 from .device import Device
-from .errors import (AddressUnalignedError, ContextError, EventError, FeatureNotSupportedError,
+from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventError, FeatureNotSupportedError,
                      InvalidDeviceError, InvalidHandleError, InvalidValueError, NotInitializedError,
                      NpuError, OutOfMemoryError, ResourceExhaustedError, StreamAbortedError,
                      SubscriptionError, SyncTimeoutError, TaskError, error_name, get_last_error,

@@ -130,6 +130,13 @@ class EventError(NpuError, RuntimeError):
     code = C.ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID
 
 
+class DeadlockError(NpuError, RuntimeError):
+    """A wait that could never end because the calling thread is what it waits for (a task
+    or callback synchronizing its own stream). Real hardware would hang; npurt refuses."""
+
+    code = C.ACL_ERROR_RT_PARAM_INVALID
+
+
 class SubscriptionError(NpuError, RuntimeError):
     """Callback report subscription misuse (launch_callback without subscribe_report, ...)."""
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from . import constants as C
 from .errors import EventError, InvalidValueError, SyncTimeoutError, TaskError
-from .scheduler import WATCHDOG, Blocker, Callback, wait_until
+from .scheduler import Blocker, Callback, wait_until
+from .watchdog import WATCHDOG
 from .tasks import NopTask, StreamProgress, Task
 
 if TYPE_CHECKING:
@@ -99,11 +100,26 @@ class Event:
         """Called by the record task when it runs."""
         rec.t_ns = time.perf_counter_ns()
         rec.ran = True
+        self.fire_watchers()
+
+    def fire_watchers(self) -> None:
+        """Wake host threads and fire the watchers of a record completing (or of the event
+        being destroyed). Fire first, forget after: an interrupt here loses no watcher."""
         with self.lock:
-            watchers, self.watchers = self.watchers, []
+            watchers = list(self.watchers)
             self.cond.notify_all()
+        failure = None
         for blocker in watchers:
-            blocker.fire()
+            try:
+                blocker.fire()
+            except BaseException as exc:  # noqa: BLE001 - the others still fire
+                failure = failure or exc
+        if watchers:
+            fired = set(map(id, watchers))
+            with self.lock:
+                self.watchers = [w for w in self.watchers if id(w) not in fired]
+        if failure is not None:
+            raise failure
 
     def on_completed(self, fn, rec: Record | None = None) -> None:
         """Call fn() once the capture `rec` (default: the latest) has retired, or, if the
@@ -262,14 +278,8 @@ class WaitTask(Task):
         """Arm the op wait timeout: if the stream is still parked on `blocker` when it
         expires, the wait fails (reported at the next synchronize of the stream)."""
         if self.timeout_s > 0:
-            def expire():
-                stream = self.stream
-                with stream.lock:  # as Scheduler.unpark: exactly one of us and the real firing wins
-                    if stream.parked_on is not blocker:
-                        return
-                    stream.parked_on = None
-                    self.timed_out = True
-                stream.scheduler.submit(stream)
+            def expire():  # as a firing: exactly one of us and the real firing wins
+                self.stream.scheduler.unpark(blocker, expired=self)
             blocker.waiter = self.stream
             WATCHDOG.call_at(time.monotonic() + self.timeout_s, expire)
         return blocker

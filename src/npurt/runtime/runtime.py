@@ -28,6 +28,8 @@ from .observers import HOOKS
 
 log = logging.getLogger("npurt")
 
+RESET_GRACE_S = 1.0  # reset/finalize: work that makes no progress this long is aborted
+
 
 class ExceptionInfo:
     """What the exception-info callback learns about a failed task."""
@@ -211,16 +213,7 @@ class Runtime:
                 hook(device, reason)
             except Exception:  # noqa: BLE001 - a client's cleanup must not stop the release
                 log.exception("npurt: a release hook failed during %s", reason)
-        for stream in device.all_streams():
-            left_ms = max(0, int((deadline - time.monotonic()) * 1000))
-            try:
-                stream.synchronize(timeout_ms=left_ms, report_errors=False)
-            except SyncTimeoutError:
-                log.warning("npurt: %s: stream %d still had work after %.0f s; dropping it",
-                            reason, stream.stream_id, timeout_s)
-                stream.abort()
-            except NpuError:
-                stream.abort()
+        self._drain(device, reason, deadline)
         for ctx in list(device.contexts):
             ctx.alive = False
             for stream in [ctx.default_stream, *ctx.streams]:
@@ -247,6 +240,43 @@ class Runtime:
                           f"on device {device.id} ({total} bytes): {sample}"
                           f"{' ...' if len(leaked) > 5 else ''}", ResourceWarning, stacklevel=4)
 
+    def _drain(self, device: Device, reason: str, deadline: float) -> None:
+        """Wait for the device's queued work while it makes progress (until `deadline`).
+        Work that makes none for RESET_GRACE_S is stuck (a kernel that does not return, a
+        wait on an event nobody records): running kernels are aborted with
+        ACL_ERROR_RT_DEVICE_TASK_ABORT, as a hardware reset kills them, and the rest dropped."""
+        streams = device.all_streams()
+        progress, since = -1, time.monotonic()
+        while True:
+            pending = [s for s in streams if s.completed_seq < s.enqueued_seq]
+            if not pending:
+                return
+            now = time.monotonic()
+            total = sum(s.completed_seq for s in streams)
+            if total != progress:
+                progress, since = total, now
+            elif now - since >= RESET_GRACE_S or now >= deadline:
+                log.warning("npurt: %s: %d stream(s) of device %d still had work that made no progress "
+                            "for %.1f s; aborting it", reason, len(pending), device.id, now - since)
+                for s in pending:
+                    task = s.current
+                    if task is not None and hasattr(task, "expire"):
+                        task.expire(C.ACL_ERROR_RT_DEVICE_TASK_ABORT,
+                                    f"was aborted by {reason}: it was still running when its device was reset")
+                    s.abort()
+                for s in pending:  # let the dropped tasks retire (a stuck host function may not)
+                    try:
+                        s.synchronize(timeout_ms=200, report_errors=False)
+                    except NpuError:
+                        pass
+                return
+            try:
+                pending[0].synchronize(timeout_ms=100, report_errors=False)
+            except SyncTimeoutError:
+                pass
+            except NpuError:
+                pending[0].abort()
+
     # ------------------------------------------------------------ task failures
     def report_exception(self, stream, task, error) -> None:
         callback = self.exception_callback
@@ -258,8 +288,9 @@ class Runtime:
         self.exception_infos.keep_newest(1024)  # bounded: infos are read during or soon after
         try:
             callback(handle)
-        except Exception:  # noqa: BLE001 - a user callback must not break the worker
-            log.exception("npurt: the exception-info callback raised")
+        except BaseException:  # noqa: BLE001 - it runs inside the scheduler's bookkeeping: even
+            # SystemExit must not leave a stream half-retired or kill a worker
+            log.exception("npurt: the exception-info callback raised; ignored")
 
     # ------------------------------------------------------------ callback reports
     def report_queue(self, thread_id: int, device_id: int | None = None) -> ReportQueue | None:

@@ -1,27 +1,40 @@
 """The per-device task scheduler: a few worker threads running many streams.
 
-A stream is in exactly one place at a time:
+A stream is in exactly one place at a time (`stream.state`):
 
     IDLE     nothing queued; not known to the scheduler
     READY    has work; a *ticket* for it sits in a ready queue
-    RUNNING  one thread (its owner) runs its tasks in order
-    PARKED   its head task waits on a blocker (an event, a callback); the blocker submits
-             a new ticket when it is satisfied
+    RUNNING  one thread, its owner (`stream.runner`), runs its tasks in order
+    PARKED   its head task waits on a blocker (an event, a callback); the blocker makes it
+             READY again when it is satisfied
 
-Ownership rules (no lock on the hot path; each step is one atomic CPython operation):
+Ownership moves without a lock. The rules rely on the GIL of CPython 3.11: it switches
+threads, and raises asynchronous exceptions (KeyboardInterrupt, an exception another thread
+sends), only at calls, backward jumps and function entries. A run of attribute loads,
+stores and comparisons with no call in between is therefore atomic, and is how every
+ownership change below is made (a "test and set"):
 
-* `stream.token` (a Lock used as a flag) is held while the stream is READY, RUNNING or
-  PARKED. An enqueuer that appends to an idle stream takes it with a non-blocking acquire
-  and submits a ticket; an enqueuer that fails to take it knows someone owns the stream.
-* A ticket is a one-element list `[stream]`. Whoever pops the element (a worker taking it
-  from the ready queue, or a host thread that synchronizes and prefers running the work
-  itself to sleeping) is the owner. `list.pop()` is atomic, so there is exactly one.
-* Only the owner runs and retires tasks, which keeps per-stream order. An owner that finds
-  the queue empty releases the token and re-checks the queue, so an append that raced with
-  the release is never stranded.
+* IDLE -> READY: an enqueuer that finds the stream IDLE sets it READY and queues a ticket.
+* A ticket is a one-element list [stream]. READY -> RUNNING: whoever empties it
+  (`if t: s = t[0]; del t[0]`) and records itself as `s.runner` owns the stream: a worker
+  that takes the ticket from a ready queue, or a host thread that synchronizes and prefers
+  running the work itself to sleeping.
+* Only the owner runs and retires tasks, which keeps per-stream order. It gives the stream
+  up as IDLE (queue empty: checked and set at once, so an enqueue is never stranded), READY
+  (a new ticket: its budget is used up, or a host thread got what it waited for) or PARKED.
 
-Workers sleep on a private lock each and are woken only when a ticket is submitted while
-they are idle, so a busy device pays no wake-ups. There is no thread per stream.
+Exception safety: an exception can reach `run_stream` at any call (a KeyboardInterrupt in a
+host thread running work inline, SystemExit from a task's own code, the kernel watchdog's
+abort). Every step is ordered so that the handler knows what happened: a task whose run()
+began is failed and retired exactly once, never run twice; a stream the thread still owns
+is handed to the workers; a half-parked stream is taken back. Host threads then re-raise;
+workers log and go on (a worker never dies). `retired` ("completed_seq") is a single store,
+the commit point of a task; notifications after it are idempotent and redone on recovery.
+
+Workers sleep on a private lock each and are woken when a ticket is queued while they are
+idle (and look for work once a second anyway, which heals a wake-up lost to an exception).
+When every worker has been busy on the same tasks for STALL_S while work waits (kernels that
+do not return), a spare worker starts; spares leave when they find nothing to do.
 """
 from __future__ import annotations
 
@@ -31,8 +44,10 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
-from .errors import NpuError, TaskError
+from . import constants as C
+from .errors import DeadlockError, NpuError, TaskError
 from .observers import HOOKS
+from .watchdog import WATCHDOG
 
 if TYPE_CHECKING:
     from .device import Device
@@ -44,12 +59,15 @@ log = logging.getLogger("npurt")
 IDLE, READY, RUNNING, PARKED = "idle", "ready", "running", "parked"
 PRIORITIES = 8          # 0 highest .. 7 lowest, as ACL stream priorities
 WORKER_BUDGET = 64      # tasks a worker runs on one stream before letting others go first
+IDLE_POLL_S = 1.0       # a sleeping worker looks for work at least this often
+STALL_S = 0.25          # every worker stuck this long while work waits: start a spare
+MAX_SPARES = 32         # spare workers per device, beyond NPURT_WORKERS
 
 
 class Blocker:
     """What a parked stream waits for. Subclasses implement `register() -> bool` (False:
     already satisfied), `describe()` and `waits_for()`; whoever satisfies a blocker calls
-    `fire()`."""
+    `fire()` (firing twice is harmless)."""
 
     __slots__ = ("waiter",)
 
@@ -74,20 +92,62 @@ class Callback:
         self.fn, self.fired = fn, False
 
     def fire(self) -> None:
-        if not self.fired:
-            self.fired = True
-            try:
-                self.fn()
-            except Exception:  # noqa: BLE001 - a user callback must not wedge the stream
-                log.exception("npurt: a done-callback (%r) raised; ignored", self.fn)
+        if self.fired:
+            return
+        self.fired = True
+        try:
+            self.fn()
+        except KeyboardInterrupt:
+            if on_worker():
+                log.exception("npurt: a done-callback (%r) was interrupted; ignored", self.fn)
+            else:
+                raise  # Ctrl-C in a host thread that retired the task: the caller re-raises it
+        except BaseException:  # noqa: BLE001 - a user callback must not wedge the stream
+            log.exception("npurt: a done-callback (%r) raised; ignored", self.fn)
+
+
+# ---------------------------------------------------------------- owner tokens
+class _ThreadToken(threading.local):
+    token = None      # this thread's owner token: its Worker, or a HostToken made on first use
+    reporting = False  # inside process_report (runs launch_callback functions)
+
+
+TLS = _ThreadToken()
+
+
+class HostToken:
+    """The owner token of a thread that is not a worker (it runs streams inline)."""
+
+    __slots__ = ("ident",)
+    worker = False
+
+    def __init__(self) -> None:
+        self.ident = threading.get_ident()
+
+
+def thread_token():
+    """The calling thread's owner token."""
+    token = TLS.token
+    if token is None:
+        token = TLS.token = HostToken()
+    return token
+
+
+def on_worker() -> bool:
+    token = TLS.token
+    return token is not None and token.worker
 
 
 class Worker:
-    __slots__ = ("wake", "thread")
+    __slots__ = ("wake", "thread", "ran", "retired", "spare")
+    worker = True
 
-    def __init__(self) -> None:
+    def __init__(self, spare: bool = False) -> None:
         self.wake = threading.Lock()
-        self.wake.acquire()  # held = asleep; submit() releases it to wake the worker
+        self.wake.acquire()  # held = asleep; _wake() releases it to wake the worker
+        self.ran = 0         # streams taken: progress, for the stall check
+        self.retired = False  # stuck in an aborted task: leaves the pool when it returns
+        self.spare = spare
 
 
 class Scheduler:
@@ -100,212 +160,336 @@ class Scheduler:
         self.idle: list[Worker] = []
         self.workers: list[Worker] = []
         self.stopping = False
+        self.stall_armed = False
         self._start_lock = threading.Lock()
 
     # ------------------------------------------------------------ tickets
-    def submit(self, stream: "Stream") -> None:
-        """Make an owned stream READY: queue a ticket and wake an idle worker if any. The
+    def submit(self, s: "Stream") -> None:
+        """Make `s`, which the caller owns, READY (a new ticket) and wake a worker. The
         caller gives up ownership."""
-        ticket = [stream]
-        stream.ticket = ticket
-        stream.state = READY
-        self.ready[stream.priority].append(ticket)
-        if stream.waiters:  # a synchronizing host thread may prefer to run it inline
-            cond = stream._cond
+        t = [s]  # allocated first: an allocation may run the GC, and so other threads
+        s.ticket = t
+        s.runner = None
+        s.state = READY
+        self.ready[s.priority].append(t)  # the only call: the hand-over is complete after it
+        self.wake_for(s)
+
+    def release(self, s: "Stream", me) -> None:
+        """After an exception: if `me` still owns `s`, hand it to the workers."""
+        if s.runner is me:
+            self.submit(s)
+
+    def kick(self, s: "Stream") -> None:
+        """Make sure queued work of `s` will run: a stream left IDLE with tasks queued (an
+        enqueue interrupted before it handed the stream in) becomes READY; a READY stream's
+        ticket is queued again (only one thread can claim a ticket, so a duplicate is
+        harmless)."""
+        if s.state is IDLE and s.queue:
+            s.state = READY  # test and set
+            t = s.ticket = [s]
+        elif s.state is READY and s.ticket:
+            t = s.ticket
+        else:
+            return
+        self.ready[s.priority].append(t)
+        self.wake_for(s)
+
+    def wake_for(self, s: "Stream") -> None:
+        """`s` became READY: tell host threads waiting for it (they may run it inline) and
+        wake a worker."""
+        if s.waiters:
+            cond = s._cond
             with cond:
                 cond.notify_all()
+        self._wake()
+
+    def _wake(self) -> None:
         idle = self.idle
         if idle:
             try:
                 worker = idle.pop()
             except IndexError:
                 return
-            worker.wake.release()
+            try:
+                worker.wake.release()
+            except RuntimeError:  # it woke by itself (its poll) and consumed nothing
+                pass
         elif len(self.workers) < self.nworkers:
             self._start_worker()
-
-    def _take_ready(self) -> "Stream | None":
-        for q in self.ready:
-            while q:
-                try:
-                    return q.popleft().pop()
-                except IndexError:  # empty queue, or a ticket a host thread already used
-                    continue
-        return None
+        elif not self.stall_armed:
+            self._arm_stall_check()
 
     # ------------------------------------------------------------ workers
-    def _start_worker(self) -> None:
+    def _start_worker(self, spare: bool = False) -> None:
         with self._start_lock:
-            if len(self.workers) >= self.nworkers or self.stopping:
+            limit = self.nworkers + (MAX_SPARES if spare else 0)
+            if len(self.workers) >= limit or self.stopping:
                 return
-            worker = Worker()
+            worker = Worker(spare)
             worker.thread = threading.Thread(
                 target=self._worker_loop, args=(worker,), daemon=True,
-                name=f"npurt-dev{self.device.id}-worker{len(self.workers)}")
+                name=f"npurt-dev{self.device.id}-{'spare' if spare else 'worker'}{len(self.workers)}")
             self.workers.append(worker)
             worker.thread.start()
 
+    def retire_worker(self, worker: Worker) -> None:
+        """`worker` is stuck in a task the runtime gave up on: it leaves the pool (and ends
+        when the task returns, if ever); a new worker takes its place."""
+        with self._start_lock:
+            worker.retired = True
+            if worker in self.workers:
+                self.workers.remove(worker)
+        try:
+            self.idle.remove(worker)
+        except ValueError:
+            pass
+        if any(self.ready):
+            self._wake()
+
     def _worker_loop(self, me: Worker) -> None:
-        while not self.stopping:
+        TLS.token = me
+        while not self.stopping and not me.retired:
+            s = None
             try:
-                self._work(me)
-            except Exception:  # noqa: BLE001 - a worker must never die
+                for q in self.ready:
+                    while q:
+                        t = q[0]
+                        if t:  # claim: no call until popleft, which therefore removes t
+                            s = t[0]
+                            del t[0]
+                            s.runner = me
+                            s.state = RUNNING
+                            q.popleft()
+                            break
+                        q.popleft()  # a ticket a host thread already used
+                    if s is not None:
+                        break
+                if s is not None:
+                    me.ran += 1
+                    self.run_stream(s, me, budget=WORKER_BUDGET)
+                elif me.spare and len(self.workers) > self.nworkers:
+                    self.retire_worker(me)  # nothing left to do for a spare
+                else:
+                    self._sleep(me)
+            except BaseException:  # noqa: BLE001 - a worker never dies
+                if s is not None:
+                    self.release(s, me)
                 log.exception("npurt: a scheduler worker hit an unexpected error; it goes on")
 
-    def _work(self, me: Worker) -> None:
-        """One turn of the worker loop: run a ready stream, or sleep until woken."""
-        stream = self._take_ready()
-        if stream is not None:
-            self.run_stream(stream, budget=WORKER_BUDGET)
-            return
-        self.idle.append(me)
-        stream = self._take_ready()  # re-check: a submit may have missed us
-        if stream is not None:
+    def _sleep(self, me: Worker) -> None:
+        idle = self.idle
+        idle.append(me)
+        if any(self.ready):  # re-check: a ticket queued before we were listed found nobody
             try:
-                self.idle.remove(me)
-            except ValueError:
-                me.wake.acquire()  # a submitter popped us and releases (or released) the lock
-            self.run_stream(stream, budget=WORKER_BUDGET)
+                idle.remove(me)
+            except ValueError:  # a waker took us: consume its release
+                me.wake.acquire(timeout=IDLE_POLL_S)
             return
-        me.wake.acquire()
+        if not me.wake.acquire(timeout=IDLE_POLL_S):
+            try:
+                idle.remove(me)
+            except ValueError:
+                me.wake.acquire(timeout=IDLE_POLL_S)
+
+    def _arm_stall_check(self) -> None:
+        self.stall_armed = True
+        before = sum(w.ran for w in self.workers)
+        WATCHDOG.call_at(time.monotonic() + STALL_S, lambda: self._stall_check(before))
+
+    def _stall_check(self, before: int) -> None:
+        """Work waits and no worker has taken a stream for STALL_S: they are all stuck in
+        long tasks (a kernel that does not return). Start a spare so other streams go on."""
+        self.stall_armed = False
+        if self.stopping or self.idle or not any(self.ready):
+            return
+        if sum(w.ran for w in self.workers) == before:
+            log.info("npurt: every worker of device %d is busy with a long task while work waits; "
+                     "starting a spare worker", self.device.id)
+            self._start_worker(spare=True)
+        if not self.idle and any(self.ready):
+            self._arm_stall_check()
 
     def shutdown(self) -> None:
         self.stopping = True
-        for worker in self.workers:
+        workers = list(self.workers)
+        for worker in workers:
             try:
                 worker.wake.release()
             except RuntimeError:
                 pass
-        for worker in self.workers:
+        deadline = time.monotonic() + 5
+        for worker in workers:
             if worker.thread is not threading.current_thread():
-                worker.thread.join(timeout=5)
+                worker.thread.join(timeout=max(0.0, deadline - time.monotonic()))
         self.workers.clear()
         self.idle.clear()
 
     # ------------------------------------------------------------ running a stream
-    def run_stream(self, s: "Stream", budget: int = 1 << 62, until: int = 0) -> None:
-        """Run tasks of `s`, which the caller owns, until its queue is empty, its head task
-        is blocked (the stream parks), `budget` tasks ran, or (for a host thread) task
-        `until` has finished. On return the caller no longer owns `s`."""
-        s.state = RUNNING
+    def run_stream(self, s: "Stream", me, budget: int = 1 << 62, until: int = 0) -> None:
+        """Run tasks of `s`, which `me` owns (s.runner is me), until its queue is empty, its
+        head task is blocked (the stream parks), `budget` tasks ran, or (for a host thread)
+        task `until` has retired. On return, and when it raises, `me` no longer owns `s`."""
         queue = s.queue
-        while True:
-            if not queue:
-                s.state = IDLE
-                s.token.release()
-                if queue and s.token.acquire(False):  # an append raced with the release
-                    s.state = RUNNING
-                    continue
-                return
-            if until and s.completed_seq >= until:  # a host thread got what it waited for
-                self.submit(s)
-                return
-            if budget <= 0:  # let other ready streams go first, if there are any
-                if not any(self.ready):
-                    budget = WORKER_BUDGET
-                else:
+        started = parking = None  # a task whose run() began and is not retired; a blocker being parked on
+        try:
+            while True:
+                if not queue:
+                    s.runner = None  # IDLE: the emptiness test and these stores are one atomic step
+                    s.state = IDLE
+                    return
+                if until and s.completed_seq >= until:  # a host thread got what it waited for
                     self.submit(s)
                     return
-            budget -= 1
-            task = queue[0]
-            if task.seq <= s.dropped_upto:  # dropped by an abort or a stop-on-failure
-                queue.popleft()
-                s.retire(task)
-                continue
-            if task.may_block:
-                try:
-                    blocker = task.blocker()
-                except BaseException as exc:  # noqa: BLE001 - fails the task like run() would
-                    s.fail(task, task_error(task, exc))
-                    queue.popleft()
-                    s.retire(task)
-                    continue
-                if blocker is not None:
-                    if HOOKS.active:  # before parking: once parked, another thread may run the task
-                        HOOKS.emit("task_blocked", task=task, blocker=blocker)
-                    if self._park(s, blocker):
+                if budget <= 0:  # let other ready streams go first, if there are any
+                    if any(self.ready):
+                        self.submit(s)
                         return
-                    continue  # satisfied while registering: ask the task again
-            self._execute(s, task)
-            queue.popleft()
-            s.retire(task)
+                    budget = WORKER_BUDGET
+                budget -= 1
+                task = queue[0]
+                seq = task.seq
+                if seq <= s.completed_seq:  # retired already (by the watchdog, or before an interrupt)
+                    queue.popleft()
+                    continue
+                if seq <= s.dropped_upto:  # dropped by an abort or a stop-on-failure
+                    s.completed_seq = seq
+                    queue.popleft()
+                    s.notify_retired()
+                    continue
+                if task.may_block:
+                    try:
+                        blocker = task.blocker()
+                    except Exception as exc:  # noqa: BLE001 - fails the task like run() would
+                        s.fail(task, task_error(task, exc))
+                        s.completed_seq = seq
+                        queue.popleft()
+                        s.notify_retired()
+                        continue
+                    if blocker is not None:
+                        if HOOKS.active:  # before parking: once parked, another thread may run the task
+                            HOOKS.emit("task_blocked", task=task, blocker=blocker)
+                        parking = blocker
+                        if self._park(s, me, blocker):
+                            return
+                        parking = None
+                        continue  # satisfied while registering: ask the task again
+                started = task
+                s.current = task
+                if HOOKS.active:
+                    HOOKS.emit("task_started", task=task)
+                try:
+                    task.run()
+                except Exception as exc:  # noqa: BLE001 - becomes the stream's error
+                    error = task_error(task, exc)
+                except BaseException as exc:
+                    if not me.worker:
+                        raise  # an interrupt of this host thread: _recover fails the task
+                    error = task_error(task, exc)  # SystemExit & co. from task code: a worker goes on
+                else:
+                    error = None
+                s.current = None
+                if s.runner is not me:  # aborted while it ran: the watchdog retired it and handed s on
+                    return
+                if HOOKS.active:
+                    HOOKS.emit("task_finished", task=task, error=error)
+                if error is not None:
+                    s.fail(task, error)
+                s.completed_seq = seq  # the commit: the task is retired
+                started = None
+                queue.popleft()
+                s.notify_retired()
+        except BaseException as exc:
+            self._recover(s, me, started, parking, exc)
+            raise
 
-    def _execute(self, s: "Stream", task: "Task") -> None:
-        if HOOKS.active:
-            HOOKS.emit("task_started", task=task)
-        try:
-            task.run()
-        except BaseException as exc:  # noqa: BLE001 - becomes the stream's error
-            error = task_error(task, exc)
-            if HOOKS.active:
-                HOOKS.emit("task_finished", task=task, error=error)
-            s.fail(task, error)
+    def _recover(self, s: "Stream", me, started, parking, exc: BaseException) -> None:
+        """run_stream was left by an exception: make `s` consistent and, if `me` still owns
+        it, hand it to the workers."""
+        if parking is not None:
+            with s.lock:
+                if s.parked_on is parking:  # parked, perhaps with nobody to wake it: take it back
+                    s.parked_on = None
+                    s.runner = me
+                    s.state = RUNNING
+        if s.runner is not me:
             return
-        if HOOKS.active:
-            HOOKS.emit("task_finished", task=task, error=None)
+        s.current = None
+        if started is not None and s.completed_seq < started.seq:  # it began: it never runs twice
+            if HOOKS.active:
+                HOOKS.emit("task_finished", task=started, error=None)
+            s.fail(started, interrupted_error(started, exc))
+            s.completed_seq = started.seq
+        try:
+            s.notify_retired()
+        finally:
+            self.submit(s)
 
     # ------------------------------------------------------------ parking
-    def _park(self, s: "Stream", blocker) -> bool:
-        """Park `s` on `blocker`. False if the blocker was already satisfied (the caller
-        still owns `s` and goes on running it)."""
+    def _park(self, s: "Stream", me, blocker) -> bool:
+        """Park `s` on `blocker`. False if the blocker was already satisfied (`me` still owns
+        `s` and goes on running it)."""
         blocker.waiter = s
         with s.lock:
             s.parked_on = blocker
+            s.runner = None
             s.state = PARKED
         if blocker.register():
             return True
         with s.lock:
             if s.parked_on is blocker:
                 s.parked_on = None
+                s.runner = me
                 s.state = RUNNING
                 return False
         return True  # an unpark or an abort already handed the stream on
 
-    def unpark(self, blocker) -> None:
-        """`blocker` is satisfied: the stream parked on it becomes READY again."""
+    def unpark(self, blocker, expired=None) -> bool:
+        """`blocker` is satisfied: the stream parked on it becomes READY again. False if it
+        was not parked on it (any more). `expired` (a wait task whose timeout passed) is
+        marked timed out in the same step."""
         s = blocker.waiter
+        t = [s]
         with s.lock:
             if s.parked_on is not blocker:
-                return  # stale: aborted, or parked on something else by now
+                return False  # stale: aborted, or parked on something else by now
             s.parked_on = None
-        self.submit(s)
+            if expired is not None:
+                expired.timed_out = True
+            s.ticket = t
+            s.state = READY
+            self.ready[s.priority].append(t)
+        self.wake_for(s)
+        return True
 
+    def unpark_any(self, s: "Stream") -> None:
+        """Take `s` from whatever it is parked on (abort: its dropped tasks must retire)."""
+        blocker = s.parked_on
+        if blocker is not None:
+            self.unpark(blocker)
 
-class Watchdog:
-    """One daemon thread that calls functions at deadlines (op wait timeouts). Started on
-    first use; costs nothing when no timeout is set."""
-
-    def __init__(self) -> None:
-        self._heap: list = []
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._ids = 0
-
-    def call_at(self, deadline: float, fn) -> None:
-        import heapq
-        with self._cond:
-            self._ids += 1
-            heapq.heappush(self._heap, (deadline, self._ids, fn))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, daemon=True, name="npurt-watchdog")
-                self._thread.start()
-            self._cond.notify()
-
-    def _loop(self) -> None:
-        import heapq
-        while True:
-            with self._cond:
-                while not self._heap or self._heap[0][0] > time.monotonic():
-                    timeout = None if not self._heap else self._heap[0][0] - time.monotonic()
-                    self._cond.wait(timeout)
-                _, _, fn = heapq.heappop(self._heap)
-            try:
-                fn()
-            except Exception:  # noqa: BLE001 - keep the watchdog alive
-                log.exception("npurt: watchdog callback failed")
-
-
-WATCHDOG = Watchdog()
+    # ------------------------------------------------------------ deadlocks
+    def deadlock(self, s: "Stream", until: int, token) -> str | None:
+        """Why a wait by the thread holding `token` for task `until` of `s` can never end
+        (it waits for itself), or None. Follows what parked streams wait for."""
+        for _ in range(16):
+            if s.completed_seq >= until:
+                return None
+            if s.runner is token:
+                return (f"this thread is running a task of stream {s.stream_id} (device {s.device.id}), "
+                        f"so task #{until} of that stream cannot finish while it waits")
+            blocker = s.parked_on
+            wf = blocker.waits_for() if blocker is not None else None
+            if not wf:
+                return None
+            if wf[0] == "stream":
+                s, until = wf[1], wf[2]
+            elif wf[0] == "report_thread":
+                mine = wf[1] in (threading.get_ident(), threading.get_native_id())
+                return ("this thread is the report thread that must run the callback the stream waits "
+                        "for, and it is running a callback now") if mine and TLS.reporting else None
+            else:
+                return None
+        return None
 
 
 def task_error(task: "Task", exc: BaseException) -> TaskError:
@@ -320,6 +504,20 @@ def task_error(task: "Task", exc: BaseException) -> TaskError:
     if task.stack:
         err.message += "\nThe task was enqueued at:\n" + task.stack
     return err
+
+
+def interrupted_error(task: "Task", exc: BaseException) -> TaskError:
+    """The failure of a task whose run a host thread's exception cut short."""
+    err = task_error(task, exc)
+    err.message = (f"{err.task_info} was interrupted ({type(exc).__name__}) while a host thread ran it "
+                   "inline, and did not complete; the stream went on with its next task")
+    return err
+
+
+def deadlock_error(what: str, why: str) -> DeadlockError:
+    return DeadlockError(f"{what} would wait forever: {why}. Synchronize from another thread, or "
+                         "record an event and wait for it outside the task",
+                         C.ACL_ERROR_RT_PARAM_INVALID)
 
 
 def wait_until(cond: threading.Condition, done, timeout_s: float | None, what) -> bool:

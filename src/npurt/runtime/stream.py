@@ -18,7 +18,7 @@ from . import constants as C
 from .errors import (InvalidHandleError, InvalidValueError, StreamAbortedError, SyncTimeoutError, TaskError,
                      set_last_error)
 from .observers import HOOKS
-from .scheduler import IDLE, PARKED, RUNNING, Callback, wait_until
+from .scheduler import IDLE, PARKED, READY, RUNNING, Callback, deadlock_error, thread_token, wait_until
 
 if TYPE_CHECKING:
     from .context import Context
@@ -45,9 +45,10 @@ class Stream:
         self.handle = 0
         self.queue: deque[Task] = deque()
         self.enq_lock = threading.Lock()     # orders (sequence number, append) among enqueuers
-        self.token = threading.Lock()        # held while READY, RUNNING or PARKED
         self.ticket: list | None = None      # the current ready-queue ticket
-        self.state = IDLE                    # for diagnostics; the token is the truth
+        self.state = IDLE                    # IDLE, READY, RUNNING or PARKED (see scheduler.py)
+        self.runner = None                   # the owner's token while RUNNING
+        self.current = None                  # the task whose run() is in progress
         self.enqueued_seq = 0
         self.completed_seq = 0
         self.dropped_upto = 0                # tasks up to here are dropped (abort / stop)
@@ -103,28 +104,32 @@ class Stream:
         task.stream = self
         if self._task_stacks:
             task.capture_stack()
-        lock = self.enq_lock
-        lock.acquire()
-        if self.stopped is not None or self.destroyed:  # checked under the lock: a failure
-            lock.release()                                 # may stop the stream concurrently
-            raise self._refusal()
-        seq = task.seq = self.enqueued_seq + 1
-        try:
+        with self.enq_lock:
+            if self.stopped is not None or self.destroyed:  # checked under the lock: a failure
+                raise self._refusal()                          # may stop the stream concurrently
+            seq = task.seq = self.enqueued_seq + 1
             if on_seq is not None:
                 on_seq(seq)
             if HOOKS.active:  # under the lock, so observers see the enqueue before the task runs
                 HOOKS.emit("task_enqueued", task=task)
-        except BaseException:
-            lock.release()
-            raise
-        self.queue.append(task)
-        self.enqueued_seq = seq
-        lock.release()
-        if self.token.acquire(False):
-            if inline:
-                self.scheduler.run_stream(self, until=seq)
+            self.enqueued_seq = seq
+            self.queue.append(task)  # no call between the store and the append: both or neither
+        token = thread_token() if inline else None
+        if self.state is IDLE:  # test and set (see scheduler.py); an owner empties the queue
+            if token is not None:  # before it sets IDLE, so this task is never stranded
+                self.runner = token
+                self.state = RUNNING
+                try:
+                    self.scheduler.run_stream(self, token, until=seq)
+                except BaseException:
+                    self.scheduler.release(self, token)  # interrupted on the way in
+                    raise
             else:
-                self.scheduler.submit(self)
+                self.state = READY
+                t = self.ticket = [self]
+                scheduler = self.scheduler
+                scheduler.ready[self.priority].append(t)
+                scheduler.wake_for(self)
         if self._launch_blocking:
             self.synchronize(seq)
         return seq
@@ -151,19 +156,29 @@ class Stream:
         return cond
 
     # ------------------------------------------------------------ owner side
-    def retire(self, task: "Task") -> None:
-        """The owner finished (or dropped) the head task: advance and wake waiters."""
-        done = self.completed_seq = task.seq  # the owner retires in order
+    def notify_retired(self) -> None:
+        """The owner advanced `completed_seq`: wake waiting host threads and fire the watchers
+        it satisfies. Idempotent (a blocker fires at most once in effect), so an owner that
+        was interrupted here can simply do it again."""
         if self.waiters:  # waiters > 0 implies the condition exists
             with self._cond:
                 self._cond.notify_all()
         if self.watchers:
+            done = self.completed_seq
             with self.lock:
-                ready = [b for seq, b in self.watchers if seq <= done]
-                if ready:
-                    self.watchers = [(seq, b) for seq, b in self.watchers if seq > done]
-            for blocker in ready:
-                blocker.fire()
+                ready = [w for w in self.watchers if w[0] <= done]
+            failure = None
+            for w in ready:  # fire first, forget after: an interrupt here loses no watcher
+                try:
+                    w[1].fire()
+                except BaseException as exc:  # noqa: BLE001 - the others still fire
+                    failure = failure or exc
+            if ready:
+                fired = set(map(id, ready))
+                with self.lock:
+                    self.watchers = [w for w in self.watchers if id(w) not in fired]
+            if failure is not None:
+                raise failure
 
     def on_retired(self, seq: int, fn) -> None:
         """Call fn() once task `seq` has retired (run, or dropped by an abort or a stop): at
@@ -207,20 +222,33 @@ class Stream:
         epoch = self.abort_epoch
         if HOOKS.active:
             HOOKS.emit("host_wait", stream=self, seq=until)
+        token = thread_token()
+        claimed = False  # set with the claim: the handler below gives back only what we took
         try:
             inline = deadline is None  # a timed wait never runs work inline: it could not time out
             while self.completed_seq < until:
-                ticket = self.ticket if inline else None
-                if ticket:
-                    try:
-                        ticket.pop()
-                    except IndexError:
-                        pass
-                    else:  # we own the stream now: run its work instead of sleeping
-                        self.scheduler.run_stream(self, until=until)
+                if inline:
+                    t = self.ticket
+                    if t:  # claim the ticket: the test and the stores are one atomic step
+                        del t[0]
+                        self.runner = token
+                        self.state = RUNNING
+                        claimed = True
+                    elif self.state is IDLE and self.queue:  # work an interrupted enqueue left behind
+                        self.runner = token
+                        self.state = RUNNING
+                        claimed = True
+                    if claimed:  # we own the stream now: run its work instead of sleeping
+                        self.scheduler.run_stream(self, token, until=until)
+                        claimed = False
                         continue
                 if epoch != self.abort_epoch:
                     break
+                why = self.scheduler.deadlock(self, until, token)
+                if why:
+                    raise deadlock_error(f"synchronizing stream {self.stream_id} up to task #{until}", why)
+                if not inline:
+                    self.scheduler.kick(self)  # work an interrupted enqueue left behind
                 remaining = None if deadline is None else deadline - time.monotonic()
                 progressed = False
                 if remaining is None or remaining > 0:
@@ -239,6 +267,10 @@ class Stream:
                     raise SyncTimeoutError(f"synchronize timed out after {timeout_ms} ms: {self.stuck_on(until)}")
             if epoch != self.abort_epoch:
                 raise StreamAbortedError(f"stream {self.stream_id} was aborted while this thread waited for it")
+        except BaseException:
+            if claimed:  # interrupted on the way into run_stream
+                self.scheduler.release(self, token)
+            raise
         finally:  # costs nothing unless an exception passes (Python 3.11)
             if HOOKS.active:
                 HOOKS.emit("host_wait_done", stream=self, seq=until,
@@ -287,11 +319,8 @@ class Stream:
         with self.enq_lock:
             self.abort_epoch += 1
             self.dropped_upto = self.enqueued_seq
-        with self.lock:
-            blocker = self.parked_on
-            self.parked_on = None
-        if blocker is not None:  # let the owner drain the dropped tasks
-            self.scheduler.submit(self)
+        self.scheduler.unpark_any(self)  # let an owner drain the dropped tasks
+        self.scheduler.kick(self)        # and make sure one will
         cond = self.cond
         with cond:
             cond.notify_all()

@@ -8,7 +8,7 @@ from ..device import Device
 from ..errors import InvalidDeviceError, InvalidValueError, NpuError, SubscriptionError
 from ..observers import HOOKS
 from ..runtime import RUNTIME
-from ..scheduler import Blocker, task_error
+from ..scheduler import TLS, Blocker, task_error
 from ..stream import Stream
 from ..tasks import Task
 from .streams import stream_of
@@ -46,6 +46,8 @@ class _CallbackItem(Blocker):
         return ("report_thread", self.stream.subscriber)
 
     def finish(self, error) -> None:
+        if error is not None and not isinstance(error, Exception):  # never re-raise an interrupt later
+            error = NpuError(f"the callback raised {type(error).__name__}: {error}", C.ACL_ERROR_RT_AICPU_EXCEPTION)
         with self.lock:
             self.done = True
             self.error = error
@@ -143,24 +145,44 @@ def process_report(timeout_ms: int) -> None:
     with queue.cond:
         if not queue.items:
             queue.cond.wait_for(lambda: bool(queue.items), None if timeout_ms < 0 else timeout_ms / 1000)
-        items = list(queue.items)
-        queue.items.clear()
-    if not items:
+        batch = len(queue.items)
+    if not batch:
         raise NpuError(f"process_report: no callback arrived within {timeout_ms} ms", C.ACL_ERROR_RT_REPORT_TIMEOUT)
-    for item in items:
-        error = None
-        task = item.task
-        if HOOKS.active:
-            HOOKS.emit("callback_started", stream=item.stream, seq=task.seq, task=task)
-        try:
-            item.fn(item.user_data)
-        except Exception as exc:  # noqa: BLE001 - becomes the stream's failure
-            error = exc
-        if HOOKS.active:
-            HOOKS.emit("callback_finished", stream=item.stream, seq=task.seq, task=task, block=task.block)
-        if error is not None and not item.task.block:
-            item.stream.fail(item.task, task_error(item.task, error))
-        item.finish(error)
+    interrupt = None
+    reporting, TLS.reporting = TLS.reporting, True
+    try:
+        for _ in range(batch):
+            item = error = None
+            try:
+                with queue.cond:  # take one at a time: an interrupt leaves the rest queued
+                    if not queue.items:
+                        break
+                    item = queue.items[0]
+                    queue.items.popleft()
+                if item.done:
+                    continue
+                task = item.task
+                if HOOKS.active:
+                    HOOKS.emit("callback_started", stream=item.stream, seq=task.seq, task=task)
+                try:
+                    item.fn(item.user_data)
+                except Exception as exc:  # noqa: BLE001 - becomes the stream's failure
+                    error = exc
+                except BaseException as exc:  # Ctrl-C or SystemExit in this (the user's) thread:
+                    error = interrupt = exc     # settle the callback first, then let it propagate
+                if HOOKS.active:
+                    HOOKS.emit("callback_finished", stream=item.stream, seq=task.seq, task=task, block=task.block)
+            finally:  # whatever happened, the stream must not stay parked on this callback
+                if item is not None and not item.done:
+                    if error is not None and not item.task.block:
+                        item.stream.fail(item.task, task_error(item.task, error))
+                    item.finish(error)
+            if interrupt is not None:
+                break
+    finally:
+        TLS.reporting = reporting
+    if interrupt is not None:
+        raise interrupt
 
 
 # ================================================================ execution control
