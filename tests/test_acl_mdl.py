@@ -139,6 +139,27 @@ def test_mlp_equals_onnxruntime(dev, models):
     np.testing.assert_array_equal(read(outs[0][0], (3, 4)), M.reference(models["mlp_onnx"], {"x": x})[0])
 
 
+def test_synchronous_execute_runs_the_model_in_the_calling_thread(dev, models):
+    import threading
+
+    from npurt.runtime.observers import HOOKS
+    model_id, desc = load(models["mlp"])
+    mem = Mem()
+    ins, outs = dataset(mem.put(np.ones((3, 16), np.float32))), dataset(*outputs_for(desc, mem))
+    runners = []
+
+    def observer(name, **fields):
+        if name == "task_started" and fields["task"].kind == "model_execute":
+            runners.append(threading.get_ident())
+    HOOKS.add(observer)
+    try:
+        for _ in range(3):
+            assert acl.mdl.execute(model_id, ins, outs) == OK
+    finally:
+        HOOKS.remove(observer)
+    assert runners == [threading.get_ident()] * 3  # no hand-off to a scheduler worker
+
+
 def test_multi_input_multi_output_model_equals_onnxruntime(dev, models):
     model_id, desc = load(models["multi"])
     assert acl.mdl.get_num_inputs(desc) == 3 and acl.mdl.get_num_outputs(desc) == 3

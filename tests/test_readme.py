@@ -25,7 +25,7 @@ def test_a_readme_sample_runs(sample, tmp_path):
         cmd = [sys.executable, "-m", "npurt.cli", "run", str(script)]
     else:
         cmd = [sys.executable, str(script)]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)  # files a sample writes
     assert out.returncode == 0, out.stderr
     assert "sample done" in out.stdout
 

@@ -12,23 +12,23 @@ from __future__ import annotations
 from ..ge import aipp as A
 from ..ge import api as GE
 from ..ge import constants as G
-from ..ge.dataset import Dataset
-from ..ge.desc import ModelDesc
+from ..ge.dataset import Dataset as _Dataset
+from ..ge.desc import ModelDesc as _ModelDesc
 from ..runtime import constants as C
-from ..runtime.errors import InvalidValueError, NpuError
+from ..runtime.errors import InvalidValueError as _InvalidValueError, NpuError as _NpuError
 from . import _handles as H
-from ._args import Api, ArgTypeError, ArgValueError
-from ._wrap import stream_of
+from ._args import Api as _Api
+from ._wrap import stream_of as _stream_of
 
-mdl = Api("acl.mdl", bang=True)
+mdl = _Api("acl.mdl", bang=True)
 _datasets, _buffers, _descs, _tdescs = H.datasets, H.buffers, H.model_descs, H.tensor_descs
 
 
-def _ds(handle) -> Dataset:
+def _ds(handle) -> _Dataset:
     return _datasets.get(handle)
 
 
-def _desc(handle) -> ModelDesc:
+def _desc(handle) -> _ModelDesc:
     return _descs.get(handle)
 
 
@@ -132,7 +132,7 @@ mdl.names.append("set_config_opt")
 # ---------------------------------------------------------------- model descriptions
 @mdl.fn(None, "value", 0)
 def create_desc():
-    return _descs.register(ModelDesc())
+    return _descs.register(_ModelDesc())
 
 
 @mdl.fn("kI", "ret")
@@ -288,7 +288,7 @@ def _get_input_dynamic_dims(model_desc, index, gear_count):
     return _desc(model_desc).dynamic_dims(gear_count)
 
 
-class _TooMany(InvalidValueError):
+class _TooMany(_InvalidValueError):
     def __init__(self):
         super().__init__("gear_count must not exceed 4096")
 
@@ -312,7 +312,7 @@ mdl.names.append("get_input_dynamic_dims")
 # ---------------------------------------------------------------- datasets
 @mdl.fn(None, "value", 0)
 def create_dataset():
-    return _datasets.register(Dataset())
+    return _datasets.register(_Dataset())
 
 
 @mdl.fn("k", "ret")
@@ -364,7 +364,7 @@ def get_dataset_tensor_desc(dataset, index):
     dataset holds the real output dims here); 0 if none."""
     ds = _ds(dataset)
     if not 0 <= index < len(ds.buffers):
-        raise InvalidValueError(f"index {index} must be smaller than the dataset's {len(ds.buffers)} buffer(s)")
+        raise _InvalidValueError(f"index {index} must be smaller than the dataset's {len(ds.buffers)} buffer(s)")
     desc = ds.descs[index] if index < len(ds.descs) else None
     if desc is None:
         return 0
@@ -383,13 +383,13 @@ def execute(model_id, input, output):  # noqa: A002 - pyACL's parameter names
 @mdl.fn("Ikkk", "ret")
 def execute_async(model_id, input, output, stream):  # noqa: A002
     """Enqueue an execution on `stream` (0: the default stream); synchronize before reading."""
-    GE.execute_async(model_id, _ds(input), _ds(output), stream_of(stream))
+    GE.execute_async(model_id, _ds(input), _ds(output), _stream_of(stream))
 
 
 @mdl.fn("Ikkkk", "ret")
 def execute_v2(model_id, input, output, stream, handle):  # noqa: A002
     """Execute with an exec config (its stream timeout applies); synchronizes the stream."""
-    GE.execute_v2(model_id, _ds(input), _ds(output), stream_of(stream), H.exec_configs.get(handle))
+    GE.execute_v2(model_id, _ds(input), _ds(output), _stream_of(stream), H.exec_configs.get(handle))
 
 
 @mdl.fn(None, "value", 0)
@@ -469,7 +469,7 @@ def get_first_aipp_info(model_id, index):
 def get_aipp_data_size(batch_size):
     """Bytes of the dynamic AIPP parameters for `batch_size` images."""
     if batch_size == 0:
-        raise InvalidValueError("batch_size must be positive")
+        raise _InvalidValueError("batch_size must be positive")
     return A.data_size(batch_size)
 
 
@@ -585,7 +585,7 @@ def create_and_get_op_desc(device_id, stream_id, task_id, op_name_len):
     """(op_name, input descs, n, output descs, n, ret) of a failed model task: the model's name
     and I/O descs (arrays; index them with acl.get_tensor_desc_by_index)."""
     if op_name_len > 4096:
-        raise InvalidValueError("op_name_len must not exceed 4096")
+        raise _InvalidValueError("op_name_len must not exceed 4096")
     from ..ge import failures
     name, ins, outs = failures.lookup(device_id, stream_id, task_id)
     return (name[:op_name_len], _desc_array(ins), len(ins), _desc_array(outs), len(outs))
@@ -607,7 +607,7 @@ _DUMP = ("model data dump (acl.mdl.*dump*) is not simulated: npurt writes no dum
 
 def _no_dump(name: str, fmt, shape: str = "ret"):
     def impl(*_args):
-        raise NpuError(f"acl.mdl.{name}: {_DUMP}", C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
+        raise _NpuError(f"acl.mdl.{name}: {_DUMP}", C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
     impl.__name__ = impl.__qualname__ = name
     fn = mdl.fn(fmt, shape)(impl)
     fn.not_supported = True

@@ -17,21 +17,22 @@ import warnings
 from ..ge.ops import execute as X
 from ..ge.ops import kernels as K
 from ..ge.ops import registry
-from ..ge.ops.attrs import OpAttr, acl_to_ge_type
-from ..ge.tensor import DataBuffer
+from ..ge.ops.attrs import OpAttr as _OpAttr, acl_to_ge_type as _acl_to_ge_type
+from ..ge.tensor import DataBuffer as _DataBuffer
 from ..runtime import constants as C
-from ..runtime.errors import InvalidValueError, NpuError
-from ..runtime.kernel import host_bytes
+from ..runtime.errors import InvalidValueError as _InvalidValueError, NpuError as _NpuError
+from ..runtime.kernel import host_bytes as _host_bytes
 from . import _handles as H
-from ._args import Api, ArgTypeError, ArgValueError, handle_list
-from ._wrap import stream_of
+from ._args import Api as _Api, ArgTypeError as _ArgTypeError, ArgValueError as _ArgValueError
+from ._args import handle_list as _handle_list
+from ._wrap import stream_of as _stream_of
 
-op = Api("acl.op")
+op = _Api("acl.op")
 _log = logging.getLogger("npurt.acl.op")
 _attrs, _descs, _buffers = H.op_attrs, H.tensor_descs, H.buffers
 
 
-def _attr(handle) -> OpAttr | None:
+def _attr(handle) -> _OpAttr | None:
     return _attrs.get(handle) if handle else None
 
 
@@ -54,8 +55,8 @@ def set_model_dir(model_dir):
 def load(model, model_size):
     """Register one single-op model from host memory."""
     if not model_size:
-        raise InvalidValueError("model_size must not be 0")
-    registry.load(host_bytes(model, model_size, "op model"))
+        raise _InvalidValueError("model_size must not be 0")
+    registry.load(_host_bytes(model, model_size, "op model"))
 
 
 @op.fn("K", "ret")
@@ -67,7 +68,7 @@ def set_max_op_queue_num(max_op_num):
 # ---------------------------------------------------------------- attributes
 @op.fn(None, "value", 0)
 def create_attr():
-    return _attrs.register(OpAttr())
+    return _attrs.register(_OpAttr())
 
 
 @op.fn("k", "none")
@@ -108,21 +109,21 @@ def _values(obj, kind: str) -> list:
         for v in obj:
             if kind == "float":
                 if not isinstance(v, (int, float)) or isinstance(v, bool):
-                    raise ArgTypeError("invalid data type")
+                    raise _ArgTypeError("invalid data type")
                 out.append(float(v))
             else:
                 if not isinstance(v, int):
-                    raise ArgTypeError("invalid data type")
+                    raise _ArgTypeError("invalid data type")
                 if kind == "bool" and not 0 <= v <= 255:
-                    raise ArgValueError("the value must between 0 and 255")
+                    raise _ArgValueError("the value must between 0 and 255")
                 if kind == "int" and not -(1 << 63) <= v < (1 << 63):
-                    raise ArgValueError("PyLong_AsLongLong failed")
+                    raise _ArgValueError("PyLong_AsLongLong failed")
                 out.append(int(v))
         return out
     import numpy as np
     warnings.warn("argument 3 only support the format of list in the future.", Warning, stacklevel=3)
     if not isinstance(obj, np.ndarray):
-        raise ArgTypeError("argument 3 is not list or numpy array")
+        raise _ArgTypeError("argument 3 is not list or numpy array")
     return obj.ravel().tolist()
 
 
@@ -144,16 +145,16 @@ def set_attr_list_float(attr, attr_name, values):
 @op.fn("ksO", "ret")
 def set_attr_list_string(attr, attr_name, values):
     if not isinstance(values, list):
-        raise ArgTypeError("argument 3 is not list")
+        raise _ArgTypeError("argument 3 is not list")
     if not all(isinstance(v, str) for v in values):
-        raise ArgTypeError("the list argument is not list of str")
+        raise _ArgTypeError("the list argument is not list of str")
     _set(attr, attr_name, "list_string", values)
 
 
 @op.fn("ksO", "ret")
 def set_attr_list_list_int(attr, attr_name, values):
     if not isinstance(values, list):
-        raise ArgTypeError("argument 3 is not list")
+        raise _ArgTypeError("argument 3 is not list")
     rows = [_values(row, "int") if isinstance(row, list) else _values(row, "int") for row in values]
     _set(attr, attr_name, "list_list_int", rows)
 
@@ -161,16 +162,16 @@ def set_attr_list_list_int(attr, attr_name, values):
 @op.fn("ksi", "echo")
 def set_attr_data_type(attr, attr_name, attr_value):
     """(attr, ret): the real wrapper echoes the attr handle back."""
-    _set(attr, attr_name, "data_type", acl_to_ge_type(attr_value))
+    _set(attr, attr_name, "data_type", _acl_to_ge_type(attr_value))
 
 
 @op.fn("ksO", "echo")
 def set_attr_list_data_type(attr, attr_name, values):
     if not isinstance(values, list):
-        raise ArgTypeError("the third argument is not list")
+        raise _ArgTypeError("the third argument is not list")
     if not all(isinstance(v, int) for v in values):
-        raise ArgTypeError("the list argument is not list of int")
-    _set(attr, attr_name, "list_data_type", [acl_to_ge_type(int(v)) for v in values])
+        raise _ArgTypeError("the list argument is not list of int")
+    _set(attr, attr_name, "list_data_type", [_acl_to_ge_type(int(v)) for v in values])
 
 
 # ---------------------------------------------------------------- execution
@@ -179,8 +180,8 @@ _LISTS4 = "argument 2, 3, 4, or 5 is not list"
 
 def _lists(*objs, message):
     if not all(isinstance(o, list) for o in objs):
-        raise ArgTypeError(message)
-    return [handle_list(o, message) for o in objs]
+        raise _ArgTypeError(message)
+    return [_handle_list(o, message) for o in objs]
 
 
 @op.fn("sOOOOkk", "ret")
@@ -189,7 +190,7 @@ def execute_v2(op_type, input_desc, inputs, output_desc, outputs, attr, stream):
     dynamic-shape operator the output descs get the real output dims."""
     in_d, in_b, out_d, out_b = _lists(input_desc, inputs, output_desc, outputs, message=_LISTS4)
     X.execute(op_type, _desc_list(in_d), _buffer_list(in_b), _desc_list(out_d), _buffer_list(out_b), _attr(attr),
-              stream_of(stream))
+              _stream_of(stream))
 
 
 @op.fn("sOOOOkk", "ret")
@@ -197,7 +198,7 @@ def execute(op_type, input_desc, inputs, output_desc, outputs, attr, stream):
     """Deprecated predecessor of execute_v2 (the output descs are not updated)."""
     in_d, in_b, out_d, out_b = _lists(input_desc, inputs, output_desc, outputs, message=_LISTS4)
     X.execute(op_type, _desc_list(in_d), _buffer_list(in_b), _desc_list(out_d), _buffer_list(out_b), _attr(attr),
-              stream_of(stream), update_outputs=False)
+              _stream_of(stream), update_outputs=False)
 
 
 @op.fn("sOOk", "one", 0)
@@ -210,7 +211,7 @@ def create_handle(op_type, input_desc, output_desc, attr):
 @op.fn("kOOk", "ret")
 def execute_with_handle(handle, inputs, outputs, stream):
     in_b, out_b = _lists(inputs, outputs, message="argument 2 or 3 is not list")
-    H.op_handles.get(handle).execute(_buffer_list(in_b), _buffer_list(out_b), stream_of(stream))
+    H.op_handles.get(handle).execute(_buffer_list(in_b), _buffer_list(out_b), _stream_of(stream))
 
 
 @op.fn("k", "none")
@@ -219,9 +220,9 @@ def destroy_handle(handle):
         H.op_handles.drop(H.op_handles.get(handle))
 
 
-def _cast_attr(dst_desc) -> OpAttr:
-    attr = OpAttr()
-    attr.set("dst_type", "int", acl_to_ge_type(_descs.get(dst_desc).data_type))
+def _cast_attr(dst_desc) -> _OpAttr:
+    attr = _OpAttr()
+    attr.set("dst_type", "int", _acl_to_ge_type(_descs.get(dst_desc).data_type))
     return attr
 
 
@@ -229,15 +230,15 @@ def _cast_attr(dst_desc) -> OpAttr:
 def cast(src_desc, src_buffer, dst_desc, dst_buffer, truncate, stream):
     """The Cast operator (attribute dst_type = the destination desc's data type)."""
     if not dst_desc:
-        raise InvalidValueError("the destination tensor desc is null")
+        raise _InvalidValueError("the destination tensor desc is null")
     X.execute("Cast", [_descs.get(src_desc)], [_buffers.get(src_buffer)], [_descs.get(dst_desc)],
-              [_buffers.get(dst_buffer)], _cast_attr(dst_desc), stream_of(stream))
+              [_buffers.get(dst_buffer)], _cast_attr(dst_desc), _stream_of(stream))
 
 
 @op.fn("kkB", "one", 0)
 def create_handle_for_cast(src_desc, dst_desc, truncate):
     if not dst_desc:
-        raise InvalidValueError("the destination tensor desc is null")
+        raise _InvalidValueError("the destination tensor desc is null")
     return H.op_handles.register(X.OpHandle("Cast", [_descs.get(src_desc)], [_descs.get(dst_desc)],
                                             _cast_attr(dst_desc)))
 
@@ -248,7 +249,7 @@ def update_params(op_type, input_desc, output_desc, attr):
     pick the kernel (register_compile_func); otherwise a registered model must cover them."""
     in_d, out_d = _lists(input_desc, output_desc, message="argument 2 or 3 is not list")
     in_descs, out_descs = _desc_list(in_d), _desc_list(out_d)
-    a = _attr(attr) or OpAttr()
+    a = _attr(attr) or _OpAttr()
     if K.has_selector(op_type):
         def call(func, kernel_desc):
             handle = H.kernel_descs.register(kernel_desc)
@@ -268,8 +269,8 @@ def infer_shape(op_type, input_desc, inputs, num_outputs, output_desc, attr):
     """Write the output dims an operator gives for these inputs into the output descs."""
     in_d, in_b, out_d = _lists(input_desc, inputs, output_desc, message="argument 2, 3, or 5 is not list")
     if num_outputs != len(out_d):
-        raise InvalidValueError(f"num_outputs ({num_outputs}) must equal the number of output descs ({len(out_d)})")
-    X.infer_shape(op_type, _desc_list(in_d), [_buffers.get(b) if b else DataBuffer() for b in in_b],
+        raise _InvalidValueError(f"num_outputs ({num_outputs}) must equal the number of output descs ({len(out_d)})")
+    X.infer_shape(op_type, _desc_list(in_d), [_buffers.get(b) if b else _DataBuffer() for b in in_b],
                   _desc_list(out_d), _attr(attr))
 
 
@@ -303,16 +304,16 @@ def create_kernel(op_type, kernel_id, kernel_name, bin_ptr, bin_size, engine_typ
     """Register kernel `kernel_name` of a kernel binary (a Python file of npurt @kernel
     functions, `bin_size` bytes of host memory) as `kernel_id` of `op_type`."""
     if bin_size <= 0:
-        raise InvalidValueError("bin_size must be positive")
-    K.create_kernel(op_type, kernel_id, kernel_name, host_bytes(bin_ptr, bin_size, "kernel binary"), engine_type)
+        raise _InvalidValueError("bin_size must be positive")
+    K.create_kernel(op_type, kernel_id, kernel_name, _host_bytes(bin_ptr, bin_size, "kernel binary"), engine_type)
 
 
 @op.fn("ksIkI", "ret")
 def set_kernel_args(kernel_desc, kernel_id, block_dim, args, args_size):
     """Inside a compile function: the kernel, its block count and its tiling bytes."""
     if not args:
-        raise InvalidValueError("args is null")
-    K.set_kernel_args(H.kernel_descs.get(kernel_desc), kernel_id, block_dim, host_bytes(args, args_size, "args"))
+        raise _InvalidValueError("args is null")
+    K.set_kernel_args(H.kernel_descs.get(kernel_desc), kernel_id, block_dim, _host_bytes(args, args_size, "args"))
 
 
 @op.fn("kik", "ret")
@@ -320,8 +321,8 @@ def set_kernel_workspace_sizes(kernel_desc, num_workspaces, workspace_sizes):
     """Inside a compile function: `num_workspaces` sizes (size_t) at host address `workspace_sizes`."""
     desc = H.kernel_descs.get(kernel_desc)
     if num_workspaces < 0:
-        raise InvalidValueError("num_workspaces must not be negative")
-    raw = host_bytes(workspace_sizes, 8 * num_workspaces, "workspace sizes") if num_workspaces else b""
+        raise _InvalidValueError("num_workspaces must not be negative")
+    raw = _host_bytes(workspace_sizes, 8 * num_workspaces, "workspace sizes") if num_workspaces else b""
     K.set_workspace_sizes(desc, list(struct.unpack(f"<{num_workspaces}Q", raw)))
 
 
@@ -331,12 +332,12 @@ _DUMP = "operator argument dumps (acl.op.start_dump_args / stop_dump_args) are n
 
 @op.fn("Is", "ret")
 def start_dump_args(dump_type, path):
-    raise NpuError(f"{_DUMP}; npurt writes no dump files", C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
+    raise _NpuError(f"{_DUMP}; npurt writes no dump files", C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
 
 
 @op.fn("I", "ret")
 def stop_dump_args(dump_type):
-    raise NpuError(_DUMP, C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
+    raise _NpuError(_DUMP, C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
 
 
 start_dump_args.not_supported = stop_dump_args.not_supported = True

@@ -17,6 +17,7 @@ tensor-desc and data-buffer helpers of `acl`) and `npurt.Model` are its front en
 | engine | ONNX Runtime: lazy import, session options (threads bounded by AI cores) |
 | model | a loaded model: memory, session, the execution task |
 | desc | aclmdlDesc: model descriptions and their queries |
+| failures | aclopCreateAndGetOpDesc's failure-mode descriptions |
 | api | the model operations acl.mdl calls |
 | ops/ | single operators: op models, matching, the operator library |
 
