@@ -64,7 +64,7 @@ class Mem:
         assert ret == OK
         self.ptrs.append(ptr)
         if a.nbytes:
-            assert acl.rt.memcpy(ptr, size, acl.util.numpy_to_ptr(a), a.nbytes, H2D) == OK
+            assert acl.rt.memcpy(ptr, size, a.ctypes.data, a.nbytes, H2D) == OK
         return ptr, size
 
     def empty(self, size: int) -> tuple[int, int]:
@@ -85,7 +85,7 @@ def dataset(*pairs) -> int:
 def read(ptr: int, shape, dtype=np.float32) -> np.ndarray:
     out = np.zeros(shape, dtype)
     if out.nbytes:
-        assert acl.rt.memcpy(acl.util.numpy_to_ptr(out), out.nbytes, ptr, out.nbytes, D2H) == OK
+        assert acl.rt.memcpy(out.ctypes.data, out.nbytes, ptr, out.nbytes, D2H) == OK
     return out
 
 
@@ -289,7 +289,7 @@ def test_execution_reads_its_inputs_when_it_runs_not_when_enqueued(dev, models):
     outs = outputs_for(desc, mem)
     assert acl.rt.stream_wait_event(stream, event) == OK
     assert acl.mdl.execute_async(model_id, dataset((in_ptr, in_size)), dataset(*outs), stream) == OK
-    assert acl.rt.memcpy(in_ptr, in_size, acl.util.numpy_to_ptr(x), x.nbytes, H2D) == OK
+    assert acl.rt.memcpy(in_ptr, in_size, x.ctypes.data, x.nbytes, H2D) == OK
     assert acl.rt.record_event(event, 0) == OK
     assert acl.rt.synchronize_stream(stream) == OK
     np.testing.assert_array_equal(read(outs[0][0], (3, 4)), M.reference(models["mlp_onnx"], {"x": x})[0])
@@ -317,6 +317,45 @@ def test_synchronous_execute_returns_the_execution_failure(dev, models):
     mem = Mem()
     ins = dataset(mem.put(np.arange(4, dtype=np.float32)), mem.put(np.array([7, 0], np.int64)))
     assert acl.mdl.execute(model_id, ins, dataset(*outputs_for(desc, mem))) == C.ACL_ERROR_RT_MODEL_EXECUTE
+
+
+def test_an_input_dataset_short_of_a_buffer_is_ge_failure_and_extra_buffers_are_not_read(dev, models):
+    """GE's CopyInputData reads the model's inputs only: a missing one fails (FAILED, which
+    the ACL layer reports as ACL_ERROR_GE_FAILURE), an extra one is ignored."""
+    model_id, desc = load(models["multi"])
+    mem = Mem()
+    a, b = RNG.standard_normal((2, 3)).astype(np.float32), RNG.standard_normal((2, 3)).astype(np.float32)
+    k = np.arange(4, dtype=np.int32)
+    outs = outputs_for(desc, mem)
+    assert acl.mdl.execute(model_id, dataset(mem.put(a), mem.put(b)), dataset(*outs)) == C.ACL_ERROR_GE_FAILURE
+    assert "input dataset holds 2 buffer" in acl.get_recent_err_msg()
+    extra = mem.put(np.full(64, np.nan, np.float32))
+    assert acl.mdl.execute(model_id, dataset(mem.put(a), mem.put(b), mem.put(k), extra), dataset(*outs)) == OK
+    expected = M.reference(models["multi_onnx"], {"a": a, "b": b, "k": k})
+    np.testing.assert_array_equal(read(outs[0][0], (2, 3)), expected[0])
+    np.testing.assert_array_equal(read(outs[2][0], (4,), np.int32), expected[2])
+
+
+def test_an_output_dataset_of_another_size_is_ge_failure(dev, models):
+    model_id, desc = load(models["mlp"])
+    mem = Mem()
+    ins = dataset(mem.put(np.ones((3, 16), np.float32)))
+    outs = outputs_for(desc, mem)
+    assert acl.mdl.execute(model_id, ins, dataset()) == C.ACL_ERROR_GE_FAILURE
+    assert acl.mdl.execute(model_id, ins, dataset(*outs, mem.empty(64))) == C.ACL_ERROR_GE_FAILURE
+    assert acl.mdl.execute(model_id, ins, dataset(*outs)) == OK  # the model is still usable
+
+
+def test_executing_on_a_stream_of_another_device_is_a_model_context_error(dev, models):
+    model_id, desc = load(models["mlp"])
+    mem = Mem()
+    ins, outs = dataset(mem.put(np.ones((3, 16), np.float32))), dataset(*outputs_for(desc, mem))
+    assert acl.rt.set_device(1) == OK
+    other, _ = acl.rt.create_stream()
+    assert acl.mdl.execute_async(model_id, ins, outs, other) == C.ACL_ERROR_RT_MODEL_CONTEXT
+    assert acl.rt.destroy_stream(other) == OK
+    assert acl.rt.set_device(0) == OK
+    assert acl.mdl.execute(model_id, ins, outs) == OK
 
 
 def test_failed_model_task_is_described_by_create_and_get_op_desc(dev, models):

@@ -254,7 +254,8 @@ def device_buffer(arr) -> tuple[int, int]:
     ptr, ret = acl.rt.malloc(max(arr.nbytes, 1), 0)
     assert ret == OK
     if arr.nbytes:
-        acl.rt.memcpy(ptr, arr.nbytes, acl.util.numpy_to_ptr(np.ascontiguousarray(arr)), arr.nbytes, 1)
+        data = np.ascontiguousarray(arr)
+        acl.rt.memcpy(ptr, arr.nbytes, data.ctypes.data, arr.nbytes, 1)
     return acl.create_data_buffer(ptr, arr.nbytes), ptr
 
 
@@ -264,7 +265,7 @@ def tensor_desc(arr, fmt, const=False) -> int:
     d = acl.create_tensor_desc(ACL_TYPES[arr.dtype], list(arr.shape), fmt_code)
     if const:
         data = np.ascontiguousarray(arr)
-        assert acl.set_tensor_const(d, acl.util.numpy_to_ptr(data), data.nbytes) == OK
+        assert acl.set_tensor_const(d, data.ctypes.data, data.nbytes) == OK
     return d
 
 
@@ -291,7 +292,7 @@ def run_case(c, stream):
     for (_, ptr), e in zip(outs, c["expected"]):
         y = np.zeros_like(e)
         if y.nbytes:
-            acl.rt.memcpy(acl.util.numpy_to_ptr(y), y.nbytes, ptr, y.nbytes, 2)
+            acl.rt.memcpy(y.ctypes.data, y.nbytes, ptr, y.nbytes, 2)
         results.append(y)
     return results
 
@@ -383,7 +384,7 @@ def test_handles_run_the_matched_model_and_check_buffer_counts(dev, tmp_path):
     assert acl.op.execute_with_handle(handle, [x, x], [y], dev) == OK
     assert acl.rt.synchronize_stream(dev) == OK
     out = np.zeros(4, np.float32)
-    acl.rt.memcpy(acl.util.numpy_to_ptr(out), 16, y_ptr, 16, 2)
+    acl.rt.memcpy(out.ctypes.data, 16, y_ptr, 16, 2)
     np.testing.assert_array_equal(out, [2, 4, 6, 8])
     assert acl.op.execute_with_handle(handle, [x], [y], dev) == C.ACL_ERROR_OP_INPUT_NOT_MATCH
     assert acl.op.execute_with_handle(handle, [x, x], [], dev) == C.ACL_ERROR_OP_OUTPUT_NOT_MATCH
@@ -401,7 +402,7 @@ def test_cast_and_a_handle_for_cast(dev, tmp_path):
     assert acl.op.cast(src, x, dst, y, 0, dev) == OK
     assert acl.rt.synchronize_stream(dev) == OK
     out = np.zeros(3, np.float16)
-    acl.rt.memcpy(acl.util.numpy_to_ptr(out), 6, y_ptr, 6, 2)
+    acl.rt.memcpy(out.ctypes.data, 6, y_ptr, 6, 2)
     np.testing.assert_array_equal(out, [1.0, 2.5, -3.25])
     handle, ret = acl.op.create_handle_for_cast(src, dst, 0)
     assert ret == OK and acl.op.execute_with_handle(handle, [x], [y], dev) == OK
@@ -423,7 +424,7 @@ def test_optional_input_left_out_with_an_undefined_desc_and_an_empty_buffer(dev,
                             [tensor_desc(np.zeros((2, 2), np.float32), "ND")], [out], 0, dev)
     assert ret == OK and acl.rt.synchronize_stream(dev) == OK
     y = np.zeros((2, 2), np.float32)
-    acl.rt.memcpy(acl.util.numpy_to_ptr(y), 16, out_ptr, 16, 2)
+    acl.rt.memcpy(y.ctypes.data, 16, out_ptr, 16, 2)
     np.testing.assert_allclose(y, x1 @ x2, rtol=1e-6)
 
 
@@ -441,7 +442,7 @@ def test_dynamic_shape_operator_matches_through_ranges_and_updates_output_descs(
     assert acl.rt.synchronize_stream(dev) == OK
     assert acl.get_tensor_desc_dim(out_desc, 0) == 5  # the real output shape
     out = np.zeros(5, np.float32)
-    acl.rt.memcpy(acl.util.numpy_to_ptr(out), 20, y_ptr, 20, 2)
+    acl.rt.memcpy(out.ctypes.data, 20, y_ptr, 20, 2)
     np.testing.assert_array_equal(out, np.maximum(x, 0))
     big = tensor_desc(np.zeros(9, np.float32), "ND")
     acl.set_tensor_shape_range(big, [[1, 8]])
@@ -561,7 +562,7 @@ def test_a_kernel_the_compile_function_picks_runs_with_its_tiling(dev):
         sizes = np.array([n * 4], np.uint64)
         keep.extend([tiling, sizes])
         assert acl.op.set_kernel_args(kernel_desc, "scale_f32", 2, acl.util.bytes_to_ptr(tiling), len(tiling)) == OK
-        assert acl.op.set_kernel_workspace_sizes(kernel_desc, 1, acl.util.numpy_to_ptr(sizes)) == OK
+        assert acl.op.set_kernel_workspace_sizes(kernel_desc, 1, sizes.ctypes.data) == OK
 
     assert acl.op.register_compile_func("MyScale", compile_func) == OK
     assert acl.op.register_compile_func("MyScale", compile_func) == C.ACL_ERROR_BIN_SELECTOR_ALREADY_REGISTERED
@@ -578,7 +579,7 @@ def test_a_kernel_the_compile_function_picks_runs_with_its_tiling(dev):
     assert acl.op.execute_v2("MyScale", [d], [xb], [d], [yb], 0, dev) == OK
     assert acl.rt.synchronize_stream(dev) == OK
     y = np.zeros(10, np.float32)
-    acl.rt.memcpy(acl.util.numpy_to_ptr(y), 40, y_ptr, 40, 2)
+    acl.rt.memcpy(y.ctypes.data, 40, y_ptr, 40, 2)
     np.testing.assert_array_equal(y, x * np.float32(2.5))
     assert acl.op.unregister_compile_func("MyScale") == OK
     assert acl.op.update_params("MyScale", [d], [d], 0) == C.ACL_ERROR_OP_NOT_FOUND

@@ -116,7 +116,7 @@ def _run(model_id, desc, inputs: list[np.ndarray], extra_sizes=()) -> list[int]:
     ins = acl.mdl.create_dataset()
     for a in inputs:
         ptr, _ = acl.rt.malloc(a.nbytes, 0)
-        acl.rt.memcpy(ptr, a.nbytes, acl.util.numpy_to_ptr(a), a.nbytes, 1)
+        acl.rt.memcpy(ptr, a.nbytes, a.ctypes.data, a.nbytes, 1)
         acl.mdl.add_dataset_buffer(ins, acl.create_data_buffer(ptr, a.nbytes))
     for size in extra_sizes:
         ptr, _ = acl.rt.malloc(size, 0)
@@ -133,7 +133,7 @@ def _run(model_id, desc, inputs: list[np.ndarray], extra_sizes=()) -> list[int]:
 
 def _read(ptr, shape):
     out = np.zeros(shape, np.float32)
-    acl.rt.memcpy(acl.util.numpy_to_ptr(out), out.nbytes, ptr, out.nbytes, 2)
+    acl.rt.memcpy(out.ctypes.data, out.nbytes, ptr, out.nbytes, 2)
     return out
 
 

@@ -142,14 +142,14 @@ def test_input_fp16_nodes_makes_the_input_half_precision(dev, mlp_onnx, tmp_path
     assert acl.mdl.get_input_data_type(desc, 0) == C.ACL_FLOAT16
     x = np.random.default_rng(0).standard_normal((2, 16)).astype(np.float16)
     ptr, _ = acl.rt.malloc(x.nbytes, 0)
-    acl.rt.memcpy(ptr, x.nbytes, acl.util.numpy_to_ptr(x), x.nbytes, 1)
+    acl.rt.memcpy(ptr, x.nbytes, x.ctypes.data, x.nbytes, 1)
     out, _ = acl.rt.malloc(32, 0)
     ins, outs = acl.mdl.create_dataset(), acl.mdl.create_dataset()
     acl.mdl.add_dataset_buffer(ins, acl.create_data_buffer(ptr, x.nbytes))
     acl.mdl.add_dataset_buffer(outs, acl.create_data_buffer(out, 32))
     assert acl.mdl.execute(model_id, ins, outs) == OK
     y = np.zeros((2, 4), np.float32)
-    acl.rt.memcpy(acl.util.numpy_to_ptr(y), 32, out, 32, 2)
+    acl.rt.memcpy(y.ctypes.data, 32, out, 32, 2)
     np.testing.assert_array_equal(y, M.reference(mlp_onnx, {"x": x.astype(np.float32)})[0])
 
 

@@ -112,8 +112,9 @@ class Net:
     def run(self, image):
         """image: float16 NCHW, mean-subtracted BGR. Returns the class probabilities."""
         size = self.input_buffers[0]["size"]
-        check("memcpy H2D", acl.rt.memcpy(self.input_buffers[0]["buffer"], size, acl.util.numpy_to_ptr(image),
-                                          image.nbytes, ACL_MEMCPY_HOST_TO_DEVICE))
+        image_bytes = image.tobytes()
+        check("memcpy H2D", acl.rt.memcpy(self.input_buffers[0]["buffer"], size, acl.util.bytes_to_ptr(image_bytes),
+                                          len(image_bytes), ACL_MEMCPY_HOST_TO_DEVICE))
         input_dataset = self._gen_dataset(self.input_buffers)
         output_dataset = self._gen_dataset(self.output_buffers)
         check("execute", acl.mdl.execute(self.model_id, input_dataset, output_dataset))

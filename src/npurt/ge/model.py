@@ -274,13 +274,16 @@ class Model:
             raise NpuError(f"model {self.id} is loaded on device {self.device.id}; execute it on a stream of that "
                            f"device (this stream is on device {stream.device.id})", C.ACL_ERROR_RT_MODEL_CONTEXT)
         mdef = self.mdef
-        if len(inputs.buffers) != len(mdef.inputs):
+        # As GE's DavinciModel: it reads the buffers of the model's inputs (extra ones are never
+        # read) and fails a call that lacks one, or whose outputs differ in number, with FAILED,
+        # which the ACL layer reports as ACL_ERROR_GE_FAILURE.
+        if len(inputs.buffers) < len(mdef.inputs):
             raise NpuError(f"the input dataset holds {len(inputs.buffers)} buffer(s); the model has "
                            f"{len(mdef.inputs)} input(s) (get_num_inputs, extra dynamic inputs included)",
-                           C.ACL_ERROR_MODEL_INPUT_NOT_MATCH)
+                           C.ACL_ERROR_GE_FAILURE)
         if len(outputs.buffers) != len(mdef.outputs):
             raise NpuError(f"the output dataset holds {len(outputs.buffers)} buffer(s); the model has "
-                           f"{len(mdef.outputs)} output(s)", C.ACL_ERROR_MODEL_OUTPUT_NOT_MATCH)
+                           f"{len(mdef.outputs)} output(s) (get_num_outputs)", C.ACL_ERROR_GE_FAILURE)
         gear = self._gear(inputs)
         plan = self._plan(gear)
         if plan is not None and not collect:
