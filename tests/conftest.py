@@ -12,8 +12,11 @@ SCALE = float(os.environ.get("NPURT_TEST_SCALE", "1"))
 
 
 def _finalize_quietly() -> None:
+    """Tear the runtime down and forget acl.finalize's "finalized" mark: a new process state."""
     if RUNTIME.initialized:
+        RUNTIME.finalized = False
         RUNTIME.finalize(timeout_s=5.0)
+    RUNTIME.finalized = False
 
 
 @pytest.fixture

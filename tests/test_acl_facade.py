@@ -183,9 +183,15 @@ def test_finalize_twice_returns_repeat_finalize(fresh_runtime):
     assert acl.finalize() == C.ACL_ERROR_REPEAT_FINALIZE
 
 
-def test_calls_before_init_return_uninitialize(fresh_runtime):
-    assert acl.rt.malloc(64, 0) == (0, C.ACL_ERROR_UNINITIALIZE)
-    assert acl.rt.create_stream() == (0, C.ACL_ERROR_UNINITIALIZE)
+def test_calls_before_init_and_set_device_return_context_null(fresh_runtime):
+    assert acl.rt.malloc(64, 0) == (0, C.ACL_ERROR_RT_CONTEXT_NULL)
+    assert acl.rt.create_stream() == (0, C.ACL_ERROR_RT_CONTEXT_NULL)
+
+
+def test_calls_before_init_work_after_set_device(fresh_runtime):
+    assert acl.rt.set_device(0) == 0  # no init gate: the runtime starts lazily
+    ptr, ret = acl.rt.malloc(64, 0)
+    assert ret == 0 and acl.rt.free(ptr) == 0
 
 
 def test_finalize_reference_counts_init_calls(fresh_runtime):
@@ -193,7 +199,7 @@ def test_finalize_reference_counts_init_calls(fresh_runtime):
     acl.init()
     assert acl.finalize_reference() == (1, 0)
     assert acl.finalize_reference() == (0, 0)
-    assert acl.get_soc_name() is None  # deinitialized
+    assert acl.finalize_reference() == (0, C.ACL_ERROR_REPEAT_FINALIZE)  # no reference left
 
 
 def test_get_soc_name_names_the_simulated_soc(ready):

@@ -282,7 +282,7 @@ def test_execution_reads_its_inputs_when_it_runs_not_when_enqueued(dev, models):
     """An event wait holds the stream; the input is written after execute_async returned."""
     model_id, desc = load(models["mlp"])
     stream, _ = acl.rt.create_stream()
-    event, _ = acl.rt.create_event()
+    event, _ = acl.rt.create_event_with_flag(C.ACL_EVENT_SYNC)  # a wait before any record holds the stream
     mem = Mem()
     x = RNG.standard_normal((3, 16)).astype(np.float32)
     in_ptr, in_size = mem.put(np.zeros_like(x))

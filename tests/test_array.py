@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import npurt
+from gates import Gate
 from npurt.runtime import constants as C
 
 
@@ -28,9 +29,7 @@ def rng():
 
 
 def _held(stream):
-    gate = npurt.Event()
-    stream.wait_event(gate)
-    return gate
+    return Gate(stream)
 
 
 # ---------------------------------------------------------------- facts

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import npurt
+from gates import Gate
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -224,8 +225,7 @@ def test_ops_run_on_the_current_stream():
     x = npurt.zeros(1000)
     npurt.synchronize()
     s = npurt.Stream()
-    gate = npurt.Event()
-    s.wait_event(gate)
+    gate = Gate(s)
     with npurt.stream(s):
         y = npurt.ops.relu(x + 1)
     assert not s.query()
@@ -272,8 +272,7 @@ def test_array_dropped_while_a_kernel_reads_it_is_not_reused_before_the_kernel_r
     a = npurt.to_device(old)
     npurt.default_stream().synchronize()
     s = npurt.Stream()
-    gate = npurt.Event()
-    s.wait_event(gate)
+    gate = Gate(s)
     with npurt.stream(s):
         result = a * 2.0                    # kernel reading A, queued behind the gate
     a_ptr = a.ptr

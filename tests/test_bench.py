@@ -23,6 +23,7 @@ REQUIRED_KEYS = {
 
 def _finalize() -> None:
     if RUNTIME.initialized:
+        RUNTIME.finalized = False
         RUNTIME.finalize(timeout_s=5.0)
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from npurt.runtime import constants as C
 from npurt.runtime.errors import (ContextError, InvalidDeviceError, InvalidHandleError,
-                                  InvalidValueError, NotInitializedError, NpuError)
+                                  InvalidValueError, NpuError)
 from npurt.runtime.runtime import RUNTIME
 
 
@@ -100,19 +100,29 @@ def test_init_with_bad_json_is_a_parse_error(fresh_runtime, tmp_path):
 @pytest.mark.parametrize("call", [
     lambda rt: rt.get_device_count(),
     lambda rt: rt.set_device(0),
-    lambda rt: rt.malloc(100),
-    lambda rt: rt.malloc_host(100),
-    lambda rt: rt.create_stream(),
     lambda rt: rt.get_soc_name(),
     lambda rt: rt.get_run_mode(),
 ])
-def test_operations_after_finalize_are_not_initialized(fresh_runtime, call):
+def test_operations_after_finalize_start_the_runtime_again(fresh_runtime, call):
     fresh_runtime.init()
     fresh_runtime.set_device(0)
     fresh_runtime.finalize()
-    with pytest.raises(NotInitializedError) as info:
+    call(fresh_runtime)  # no init gate: the runtime starts lazily, as CANN's does
+    assert RUNTIME.initialized
+
+
+@pytest.mark.parametrize("call", [
+    lambda rt: rt.malloc(100),
+    lambda rt: rt.malloc_host(100),
+    lambda rt: rt.create_stream(),
+])
+def test_operations_after_finalize_need_a_device_again(fresh_runtime, call):
+    fresh_runtime.init()
+    fresh_runtime.set_device(0)
+    fresh_runtime.finalize()
+    with pytest.raises(ContextError) as info:  # finalize released the thread's context
         call(fresh_runtime)
-    assert info.value.code == C.ACL_ERROR_UNINITIALIZE == 100001
+    assert info.value.code == C.ACL_ERROR_RT_CONTEXT_NULL == 107002
 
 
 def test_runtime_initializes_again_after_finalize(fresh_runtime):

@@ -272,7 +272,7 @@ def test_a_stream_takes_new_work_after_an_abort(rt, gate):
 
 def test_abort_releases_a_stream_parked_on_an_event(rt):
     s = rt.create_stream()
-    rt.stream_wait_event(s, rt.create_event())  # never recorded
+    rt.stream_wait_event(s, rt.create_event(C.ACL_EVENT_SYNC))  # never recorded: a semaphore
     out = []
     rt.launch_host_func(s, out.append, 1)
     rt.stream_abort(s)
@@ -354,7 +354,7 @@ def test_a_long_wait_logs_what_it_is_stuck_on(fresh_runtime, monkeypatch, caplog
     rt.init()
     rt.set_device(0)
     s = rt.create_stream()
-    rt.stream_wait_event(s, rt.create_event())
+    rt.stream_wait_event(s, rt.create_event(C.ACL_EVENT_SYNC))
     with caplog.at_level(logging.WARNING, logger="npurt"):
         with pytest.raises(SyncTimeoutError):
             rt.synchronize_stream(s, 300)
@@ -365,8 +365,8 @@ def test_a_long_wait_logs_what_it_is_stuck_on(fresh_runtime, monkeypatch, caplog
 def test_set_op_wait_timeout_fails_a_wait_that_never_completes(rt):
     rt.set_op_wait_timeout(1)  # seconds; applies to waits issued from now on
     s = rt.create_stream()
-    e = rt.create_event()
-    rt.stream_wait_event(s, e)  # never recorded
+    e = rt.create_event(C.ACL_EVENT_SYNC)
+    rt.stream_wait_event(s, e)  # never recorded: a semaphore
     out = []
     rt.launch_host_func(s, out.append, "after")
     with pytest.raises(TaskError) as info:

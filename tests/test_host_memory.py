@@ -181,7 +181,7 @@ def test_the_registered_alias_cannot_be_used_for_memcpy(rt):
 
 
 def test_free_host_while_a_queued_copy_reads_it_keeps_the_memory_until_the_copy_ran(rt):
-    gate = rt.create_event()  # never recorded yet: holds the copy back
+    gate = rt.create_event(C.ACL_EVENT_SYNC)  # never recorded yet: holds the copy back
     s = rt.create_stream()
     host = rt.malloc_host(1 << 20)
     _host_view(host, 1 << 20)[:] = 7

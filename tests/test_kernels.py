@@ -406,7 +406,7 @@ def test_reading_memory_freed_before_the_launch_was_enqueued_fails(rt, vecs):
 def test_stop_on_failure_drops_the_rest_of_the_stream(rt, vecs):
     n, a, b, x, y, z = vecs
     s, other = rt.create_stream(), rt.create_stream()
-    gate = rt.create_event()
+    gate = rt.create_event(C.ACL_EVENT_SYNC)
     rt.set_stream_failure_mode(s, C.ACL_STOP_ON_FAILURE)
     rt.memset(z, 4 * n, 0, 4 * n)
     rt.stream_wait_event(s, gate)     # hold s so both launches are queued before either runs
@@ -424,7 +424,7 @@ def test_stop_on_failure_drops_the_rest_of_the_stream(rt, vecs):
 def test_free_while_a_kernel_is_queued_is_not_reused_before_it_ran(rt, vecs):
     n, a, b, x, y, z = vecs
     s = rt.create_stream()
-    gate = rt.create_event()
+    gate = rt.create_event(C.ACL_EVENT_SYNC)
     blocker = rt.create_stream()
     rt.stream_wait_event(s, gate)           # hold s until the gate is recorded
     launch(vadd, 2, (x, y, z, n), s)

@@ -14,6 +14,7 @@ from media_kit import NV12, Dvpp, gradient_rgb, jpeg, put_nv12, semiplanar
 
 import npurt
 import npurt.acl as acl
+from npurt.acl.constants import ACL_EVENT_SYNC
 from npurt.media import descs, vpc
 from npurt.runtime.observers import HOOKS
 
@@ -54,7 +55,7 @@ def test_a_resize_runs_after_the_copy_queued_before_it_on_the_stream(dvpp):
 
 
 def test_a_decode_waits_for_an_event_like_any_task(dvpp):
-    event, _ = acl.rt.create_event()
+    event, _ = acl.rt.create_event_with_flag(ACL_EVENT_SYNC)  # a wait before any record holds the stream
     data = jpeg(gradient_rgb(64, 48))
     src, n = dvpp.upload(data)
     out, optr, on = dvpp.pic(NV12, 64, 48, ws=128, hs=48, fill=0x11)
@@ -69,7 +70,7 @@ def test_a_decode_waits_for_an_event_like_any_task(dvpp):
 
 
 def test_freeing_an_input_while_the_task_is_queued_keeps_it_until_the_task_ran(dvpp):
-    event, _ = acl.rt.create_event()
+    event, _ = acl.rt.create_event_with_flag(ACL_EVENT_SYNC)  # a wait before any record holds the stream
     src, sptr, n = dvpp.pic(NV12, 64, 48, fill=200)
     dst, optr, on = dvpp.pic(NV12, 64, 48, fill=0)
     assert acl.rt.stream_wait_event(dvpp.stream, event) == OK
@@ -119,7 +120,7 @@ def test_a_failed_decode_is_reported_once_and_the_stream_carries_on(dvpp):
 
 
 def test_queued_work_reads_the_description_as_it_was_at_the_call(dvpp):
-    event, _ = acl.rt.create_event()
+    event, _ = acl.rt.create_event_with_flag(ACL_EVENT_SYNC)  # a wait before any record holds the stream
     buf = _nv12_source(dvpp)
     ptr, n = dvpp.upload(buf)
     src, _, _ = dvpp.pic(NV12, 64, 48, data=ptr, size=n)

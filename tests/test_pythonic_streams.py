@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import npurt
+from gates import Gate
 from npurt.runtime import api as rt
 from npurt.runtime import constants as C
 
@@ -23,11 +24,9 @@ def _fresh(fresh_runtime):
     yield
 
 
-def _held(stream: npurt.Stream) -> npurt.Event:
+def _held(stream: npurt.Stream) -> Gate:
     """Hold `stream` until the returned gate is recorded (gate.record(any stream))."""
-    gate = npurt.Event()
-    stream.wait_event(gate)
-    return gate
+    return Gate(stream)
 
 
 def test_current_stream_defaults_to_the_default_stream():

@@ -195,7 +195,7 @@ def test_a_chain_of_events_through_many_streams_keeps_order(rt):
 # ---------------------------------------------------------------- parking, inline, threads
 def test_parked_streams_do_not_occupy_the_worker(one_worker_rt):
     rt = one_worker_rt
-    never = rt.create_event()
+    never = rt.create_event(C.ACL_EVENT_SYNC)  # never recorded: a semaphore
     parked = [rt.create_stream() for _ in range(20)]
     for s in parked:
         rt.stream_wait_event(s, never)

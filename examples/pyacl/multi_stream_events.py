@@ -12,6 +12,8 @@ ACL_MEMCPY_DEVICE_TO_DEVICE = 3
 ACL_EVENT_SYNC = 0x1
 ACL_EVENT_RECORDED_STATUS_COMPLETE = 1
 ACL_EVENT_WAIT_STATUS_COMPLETE = 0
+ACL_STREAM_STATUS_COMPLETE = 0
+ACL_STREAM_STATUS_NOT_READY = 1
 NPY_FLOAT32 = 11
 
 
@@ -58,12 +60,17 @@ def main():
     check("query_event_wait_status", ret)
     print(f"event recorded status complete: {status == ACL_EVENT_RECORDED_STATUS_COMPLETE}")
     print(f"event wait status complete: {wait_status == ACL_EVENT_WAIT_STATUS_COMPLETE}")
-    # a SYNC event can be reset (by the waiting stream) for reuse
+    # a SYNC event is reset (by the waiting stream) for reuse: a later wait then waits for
+    # the next record, not for the one that already ran
     check("reset_event", acl.rt.reset_event(uploaded, stream_b))
+    check("stream_wait_event", acl.rt.stream_wait_event(stream_b, uploaded))
+    held, ret = acl.rt.stream_query(stream_b)
+    check("stream_query", ret)
+    check("record_event", acl.rt.record_event(uploaded, stream_a))
     check("synchronize_stream B", acl.rt.synchronize_stream(stream_b))
-    status, ret = acl.rt.query_event_status(uploaded)
-    check("query_event_status", ret)
-    print(f"event reset for reuse: {status != ACL_EVENT_RECORDED_STATUS_COMPLETE}")
+    released, ret = acl.rt.stream_query(stream_b)
+    check("stream_query", ret)
+    print(f"event reset for reuse: {held == ACL_STREAM_STATUS_NOT_READY and released == ACL_STREAM_STATUS_COMPLETE}")
     out = acl.util.ptr_to_numpy(host_out, (n,), NPY_FLOAT32)
     print(f"two-stream pipeline matches: {bool(np.array_equal(out, src))}")
 

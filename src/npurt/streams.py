@@ -290,8 +290,10 @@ class Event:
         if interprocess:
             raise InvalidValueError("interprocess events are not supported by npurt")
         _devices._context()
+        # as torch_npu: ACL_EVENT_SYNC (+ TIME_LINE), created with create_event_ex_with_flag, so
+        # before its first record a wait adds nothing and query()/synchronize() are done
         flags = C.ACL_EVENT_SYNC | (C.ACL_EVENT_TIME_LINE if enable_timing else 0)
-        self._ev = rt.create_event(flags=flags)
+        self._ev = rt.create_event(flags=flags, ex=True)
         self.enable_timing = bool(enable_timing)
         self.blocking = bool(blocking)
 
@@ -324,17 +326,23 @@ class Event:
         rt.stream_wait_event(_stream_arg(stream, "wait"), self._ev)
 
     def query(self) -> bool:
-        """True once the latest record has completed (False if never recorded)."""
+        """True once the latest record has completed (True if never recorded)."""
         return rt.query_event_status(self._ev) == C.ACL_EVENT_RECORDED_STATUS_COMPLETE
 
     def synchronize(self) -> None:
-        """Block until the latest record has completed."""
+        """Block until the latest record has completed (returns at once if never recorded)."""
         rt.synchronize_event(self._ev)
 
     def elapsed_time(self, end: "Event") -> float:
         """Milliseconds from this event's record to `end`'s (both timing events, completed)."""
         if not isinstance(end, Event):
             raise InvalidValueError(f"elapsed_time expects an npurt.Event, got {type(end).__name__}")
+        if not (self.enable_timing and end.enable_timing):
+            raise EventError("both events must be created with enable_timing=True to measure elapsed time",
+                             C.ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID)
+        if self._ev.record is None or end._ev.record is None:
+            raise EventError("both events must be recorded before measuring the elapsed time between them",
+                             C.ACL_ERROR_RT_INTERNAL_ERROR)
         return rt.event_elapsed_time(self._ev, end._ev)
 
     def __await__(self):
@@ -343,9 +351,10 @@ class Event:
     async def _wait(self) -> None:
         ev = self._ev
         rec = ev.record
-        if rec is None or not rec.ran:
+        if rec is None:  # never recorded: nothing to wait for, as synchronize()
+            return
+        if not rec.ran:
             await _until(lambda wake: ev.on_completed(wake, rec))
-        rec = rec or ev.record
         if HOOKS.active and rec is not None and rec.ran:
             HOOKS.emit("host_synced", stream=rec.stream, seq=rec.seq)
         if rec is not None and not rec.ran:

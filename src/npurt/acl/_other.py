@@ -39,7 +39,7 @@ def finalize_reference():
 
 @acl.value(None, args=None)
 def get_soc_name():
-    """The simulated SoC's name (e.g. "Ascend910B3"); None before acl.init."""
+    """The simulated SoC's name (e.g. "Ascend910B3"); the runtime starts if it is not up."""
     return api.get_soc_name()
 
 

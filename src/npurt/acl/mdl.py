@@ -16,6 +16,7 @@ from ..ge.dataset import Dataset as _Dataset
 from ..ge.desc import ModelDesc as _ModelDesc
 from ..runtime import constants as C
 from ..runtime.errors import InvalidValueError as _InvalidValueError, NpuError as _NpuError
+from ..runtime.runtime import RUNTIME as _RUNTIME
 from . import _handles as H
 from ._args import Api as _Api
 from ._wrap import stream_of as _stream_of
@@ -607,6 +608,10 @@ _DUMP = ("model data dump (acl.mdl.*dump*) is not simulated: npurt writes no dum
 
 def _no_dump(name: str, fmt, shape: str = "ret"):
     def impl(*_args):
+        if not _RUNTIME.acl_initialized and name in ("init_dump", "set_dump", "finalize_dump"):
+            # the only calls ACL itself gates on acl.init (dump.cpp: GetAclInitFlag)
+            raise _NpuError(f"acl.init must be executed before acl.mdl.{name} is called",
+                            C.ACL_ERROR_UNINITIALIZE)
         raise _NpuError(f"acl.mdl.{name}: {_DUMP}", C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
     impl.__name__ = impl.__qualname__ = name
     fn = mdl.fn(fmt, shape)(impl)

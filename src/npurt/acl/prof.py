@@ -143,7 +143,7 @@ def init(*args):
                           "aclprofInit cannot be mixed with aclprofModelSubscribe (unsubscribe first)")
         if _state.initialized:
             return _error(ALREADY, "init", "profiling is already initialized; call acl.prof.finalize first")
-        if not RUNTIME.initialized:
+        if not RUNTIME.acl_initialized:
             return _error(C.ACL_ERROR_UNINITIALIZE, "init", "call acl.init before acl.prof.init")
         checked = _check_path(path, "init")
         if isinstance(checked, int):
@@ -192,7 +192,7 @@ def create_config(*args):
             raise ValueError("PyLong_AsUnsignedLong failed")
         ids.append(item & 0xFFFFFFFF)
     where = "create_config"
-    if not RUNTIME.initialized:
+    if not RUNTIME.acl_initialized:
         _error(C.ACL_ERROR_UNINITIALIZE, where, "call acl.init before acl.prof.create_config")
         return 0
     count = len(RUNTIME.devices)

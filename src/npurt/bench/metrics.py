@@ -480,7 +480,8 @@ def measure_queued_memory(s: Session, p: Profile) -> dict[str, Stat]:
     blocked = value(rt.create_stream(), "create_stream")
 
     def fill(traced: bool) -> tuple[float, float]:
-        gate = value(rt.create_event(), "create_event")  # fresh: never recorded
+        # a fresh ACL_EVENT_SYNC event: a wait before any record blocks until one completes
+        gate = value(rt.create_event_with_flag(1), "create_event_with_flag")
         try:
             check(rt.stream_wait_event(blocked, gate), "stream_wait_event")
             memcpy_async = rt.memcpy_async

@@ -135,7 +135,8 @@ def measure(s: Session, p: Profile) -> dict[str, Stat]:
             def enqueue(n):
                 # the stream waits on an event while the calls are timed: only the host's cost
                 # of queueing is measured; the executions run after the loop
-                gate = value(acl.rt.create_event(), "acl.rt.create_event")
+                # (an ACL_EVENT_SYNC event: a wait before any record blocks until one completes)
+                gate = value(acl.rt.create_event_with_flag(1), "acl.rt.create_event_with_flag")
                 check(acl.rt.stream_wait_event(stream, gate), "stream_wait_event")
                 t0 = clock()
                 for _ in range(n):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from .errors import ContextError, NotInitializedError
+from .errors import ContextError
 
 if TYPE_CHECKING:
     from .device import Device
@@ -47,9 +47,7 @@ def current_context() -> Context:
     if ctx is not None and ctx.alive:
         return ctx
     from .runtime import RUNTIME
-    if not RUNTIME.initialized:
-        raise NotInitializedError("the runtime is not initialized: call acl.init() first "
-                                  "(the Pythonic API initializes on first use)")
+    RUNTIME.ensure_initialized()
     if ctx is None and RUNTIME.default_device is not None:
         # acl.init's config {"defaultDevice": {"default_device": "<id>"}}: a thread that never
         # chose a device uses that one (an explicit set_device still wins)

@@ -1,11 +1,22 @@
 """Events: points in a stream that other streams and the host can wait for.
 
-Capture model (ACL's): `record(event, stream)` captures the tasks already enqueued on the
-stream at call time; the event completes when its record task runs, which is when every one
-of those tasks has finished. A wait enqueued on another stream waits for the capture that
-was current when the wait was enqueued. A wait on an event that was never recorded behaves
-like the hardware semaphore it is: the waiting stream stays blocked until a record of that
-event completes.
+The runtime's model (event.cc): `record(event, stream)` captures the tasks already enqueued
+on the stream; the event completes when its record task runs. The latest record is what
+later waits, synchronizes and queries use; `reset_event` does not forget it (event.cc's
+Reset only sets hasReset_, which the next record clears), so synchronize and query after a
+reset still answer for the last record.
+
+Waits, by kind of event (Event::WaitSendCheck / Event::Wait):
+- `_ex_` events (create_event_ex_with_flag, "new mode"): a wait before any record adds
+  nothing; otherwise it waits for the latest record.
+- events created with ACL_EVENT_SYNC or ACL_EVENT_EXTERNAL hold one hardware event id for
+  life, a semaphore: a wait before any record blocks until a record completes.
+- other events (create_event()'s RT_EVENT_DEFAULT takes a fresh id per record): a wait before
+  any record is refused (ACL_ERROR_RT_PARAM_INVALID: record it first).
+- after `reset_event`, a wait on an event whose record already ran waits for the next record
+  (the reset cleared the hardware flag that record set).
+Events without a wait flag (ACL_EVENT_SYNC, RT_EVENT_DDSYNC, EXTERNAL, IPC) cannot be waited
+on or reset (ACL_ERROR_RT_FEATURE_NOT_SUPPORT).
 """
 from __future__ import annotations
 
@@ -14,14 +25,19 @@ import time
 from typing import TYPE_CHECKING
 
 from . import constants as C
-from .errors import EventError, InvalidValueError, SyncTimeoutError, TaskError
-from .scheduler import Blocker, Callback, wait_until
+from .errors import (EventError, FeatureNotSupportedError, ParamInvalidError, SyncTimeoutError,
+                     TaskError)
+from .scheduler import Blocker, Callback
 from .watchdog import WATCHDOG
 from .tasks import NopTask, StreamProgress, Task
 
 if TYPE_CHECKING:
     from .device import Device
     from .stream import Stream
+
+RT_EVENT_DDSYNC = 0x4     # no ACL name; part of what create_event() gets
+RT_EVENT_DEFAULT = C.ACL_EVENT_CAPTURE_STREAM_PROGRESS | RT_EVENT_DDSYNC | C.ACL_EVENT_TIME_LINE  # 0x0E
+WAIT_FLAGS = C.ACL_EVENT_SYNC | RT_EVENT_DDSYNC | C.ACL_EVENT_EXTERNAL | C.ACL_EVENT_IPC
 
 
 class Record:
@@ -37,24 +53,25 @@ class Record:
 
 
 class Event:
-    """A device event. Flags say what it may be used for (see runtime.create_event*)."""
+    """A device event. `flags` (RT_EVENT_* / ACL_EVENT_*) say what it may be used for."""
 
-    def __init__(self, device: "Device", flags: int, *, timing: bool, sync: bool,
-                 resettable: bool, ex: bool = False, counted: bool = True):
+    def __init__(self, device: "Device", flags: int, *, ex: bool = False, counted: bool = True):
         self.device = device
         self.flags = flags
-        self.timing = timing          # usable with elapsed_time / get_timestamp
-        self.sync = sync              # usable with stream_wait_event
-        self.resettable = resettable  # usable with reset_event / query_event_wait_status
-        self.ex = ex                  # create_event_ex_with_flag semantics
+        self.ex = ex                  # create_event_ex_with_flag semantics ("new mode")
         self.counted = counted        # takes one of the device's event slots
+        self.waitable = bool(flags & WAIT_FLAGS)  # usable with stream_wait_event / reset_event
+        # one hardware id for life: a wait before any record blocks until one completes
+        self.semaphore = not ex and bool(flags & (C.ACL_EVENT_SYNC | C.ACL_EVENT_EXTERNAL))
+        self.timing = bool(flags & C.ACL_EVENT_TIME_LINE)  # the record writes a timestamp
         self.event_id = next(device.event_ids)
         self.handle = 0
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
         self.record: Record | None = None
-        self.watchers: list = []   # blockers of streams parked until a record completes
-        self.last_wait: tuple[Stream, int] | None = None
+        self.has_reset = False        # reset_event called since the latest record was enqueued
+        self.watchers: list = []      # blockers of streams parked until a record completes
+        self.waits: list[tuple[Stream, int]] = []  # stream_wait_event tasks not known to be done
         self.destroyed = False
 
     def __repr__(self) -> str:
@@ -71,30 +88,39 @@ class Event:
             rec.seq = seq
             with self.lock:
                 self.record = rec
-                self.cond.notify_all()  # a host waiting for "a record" moves on to this one
+                self.has_reset = False
+                self.cond.notify_all()
 
         return stream.enqueue(RecordTask(self, rec), on_seq=publish)
 
     def wait_on(self, stream: "Stream") -> int:
-        if not self.sync:
-            raise InvalidValueError(
-                f"event {self.event_id} was created without ACL_EVENT_SYNC and cannot be used with "
-                "stream_wait_event; create it with create_event() or create_event_with_flag(ACL_EVENT_SYNC)")
+        if not self.waitable:
+            raise FeatureNotSupportedError(
+                f"event {self.event_id} (flags {self.flags:#x}) cannot be waited on: create it with "
+                "create_event(), or with the ACL_EVENT_SYNC flag")
         rec = self.record
-        if rec is None and self.ex:
-            # an _ex_ event that was never recorded counts as complete: nothing to wait for
-            seq = stream.enqueue(NopTask())
+        if rec is None:
+            if self.ex:  # nothing recorded yet: nothing to wait for
+                return stream.enqueue(NopTask())
+            if not self.semaphore:
+                raise ParamInvalidError(
+                    f"event {self.event_id} has never been recorded: record it first (record_event) "
+                    "before a stream waits on it")
+            task = WaitTask(self, None, self.device.runtime.op_wait_timeout_s)
+        elif self.has_reset and rec.ran:  # the reset cleared what that record set: wait for the next
+            task = WaitTask(self, None, self.device.runtime.op_wait_timeout_s, stale=rec)
         else:
-            seq = stream.enqueue(WaitTask(self, rec, self.device.runtime.op_wait_timeout_s))
-        self.last_wait = (stream, seq)
+            task = WaitTask(self, rec, self.device.runtime.op_wait_timeout_s)
+        seq = stream.enqueue(task)
+        waits = self.waits
+        if len(waits) > 8:
+            waits[:] = [(s, n) for s, n in waits if s.completed_seq < n]
+        waits.append((stream, seq))
         return seq
 
     def reset_on(self, stream: "Stream") -> int:
-        if not self.resettable:
-            raise InvalidValueError(
-                f"event {self.event_id} cannot be reset: reset_event needs an event from "
-                "create_event_with_flag(ACL_EVENT_SYNC)")
-        return stream.enqueue(ResetEventTask(self, self.record))
+        self.has_reset = True
+        return stream.enqueue(ResetEventTask(self))
 
     def completed(self, rec: Record) -> None:
         """Called by the record task when it runs."""
@@ -134,35 +160,30 @@ class Event:
         rec.stream.on_retired(rec.seq, fn)
 
     # ------------------------------------------------------------ host side
-    def is_complete(self) -> bool:
+    def status_complete(self) -> bool:
+        """query_event_status: the latest record ran; before any, only _ex_ events count as done."""
         rec = self.record
-        if rec is None:
-            return self.ex  # an _ex_ event that was never recorded counts as complete
-        return rec.ran
+        return self.ex if rec is None else rec.ran
+
+    def query_complete(self) -> bool:
+        """query_event (Event::Query): not done only while the latest record is pending."""
+        rec = self.record
+        return rec is None or rec.ran
+
+    def is_complete(self) -> bool:
+        return self.status_complete()
 
     def wait_status_complete(self) -> bool:
-        last = self.last_wait
-        return last is None or last[0].completed_seq >= last[1]
+        """query_event_wait_status: every stream_wait_event on this event has finished."""
+        return all(s.completed_seq >= n for s, n in self.waits)
 
     def synchronize(self, timeout_ms: int = -1) -> None:
-        """Block until the latest capture has completed (or, never recorded, until a record
-        of this event completes)."""
-        deadline = None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
+        """Block until the latest record has completed; at once if there is none."""
         rec = self.record
         if rec is None:
-            if self.ex:
-                return
-            with self.lock:
-                ok = wait_until(self.cond, lambda: self.record is not None, _remaining(deadline),
-                                lambda: f"event {self.event_id}, which has never been recorded")
-            if not ok:
-                raise SyncTimeoutError(
-                    f"synchronize_event timed out after {timeout_ms} ms: event {self.event_id} "
-                    "has never been recorded", C.ACL_ERROR_RT_EVENT_SYNC_TIMEOUT)
-            rec = self.record
-        remaining_ms = -1 if deadline is None else max(0, int(_remaining(deadline) * 1000))
+            return
         try:
-            rec.stream.synchronize(until=rec.seq, timeout_ms=remaining_ms, report_errors=False)
+            rec.stream.synchronize(until=rec.seq, timeout_ms=timeout_ms, report_errors=False)
         except SyncTimeoutError as exc:
             raise SyncTimeoutError(
                 f"synchronize_event timed out after {timeout_ms} ms waiting for event "
@@ -176,49 +197,48 @@ class Event:
                 C.ACL_ERROR_RT_EVENT_NOT_COMPLETE)
 
     def timestamp_ns(self) -> int:
-        rec = self._timed_record("get a timestamp from")
-        return rec.t_ns
+        return self._timed_record("get a timestamp from").t_ns
 
     def elapsed_ms(self, end: "Event") -> float:
+        """end's record minus this one's, in ms; negative when end completed first (the
+        runtime subtracts without a check: Event::ElapsedTime)."""
+        if self.record is None or end.record is None:
+            who = self if self.record is None else end
+            raise EventError(f"cannot measure elapsed time: event {who.event_id} has not been recorded",
+                             C.ACL_ERROR_RT_INTERNAL_ERROR)
         start_rec = self._timed_record("measure elapsed time from")
         end_rec = end._timed_record("measure elapsed time to")
-        if end_rec.t_ns < start_rec.t_ns:
-            raise EventError(
-                f"event {end.event_id} completed before event {self.event_id}; pass the earlier "
-                "event as start", C.ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL)
         return (end_rec.t_ns - start_rec.t_ns) / 1e6
 
     def _timed_record(self, verb: str) -> Record:
+        rec = self.record
+        if rec is None:  # RT_ERROR_EVENT_RECORDER_NULL, which errcode_manage.cc maps to 507000
+            raise EventError(f"cannot {verb} event {self.event_id}: it has not been recorded",
+                             C.ACL_ERROR_RT_INTERNAL_ERROR)
         if not self.timing:
             raise EventError(
-                f"cannot {verb} event {self.event_id}: it was created without timing "
-                "(use create_event(), or ACL_EVENT_TIME_LINE, or Event(enable_timing=True))")
-        rec = self.record
-        if rec is None:
-            raise EventError(f"cannot {verb} event {self.event_id}: it has not been recorded")
-        if not rec.ran:
+                f"cannot {verb} event {self.event_id}: it was created without ACL_EVENT_TIME_LINE, so "
+                "its record writes no timestamp (use create_event(), or add ACL_EVENT_TIME_LINE)")
+        if not rec.ran:  # the timestamp is only written when the record runs
             raise EventError(
-                f"cannot {verb} event {self.event_id}: it has not completed yet; synchronize "
-                "the event or its stream first", C.ACL_ERROR_RT_EVENT_NOT_COMPLETE)
+                f"cannot {verb} event {self.event_id}: its record has not completed yet; synchronize "
+                "the event or its stream first")
         return rec
 
 
-def _remaining(deadline: float | None) -> float | None:
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-
 class EventNextRecord(Blocker):
-    """Blocker: a record of `event` (which had none when the wait began) completes."""
+    """Blocker: a record of `event` other than `stale` (None: any) completes."""
 
-    __slots__ = ("event",)
+    __slots__ = ("event", "stale")
 
-    def __init__(self, event: Event):
-        self.event = event
+    def __init__(self, event: Event, stale: Record | None = None):
+        self.event, self.stale = event, stale
 
     def register(self) -> bool:
         event = self.event
         with event.lock:
-            if event.record is not None:
+            rec = event.record
+            if rec is not None and rec is not self.stale:
                 return False
             event.watchers.append(self)
             return True
@@ -230,6 +250,9 @@ class EventNextRecord(Blocker):
         rec = self.event.record
         if rec is None:
             return f"event {self.event.event_id}, which has never been recorded"
+        if rec is self.stale:
+            return (f"event {self.event.event_id}, which was reset after its last record: waiting for "
+                    "a new record of it")
         return (f"event {self.event.event_id}, recorded on stream {rec.stream.stream_id} as task "
                 f"#{rec.seq}, which has not completed (that stream has finished #{rec.stream.completed_seq})")
 
@@ -252,12 +275,12 @@ class RecordTask(Task):
 
 
 class WaitTask(Task):
-    __slots__ = ("event", "rec", "timeout_s", "timed_out")
+    __slots__ = ("event", "rec", "stale", "timeout_s", "timed_out")
     kind = "stream_wait_event"
     may_block = True
 
-    def __init__(self, event: Event, rec: Record | None, timeout_s: float = 0):
-        self.event, self.rec = event, rec
+    def __init__(self, event: Event, rec: Record | None, timeout_s: float = 0, stale: Record | None = None):
+        self.event, self.rec, self.stale = event, rec, stale  # rec None: the next record (not `stale`)
         self.timeout_s = timeout_s  # set_op_wait_timeout; 0 = wait forever
         self.timed_out = False
 
@@ -267,8 +290,8 @@ class WaitTask(Task):
         rec = self.rec
         if rec is None:
             rec = self.event.record
-            if rec is None:
-                return self._armed(EventNextRecord(self.event))
+            if rec is None or rec is self.stale:
+                return self._armed(EventNextRecord(self.event, self.stale))
             self.rec = rec
         if rec.stream.completed_seq >= rec.seq:
             return None
@@ -313,17 +336,18 @@ class WaitTask(Task):
 
 
 class ResetEventTask(Task):
-    __slots__ = ("event", "rec")
+    """The device side of reset_event: it clears the hardware flag the last record set. The
+    host side (Event.has_reset) already decided what later waits wait for, and the latest
+    record stays what synchronize and query answer for, so running it changes nothing here."""
+
+    __slots__ = ("event",)
     kind = "reset_event"
 
-    def __init__(self, event: Event, rec: Record | None):
-        self.event, self.rec = event, rec
+    def __init__(self, event: Event):
+        self.event = event
 
     def run(self) -> None:
-        event = self.event
-        with event.lock:
-            if event.record is self.rec:  # a newer record (enqueued later) stays
-                event.record = None
+        pass
 
     def describe(self) -> str:
         return f"reset_event {self.event.event_id}"

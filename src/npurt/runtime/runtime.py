@@ -20,7 +20,7 @@ from . import constants as C
 from .config import Settings
 from .context import Context, bind
 from .device import Device
-from .errors import (InvalidDeviceError, InvalidValueError, NotInitializedError, NpuError,
+from .errors import (InvalidDeviceError, InvalidValueError, NpuError,
                      SubscriptionError, SyncTimeoutError)
 from .handles import table
 from .hostmem import HostMemory
@@ -56,6 +56,7 @@ class Runtime:
         self.lock = threading.RLock()
         self.initialized = False
         self.init_count = 0
+        self.finalized = False
         self.settings: Settings | None = None
         self.driver = None
         self.devices: list[Device | None] = []
@@ -83,45 +84,68 @@ class Runtime:
         self.release_hooks: list = []
 
     # ------------------------------------------------------------ lifecycle
+    # Two flags, as CANN has two layers: `initialized` says the runtime is up (it starts
+    # lazily on the first call that needs it, as CANN's runtime does; only acl.init's own
+    # duties, such as the dump APIs, require acl.init), `init_count` counts acl.init
+    # references (acl.cpp aclInitRefCount). `finalized` is acl.cpp's aclFinalizeFlag.
     def init(self, config_path: str | None = None) -> None:
         with self.lock:
-            if self.initialized:
+            if self.init_count > 0:
                 self.init_count += 1
                 raise NpuError("acl.init was already called; this call only counted a reference "
                                "(the first call's configuration stays)", C.ACL_ERROR_REPEAT_INITIALIZE)
             config = _read_config(config_path)
-            settings = Settings.from_env()
-            try:
-                spec = soc_by_name(settings.soc)
-            except KeyError as exc:
-                raise InvalidValueError(f"NPURT_SOC: {exc.args[0]}") from None
-            self.settings = settings
+            if not self.initialized:
+                self._start()
             self.config = config
-            self.driver = SimulatedNpu(spec, settings.physical_devices)
-            self.devices = [None] * len(settings.visible_devices)
-            self.device_by_physical = {}
             default = config.get("defaultDevice", {}).get("default_device") if isinstance(
                 config.get("defaultDevice"), dict) else None
             self.default_device = int(default) if default is not None and str(default).isdigit() else None
-            self.initialized = True
             self.init_count = 1
-            # create the visible devices' address mapping now: copies resolve addresses by it
-            for logical in range(len(self.devices)):
-                self.device(logical)
+            self.finalized = False
+
+    def _start(self) -> None:
+        settings = Settings.from_env()
+        try:
+            spec = soc_by_name(settings.soc)
+        except KeyError as exc:
+            raise InvalidValueError(f"NPURT_SOC: {exc.args[0]}") from None
+        self.settings = settings
+        self.config = {}
+        self.default_device = None
+        self.driver = SimulatedNpu(spec, settings.physical_devices)
+        self.devices = [None] * len(settings.visible_devices)
+        self.device_by_physical = {}
+        self.initialized = True
+        # create the visible devices' address mapping now: copies resolve addresses by it
+        for logical in range(len(self.devices)):
+            self.device(logical)
 
     def ensure_initialized(self) -> None:
+        """Start the runtime if it is not up (without acl.init's configuration)."""
         if not self.initialized:
-            try:
-                self.init()
-            except NpuError as exc:
-                if exc.code != C.ACL_ERROR_REPEAT_INITIALIZE:
-                    raise
+            with self.lock:
+                if not self.initialized:
+                    self._start()
+
+    check_initialized = ensure_initialized  # the runtime has no init gate: it starts lazily
+
+    @property
+    def acl_initialized(self) -> bool:
+        """acl.init was called and not finalized (acl.cpp GetAclInitFlag)."""
+        return self.init_count > 0
 
     def finalize(self, timeout_s: float = 30.0) -> None:
+        """acl.finalize: tear down whatever is up. Only a finalize after a finalize (with no
+        acl.init between) is refused (acl.cpp aclFinalizeImpl: aclFinalizeFlag)."""
         with self.lock:
+            if self.finalized:
+                raise NpuError("acl.finalize was called twice (no acl.init since the last finalize)",
+                               C.ACL_ERROR_REPEAT_FINALIZE)
+            self.finalized = True
+            self.init_count = 0
             if not self.initialized:
-                raise NpuError("acl.finalize was called but the runtime is not initialized "
-                               "(finalized already, or never initialized)", C.ACL_ERROR_REPEAT_FINALIZE)
+                return
             for device in self.devices:
                 if device is not None:
                     self._release_device(device, "acl.finalize", timeout_s)
@@ -154,20 +178,18 @@ class Runtime:
             bind(None)
 
     def finalize_reference(self) -> int:
+        """acl.cpp aclFinalizeReferenceImpl: drop one acl.init reference, finalize at the last."""
         with self.lock:
-            if not self.initialized:
-                raise NpuError("finalize_reference: the runtime is not initialized", C.ACL_ERROR_REPEAT_FINALIZE)
-            self.init_count -= 1
-            if self.init_count <= 0:
-                self.finalize()
-                return 0
-            return self.init_count
+            if self.init_count < 1:
+                raise NpuError("finalize_reference without a matching acl.init", C.ACL_ERROR_REPEAT_FINALIZE)
+            if self.init_count > 1:
+                self.init_count -= 1
+                return self.init_count
+            self.finalized = False  # the last reference finalizes whatever came before
+            self.finalize()
+            return 0
 
     # ------------------------------------------------------------ devices
-    def check_initialized(self) -> None:
-        if not self.initialized:
-            raise NotInitializedError("the runtime is not initialized: call acl.init() first")
-
     def device(self, logical_id) -> Device:
         """The Device for a logical id, created on first use."""
         devices = self.devices
@@ -175,7 +197,8 @@ class Runtime:
             dev = devices[logical_id]
             if dev is not None:
                 return dev
-        self.check_initialized()
+        self.ensure_initialized()
+        devices = self.devices
         if type(logical_id) is not int or not 0 <= logical_id < len(devices):
             raise InvalidDeviceError(
                 f"device id {logical_id!r} is invalid: {len(devices)} device(s) are visible "

@@ -453,8 +453,9 @@ def ctx_get_sys_param_opt(opt: int) -> int:
 
 
 def get_op_timeout_interval() -> int:
-    """Granule of op execute timeouts, in microseconds."""
-    rt.check_initialized()
+    """Granule of op execute timeouts, in microseconds. Needs a current context
+    (ApiImpl::GetOpTimeOutInterval)."""
+    current_context()
     return OP_TIMEOUT_INTERVAL_US
 
 

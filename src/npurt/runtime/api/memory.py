@@ -153,8 +153,9 @@ def pointer_get_attributes(ptr: int) -> dict:
 
 # ================================================================ host memory
 def malloc_host(size: int, managed: bool = False) -> int:
-    """Page-locked (here: its own page-aligned mapping) host memory; a usable host pointer."""
-    rt.check_initialized()
+    """Page-locked (here: its own page-aligned mapping) host memory; a usable host pointer.
+    Needs a current context, as ApiImpl::HostMalloc does."""
+    current_context()
     addr = rt.host.malloc(size)
     if HOOKS.active:
         HOOKS.emit("mem_alloc", device=None, addr=addr, size=size, managed=managed)
