@@ -236,3 +236,12 @@ def test_without_the_models_extra_loading_names_what_to_install(dev, mlp_onnx, t
     monkeypatch.setattr(builtins, "__import__", no_onnx)
     assert acl.mdl.load_from_file(path) == (0, C.ACL_ERROR_GE_LOAD_MODEL)
     assert "pip install 'npurt[models]'" in acl.get_recent_err_msg()
+
+
+def test_the_graph_engine_front_ends_import_neither_onnx_nor_onnxruntime():
+    code = ("import sys, npurt, npurt.acl as acl, npurt.ge, npurt.ge.api, npurt.ge.ops.execute\n"
+            "assert callable(acl.mdl.load_from_file) and callable(acl.op.execute_v2) and npurt.Model\n"
+            "heavy = [m for m in ('onnx', 'onnxruntime') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
