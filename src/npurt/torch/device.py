@@ -1,0 +1,86 @@
+"""Which npu device: `torch.npu.set_device`, `current_device`, `device(...)`, `device_count`.
+
+Devices are npurt's logical devices (NPURT_DEVICE_COUNT, ASCEND_RT_VISIBLE_DEVICES); the
+current device is npurt's per-thread one. `torch.device("npu")` without an index means the
+current device, as on real torch_npu. Torch's own device guard for PrivateUse1 cannot switch
+devices from Python (its index is always 0), so an op runs on the device of its tensors and
+the current stream of *that* device.
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import _devices
+
+
+def index_of(device, optional: bool = True) -> int:
+    """The npu device index of an int, "npu", "npu:1", torch.device or None (current)."""
+    if device is None:
+        return _devices.current_device()
+    if isinstance(device, int) and not isinstance(device, bool):
+        _devices._device_obj(device)  # InvalidDeviceError naming the visible range
+        return device
+    if isinstance(device, str):
+        device = torch.device(device)
+    if isinstance(device, torch.device):
+        if device.type != "npu":
+            raise ValueError(f"expected an npu device, got {device}")
+        return _devices.current_device() if device.index is None else index_of(device.index)
+    raise TypeError(f"expected an npu device (int, 'npu:N' or torch.device), got {type(device).__name__}")
+
+
+def device_count() -> int:
+    return _devices.device_count()
+
+
+def current_device() -> int:
+    return _devices.current_device()
+
+
+def set_device(device) -> None:
+    _devices.set_device(index_of(device))
+
+
+class device:
+    """Context manager: `with torch.npu.device(1):` makes npu:1 current for the block."""
+
+    def __init__(self, device):
+        self.idx = None if device is None else index_of(device)
+        self._inner = _devices.device(self.idx)
+
+    def __enter__(self):
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._inner.__exit__(*exc)
+
+
+class device_of(device):
+    """Context manager: the device of tensor `obj` (no-op for a CPU tensor)."""
+
+    def __init__(self, obj):
+        super().__init__(obj.get_device() if obj.device.type == "npu" else None)
+
+
+def synchronize(device=None) -> None:
+    """Wait for all work on every stream of `device` (default: current); raises a failure."""
+    _devices.synchronize(index_of(device))
+
+
+def is_available() -> bool:
+    return True
+
+
+def get_device_name(device=None) -> str:
+    return _devices.get_device_name(index_of(device))
+
+
+def get_device_properties(device=None):
+    return _devices.get_device_properties(index_of(device))
+
+
+def get_device_capability(device=None) -> tuple[int, int]:
+    """(major, minor): the SoC's NPU architecture number, split as torch splits CUDA's."""
+    arch = _devices.get_device_properties(index_of(device)).npu_arch
+    return arch // 100, arch % 100

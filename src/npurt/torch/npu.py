@@ -1,0 +1,188 @@
+"""`torch.npu`: the device module torch_npu users call, over npurt.
+
+Registered as `torch.npu` (and `sys.modules["torch.npu"]`) by `npurt.torch.register()`.
+Names and semantics follow torch_npu (which follows `torch.cuda`): devices, streams and
+events, memory statistics of npurt's caching pool, the per-device random generator, `amp`.
+"""
+from __future__ import annotations
+
+import torch
+
+from .. import _devices
+from . import random as _random
+from .device import (current_device, device, device_count, device_of, get_device_capability,  # noqa: F401
+                     get_device_name, get_device_properties, index_of, is_available, set_device,
+                     synchronize)
+from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+
+
+def is_initialized() -> bool:
+    return True
+
+
+def init() -> None:
+    """torch.npu.init(): the runtime starts on first use; this makes it start now."""
+    _devices._context()
+
+
+def _is_in_bad_fork() -> bool:
+    return False
+
+
+def _lazy_init() -> None:
+    _devices._context()
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    return True
+
+
+# ---------------------------------------------------------------- memory
+def _stats(device=None) -> dict:
+    return _devices.memory_stats(index_of(device))
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes held by live npu tensors (and other npurt allocations), in pool block sizes."""
+    return _stats(device)["allocated_bytes"]
+
+
+def max_memory_allocated(device=None) -> int:
+    return _stats(device)["peak_allocated_bytes"]
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes npurt's caching pool holds from the device (live plus cached)."""
+    return _stats(device)["reserved_bytes"]
+
+
+def max_memory_reserved(device=None) -> int:
+    return _stats(device)["peak_reserved_bytes"]
+
+
+memory_cached = memory_reserved
+max_memory_cached = max_memory_reserved
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    _devices.reset_peak_memory_stats(index_of(device))
+
+
+reset_max_memory_allocated = reset_peak_memory_stats
+reset_max_memory_cached = reset_peak_memory_stats
+
+
+def empty_cache() -> None:
+    """Give cached, unused device memory of every device back (memory still in use, or
+    freed while queued work uses it, stays)."""
+    for i in range(device_count()):
+        _devices.empty_cache(i)
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """(free, total) bytes of the device."""
+    return _devices.mem_get_info(index_of(device))
+
+
+def memory_stats(device=None) -> dict:
+    """torch's key names over npurt's pool counters (the keys npurt can fill honestly)."""
+    s = _stats(device)
+    return {
+        "allocated_bytes.all.current": s["allocated_bytes"],
+        "allocated_bytes.all.peak": s["peak_allocated_bytes"],
+        "active_bytes.all.current": s["allocated_bytes"],
+        "active_bytes.all.peak": s["peak_allocated_bytes"],
+        "reserved_bytes.all.current": s["reserved_bytes"],
+        "reserved_bytes.all.peak": s["peak_reserved_bytes"],
+        "allocation.all.current": s["active_blocks"],
+        "allocation.all.allocated": s["num_allocs"],
+        "allocation.all.freed": s["num_frees"],
+        "segment.all.allocated": s["segment_maps"],
+        "segment.all.freed": s["segment_unmaps"],
+        "num_ooms": s["num_ooms"],
+        "num_alloc_retries": 0,
+        "pending_free_blocks": s["pending_free_blocks"],
+    }
+
+
+def memory_summary(device=None, abbreviated: bool = False) -> str:
+    s = _stats(device)
+    idx = index_of(device)
+    mib = 2 ** 20
+    return "\n".join([
+        f"npurt memory summary, device npu:{idx}",
+        f"  allocated      {s['allocated_bytes'] / mib:10.2f} MiB (peak {s['peak_allocated_bytes'] / mib:.2f} MiB)",
+        f"  reserved       {s['reserved_bytes'] / mib:10.2f} MiB (peak {s['peak_reserved_bytes'] / mib:.2f} MiB)",
+        f"  live blocks    {s['active_blocks']:10d}",
+        f"  pending frees  {s['pending_free_blocks']:10d}  (freed, waiting for queued work)",
+        f"  allocations    {s['num_allocs']:10d}  ({s['pool_hits']} from the cache)",
+        f"  out of memory  {s['num_ooms']:10d}",
+    ])
+
+
+# ---------------------------------------------------------------- random numbers
+def manual_seed(seed: int) -> None:
+    """Seed the current device's generator."""
+    _random.manual_seed(seed, current_device())
+
+
+def manual_seed_all(seed: int) -> None:
+    for i in range(device_count()):
+        _random.manual_seed(seed, i)
+
+
+def seed() -> None:
+    manual_seed(torch.seed())
+
+
+def seed_all() -> None:
+    manual_seed_all(torch.seed())
+
+
+def initial_seed() -> int:
+    return _random.initial_seed(current_device())
+
+
+def get_rng_state(device="npu") -> torch.Tensor:
+    return _random.get_state(index_of(device))
+
+
+def set_rng_state(new_state: torch.Tensor, device="npu") -> None:
+    _random.set_state(new_state, index_of(device))
+
+
+def get_rng_state_all() -> list:
+    return [_random.get_state(i) for i in range(device_count())]
+
+
+def set_rng_state_all(new_states) -> None:
+    for i, state in enumerate(new_states):
+        _random.set_state(state, i)
+
+
+# ---------------------------------------------------------------- torch_npu-only switches
+def set_compile_mode(jit_compile: bool = False) -> None:
+    """torch_npu: online operator compilation on or off. Nothing to compile here."""
+
+
+def is_jit_compile_false() -> bool:
+    return True
+
+
+class _Config:
+    """torch.npu.config: torch_npu's switches (accepted; they change nothing here)."""
+
+    allow_internal_format = False
+
+
+config = _Config()
+
+
+def utilization(device=None) -> int:
+    """Percent of time the device was busy; npurt does not sample it (0)."""
+    index_of(device)
+    return 0
+
+
+# set by npurt.torch.register(): torch.npu.amp
+amp = None

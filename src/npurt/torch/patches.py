@@ -1,0 +1,79 @@
+"""The few Python-level patches that make torch treat npu like a C++-registered device.
+
+Each fills a hook torch has no Python API for (see docs/torch.md):
+
+* `torch.UntypedStorage(n, device="npu")` needs a C++ allocator for PrivateUse1 (a null one
+  crashes the process); it is made from an npu tensor instead. `torch.load`, `storage.npu()`
+  and `storage.to("npu")` go through it.
+* Autograd runs backward ops in its own device threads, whose current stream would be the
+  default one: backward is queued on the stream(s) current where `backward()` was called.
+* At interpreter exit, work still queued runs to the end before torch tears down (a worker
+  running a torch kernel during teardown aborts the process).
+"""
+from __future__ import annotations
+
+import atexit
+
+import torch
+
+from .. import streams as _np_streams
+from ..runtime.runtime import RUNTIME
+from . import dispatch
+
+_orig_storage_new = None
+_orig_engine = None
+
+
+def _storage_new(cls, *args, device=None, **kwargs):
+    if device is not None and torch.device(device).type == "npu":
+        if args and isinstance(args[0], int) and not kwargs:
+            return torch.empty(args[0], dtype=torch.uint8, device=device).untyped_storage()
+        host = _orig_storage_new(cls, *args, **kwargs)  # from data: build on the host, then copy
+        out = torch.empty(host.nbytes(), dtype=torch.uint8, device=device).untyped_storage()
+        out.copy_(host)
+        return out
+    if device is None:
+        return _orig_storage_new(cls, *args, **kwargs)
+    return _orig_storage_new(cls, *args, device=device, **kwargs)
+
+
+def _engine_run_backward(*args, **kwargs):
+    """autograd's entry to the C++ engine, with backward queued on the caller's streams."""
+    current = _np_streams._tls.current
+    saved = dict(dispatch.BACKWARD_STREAMS)
+    for index, s in list(current.items()):
+        if not s._s.destroyed:
+            dispatch.BACKWARD_STREAMS[index] = s._s
+    try:
+        return _orig_engine(*args, **kwargs)
+    finally:
+        dispatch.BACKWARD_STREAMS.clear()
+        dispatch.BACKWARD_STREAMS.update(saved)
+
+
+def drain(timeout_s: float = 60.0) -> None:
+    """Let every device finish its queued work (errors are left to the streams)."""
+    if not RUNTIME.initialized:
+        return
+    for device in list(RUNTIME.devices):
+        if device is None:
+            continue
+        for stream in device.all_streams():
+            try:
+                stream.synchronize(timeout_ms=int(timeout_s * 1000), report_errors=False)
+            except Exception:  # noqa: BLE001 - a failed or stuck stream must not block exit
+                pass
+
+
+def apply() -> None:
+    global _orig_storage_new, _orig_engine
+    if _orig_storage_new is None:
+        _orig_storage_new = torch.UntypedStorage.__new__
+        torch.UntypedStorage.__new__ = _storage_new
+    if _orig_engine is None:
+        from torch import autograd
+        from torch.autograd import graph
+        _orig_engine = graph._engine_run_backward
+        graph._engine_run_backward = _engine_run_backward
+        autograd._engine_run_backward = _engine_run_backward
+    atexit.register(drain)
