@@ -1,9 +1,10 @@
-"""`npurt run [-v] script.py [args...]`: run an unmodified pyACL script on npurt.
+"""`npurt run [-v] [--torch-npu] script.py [args...]`: run an unmodified pyACL script on npurt.
 
 Inside this command only, `import acl` (and `import acl.rt`, `from acl import util`, ...)
 resolves to `npurt.acl`: the `acl*` entries are aliases in `sys.modules` made before the
 script starts. Nothing named `acl` is installed, so a real CANN pyACL stays importable
-everywhere else.
+everywhere else. With `--torch-npu`, `import torch_npu` (and its submodules) resolves to
+npurt's shim the same way, and the "npu" torch device is registered before the script runs.
 
 The script runs as `python script.py args...` would run it: `sys.argv` is
 [script, args...], `__name__ == "__main__"`, the script's directory is first on `sys.path`,
@@ -19,10 +20,12 @@ import sys
 import traceback
 import types
 
-USAGE = """usage: npurt run [-v] [--profile OUT_DIR] script.py [args...]
+USAGE = """usage: npurt run [-v] [--torch-npu] [--profile OUT_DIR] script.py [args...]
 
 Run a pyACL script with `import acl` resolving to npurt's facade (npurt.acl).
   -v, --verbose        say what is run, on which simulated SoC, and the exit status (on stderr)
+  --torch-npu          also run torch_npu scripts: `import torch_npu` resolves to npurt's shim and
+                       torch's "npu" device is npurt's (needs PyTorch: pip install 'npurt[torch]')
   --profile OUT_DIR    profile the whole run: write the timeline (msprof.json), the summary
                        tables (*.csv) and summary.txt to OUT_DIR; the summary is printed
                        on stderr at the end
@@ -41,6 +44,22 @@ def install_acl_alias() -> list[str]:
             if not alias.split(".")[-1].startswith("_"):
                 sys.modules[alias] = module
                 made.append(alias)
+    return sorted(made)
+
+
+TORCH_NPU_SUBMODULES = ("optim", "profiler", "formats", "ops")
+
+
+def install_torch_npu_alias() -> list[str]:
+    """Make `torch_npu` (and torch_npu.npu, .optim, .profiler, ...) name npurt's shim; returns
+    the aliases. Raises ImportError when PyTorch is missing or too old."""
+    import npurt.torch.shim as shim  # registers the npu device
+
+    made = {"torch_npu": shim, "torch_npu.npu": sys.modules["torch.npu"],
+            "torch_npu.npu.amp": sys.modules["torch.npu.amp"]}
+    for sub in TORCH_NPU_SUBMODULES:
+        made[f"torch_npu.{sub}"] = sys.modules[f"npurt.torch.shim.{sub}"]
+    sys.modules.update(made)
     return sorted(made)
 
 
@@ -78,12 +97,15 @@ def _run_as_main(script: str) -> None:
 
 def main(argv: list[str]) -> int:
     verbose = False
+    torch_npu = False
     profile_dir = None
     args = list(argv)
     while args and args[0].startswith("-"):
         opt = args.pop(0)
         if opt in ("-v", "--verbose"):
             verbose = True
+        elif opt == "--torch-npu":
+            torch_npu = True
         elif opt == "--profile" or opt.startswith("--profile="):
             profile_dir = opt.partition("=")[2] if "=" in opt else (args.pop(0) if args else "")
             if not profile_dir:
@@ -115,12 +137,23 @@ def main(argv: list[str]) -> int:
             print(f"npurt run: {exc.message}", file=sys.stderr)
             return 2
 
-    before = {name: sys.modules[name] for name in list(sys.modules) if name == "acl" or name.startswith("acl.")}
+    before = {name: sys.modules[name] for name in list(sys.modules)
+              if name.split(".")[0] in ("acl", "torch_npu")}
     aliases = install_acl_alias()
+    if torch_npu:
+        try:
+            aliases += install_torch_npu_alias()
+        except (ImportError, RuntimeError) as exc:
+            for alias in aliases:
+                sys.modules.pop(alias, None)
+            sys.modules.update(before)
+            print(f"npurt run: --torch-npu: {exc}", file=sys.stderr)
+            return 2
     if verbose:
         from npurt.runtime.config import Settings
         settings = Settings.from_env()
-        print(f"npurt run: {args[0]} with acl -> npurt.acl ({', '.join(aliases)}); simulated {settings.soc}, "
+        shim = " and torch_npu -> npurt.torch.shim" if torch_npu else ""
+        print(f"npurt run: {args[0]} with acl -> npurt.acl{shim} ({', '.join(aliases)}); simulated {settings.soc}, "
               f"{len(settings.visible_devices)} device(s)", file=sys.stderr)
 
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None

@@ -1,19 +1,27 @@
-"""Real PrivateUse1 tensors at npurt device addresses, made through DLPack.
+"""Real tensors at addresses we choose, made through DLPack: npu tensors over npurt device
+memory, and CPU tensors over the host views of it.
 
 `torch._C._from_dlpack` turns a DLManagedTensor whose device type is kDLExtDev into a tensor
-on "npu:<index>" whose storage `data_ptr()` is the address we put in it. The structs live in
-slots of a few ctypes slabs (no ctypes objects per tensor: filling a slot is one
-`struct.pack_into`); the deleter, one global C callback, runs when torch frees the storage and
-hands the slot back and calls `owner[0](owner)` (for npu storages: memory.release, which
-frees the npurt block), so torch's refcount drives npurt's stream-ordered free.
+on "npu:<index>" whose storage `data_ptr()` is the address in it. The DLManagedTensor comes
+from numpy: a one-element array (of a subclass that remembers the npurt allocation) exports
+a capsule, whose fields are then rewritten (address, device, dtype, shape, strides). numpy's
+deleter is C code that drops the array, so when torch frees the storage the allocation is
+released by the array's finalizer. That is the point of the detour: a deleter written in
+Python (a ctypes callback) runs while torch may be unwinding with an exception set, and
+replaces that exception with a SystemError; Python runs finalizers with the exception saved.
+
+Fields are read and written through one memoryview over the process's address space (only
+at addresses of capsules numpy just made for us).
 """
 from __future__ import annotations
 
 import ctypes
 import struct
 
+import numpy as np
 import torch
 
+KDL_CPU = 1
 KDL_EXT_DEV = 12  # DLDeviceType kDLExtDev: torch maps it to PrivateUse1
 # DLDataTypeCode: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLComplex 5, kDLBool 6
 DL_TYPES = {
@@ -22,83 +30,63 @@ DL_TYPES = {
     torch.uint8: (1, 8), torch.bool: (6, 8), torch.complex64: (5, 64), torch.complex128: (5, 128),
 }
 
-# DLManagedTensor: DLTensor {data, device {type, id}, ndim, dtype {code, bits, lanes}, shape*,
-# strides*, byte_offset}, manager_ctx, deleter: 64 bytes, then our shape and strides arrays
-_HEADER = struct.Struct("<QiiiBBHQQQQQ")
-_SLOT = 256
-_MAX_NDIM = (_SLOT - _HEADER.size) // 16
-_PER_SLAB = 1024
-_PACK = [struct.Struct(_HEADER.format + f"{2 * n}q") for n in range(_MAX_NDIM + 1)]  # header + dims
-
-_pycapsule_new = ctypes.pythonapi.PyCapsule_New
-_pycapsule_new.restype = ctypes.py_object
-_pycapsule_new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+_MEM = memoryview((ctypes.c_char * (1 << 47)).from_address(0)).cast("B")
+_U64 = struct.Struct("<Q")
+# DLTensor's first fields: data, device {type, id}, ndim, dtype {code, bits, lanes}
+_HEAD = struct.Struct("<QiiiBBH")
+_DIMS = [struct.Struct(f"<{n}q") for n in range(65)]
+_ONES = [(1,) * n for n in range(65)]
+_CAPSULE_POINTER = 16  # offset of PyCapsule's pointer (after PyObject_HEAD)
+_SCRATCH = np.zeros(8, np.float32)
+_F32 = np.dtype(np.float32)
+_new = np.ndarray.__new__
 _from_dlpack = torch._C._from_dlpack
 
-_slabs: list = []                 # ctypes buffers (never freed: slots are recycled)
-_views: dict[int, tuple] = {}     # slot address -> (memoryview of its slab, offset)
-_free: list[int] = []             # free slot addresses
-_owners: dict[int, object] = {}   # slot address -> owner (released by the deleter)
 
+class _Owned(np.ndarray):
+    """The array behind an npu storage; its finalizer calls owner[0](owner)."""
 
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-def _deleter(slot: int, _owners=_owners, _free=_free) -> None:
-    # runs in whatever thread drops the last reference, possibly during interpreter shutdown
-    # (hence the tables bound as defaults); never raise into C
-    owner = _owners.pop(slot, None)
-    _free.append(slot)
-    if owner is not None:
+    def __del__(self):
         try:
-            owner[0](owner)
+            owner = self.__dict__.pop("owner", None)
+            if owner is not None:
+                owner[0](owner)
         except Exception:  # noqa: BLE001 - interpreter shutdown or a torn-down runtime
             pass
 
 
-# torch keeps the pointer as long as any storage lives, which can be past this module's
-# teardown: the trampoline must never be freed
-ctypes.pythonapi.Py_IncRef(ctypes.py_object(_deleter))
-_DELETER = ctypes.cast(_deleter, ctypes.c_void_p).value
-
-
-def _grow() -> None:
-    buf = ctypes.create_string_buffer(_SLOT * _PER_SLAB)
-    _slabs.append(buf)
-    view = memoryview(buf).cast("B")
-    base = ctypes.addressof(buf)
-    for i in range(_PER_SLAB - 1, -1, -1):
-        _views[base + i * _SLOT] = (view, i * _SLOT)
-        _free.append(base + i * _SLOT)
-
-
-def tensor_at(ptr: int, shape, strides, dtype: torch.dtype, index: int, owner: tuple) -> torch.Tensor:
-    """A tensor on npu:`index` over device memory at `ptr` (strides in elements); once torch
-    frees the storage, `owner[0](owner)` is called."""
+def tensor_at(ptr: int, shape, strides, dtype: torch.dtype, index: int, owner: tuple | None,
+              device_type: int = KDL_EXT_DEV) -> torch.Tensor:
+    """A tensor on npu:`index` (or the CPU) over memory at `ptr`, strides in elements; once
+    torch frees the storage, `owner[0](owner)` is called (if there is an owner)."""
     code = DL_TYPES.get(dtype)
     if code is None:  # a dtype DLPack cannot carry: a byte tensor reinterpreted
-        return _reinterpreted(ptr, shape, strides, dtype, index, owner)
+        return _reinterpreted(ptr, shape, strides, dtype, index, owner, device_type)
     ndim = len(shape)
-    if ndim > _MAX_NDIM:
-        raise RuntimeError(f"npu tensors support at most {_MAX_NDIM} dimensions, got {ndim}")
-    try:
-        slot = _free.pop()
-    except IndexError:
-        _grow()
-        slot = _free.pop()
-    view, off = _views[slot]
-    dims = slot + _HEADER.size
-    _PACK[ndim].pack_into(view, off, ptr, KDL_EXT_DEV, index, ndim, code[0], code[1], 1, dims,
-                          dims + 8 * ndim, 0, 0, _DELETER, *shape, *strides)
-    _owners[slot] = owner
-    try:
-        return _from_dlpack(_pycapsule_new(slot, b"dltensor", None))
-    except BaseException:
-        _owners.pop(slot, None)
-        _free.append(slot)
-        raise
+    if owner is None:
+        arr = _new(np.ndarray, _ONES[ndim], _F32, _SCRATCH)
+    else:
+        arr = _new(_Owned, _ONES[ndim], _F32, _SCRATCH)
+        arr.owner = owner
+    capsule = arr.__dlpack__()
+    mem = _MEM
+    p = _U64.unpack_from(mem, id(capsule) + _CAPSULE_POINTER)[0]
+    _HEAD.pack_into(mem, p, ptr, device_type, index, ndim, code[0], code[1], 1)
+    if ndim:  # numpy's shape and strides arrays (their pointers follow dtype in DLTensor)
+        dims = _DIMS[ndim]
+        dims.pack_into(mem, _U64.unpack_from(mem, p + 24)[0], *shape)
+        dims.pack_into(mem, _U64.unpack_from(mem, p + 32)[0], *strides)
+    return _from_dlpack(capsule)
 
 
-def _reinterpreted(ptr, shape, strides, dtype, index, owner) -> torch.Tensor:
+def _reinterpreted(ptr, shape, strides, dtype, index, owner, device_type) -> torch.Tensor:
     itemsize = torch.empty((), dtype=dtype).element_size()
     span = 1 + sum((n - 1) * s for n, s in zip(shape, strides) if n > 0) if all(shape) else 0
-    raw = tensor_at(ptr, (span * itemsize,), (1,), torch.uint8, index, owner)
+    raw = tensor_at(ptr, (span * itemsize,), (1,), torch.uint8, index, owner, device_type)
     return raw.view(dtype).as_strided(shape, strides)
+
+
+def host_tensor_at(addr: int, shape, strides, dtype: torch.dtype) -> torch.Tensor:
+    """A CPU tensor over host memory at `addr` that owns nothing: its storage is exactly the
+    bytes it spans (kernels that reason about their output's storage see their own)."""
+    return tensor_at(addr, shape, strides, dtype, 0, None, KDL_CPU)

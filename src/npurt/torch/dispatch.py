@@ -22,6 +22,7 @@ once, as the NPU's cube unit accumulates in float32.
 """
 from __future__ import annotations
 
+import math
 import threading
 
 import torch
@@ -29,8 +30,9 @@ import torch
 from .. import streams as _streams
 from ..runtime import constants as C
 from ..runtime.observers import HOOKS
+from ..runtime.runtime import RUNTIME
 from ..runtime.tasks import Task
-from . import memory
+from . import _dlpack, memory
 from .memory import ITEMSIZE, _infos, info, itemsize
 
 _CPU = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
@@ -49,15 +51,20 @@ class Ref:
             base, shape, stride, offset, ptr, size
 
     def host(self) -> torch.Tensor:
-        """A new host view (for tensors the op writes: a CPU kernel may restride its out)."""
-        return self.base.as_strided(self.shape, self.stride, self.offset)
+        """A new host view for a tensor the op writes: a CPU tensor whose storage is exactly the
+        bytes it spans (out kernels may restride their outs or reason about their storage)."""
+        if not self.ptr:
+            return self.base.as_strided(self.shape, self.stride, 0)
+        base = self.base
+        return _dlpack.host_tensor_at(base.data_ptr() + self.offset * self.size, self.shape, self.stride, base.dtype)
 
     def view(self) -> torch.Tensor:
         """A host view for reading, shared through a small cache: a view of the arena is
         valid whatever lives there, and the same addresses come back (the pool reuses them)."""
-        cache = _VIEWS.get(self.base)
-        if cache is None:
-            cache = _VIEWS[self.base] = {}
+        cache = _VIEWS.get(id(self.base))
+        if cache is None or cache[0] is not self.base:
+            cache = _VIEWS[id(self.base)] = (self.base, {})
+        cache = cache[1]
         key = (self.offset, self.shape, self.stride)
         v = cache.get(key)
         if v is None:
@@ -80,12 +87,14 @@ class Ref:
         return self.ptr + lo * self.size, (hi - lo + 1) * self.size
 
 
-_VIEWS: dict = {}   # arena view (per device and dtype) -> {(offset, shape, stride): host view}
+# id(arena view of a device and dtype) -> (that view, {(offset, shape, stride): host view});
+# memory.info() drops a device's entries when the runtime was finalized (a new arena)
+_VIEWS: dict = {}
 
 
 def _info_of(index: int):
     inf = _infos.get(index)
-    if inf is None:
+    if inf is None or inf.devs is not RUNTIME.devices:
         return info(index)
     return inf
 
@@ -104,7 +113,7 @@ def ref(t: torch.Tensor, blocks: list) -> Ref:
         blocks.append(block)
     elif t.numel():
         memory.block_of(inf, t)  # raises: released or foreign memory
-    return Ref(base, t.shape, t.stride(), (ptr - inf.va_base) // size, ptr, size)
+    return Ref(base, t.shape, t.stride(), (ptr - inf.va_base) // size if ptr else 0, ptr, size)
 
 
 # ---------------------------------------------------------------- the task
@@ -268,10 +277,34 @@ class Plan:
         else:
             self.mode = FUNCTIONAL
         self.out_op = _out_overload(op) if self.mode == FUNCTIONAL else None
+        self.out_safe = True   # False once the .out kernel wanted to grow an out: copy instead
+        self.run_out = self._run_out if self.out_op is not None else None
         self.upcast = schema.name.split("::")[-1] in UPCAST_FP16
 
     def __repr__(self) -> str:
         return f"<Plan {self.name} {('view', 'functional', 'out', 'inplace', 'sync')[self.mode]}>"
+
+    def _run_out(self, *args, **kwargs):
+        """In a task: the op's `.out` kernel writing straight into device memory. Some CPU out
+        kernels use their out as scratch of another size; the out's storage is exactly the
+        tensor's bytes, so that fails to resize, and then (from then on) the functional op
+        runs and its results are copied."""
+        out_op, names = self.out_op
+        outs = [kwargs[n] for n in names]
+        if self.out_safe:
+            try:
+                out_op(*args, **kwargs)
+                return
+            except RuntimeError as exc:
+                if "not resizable" not in str(exc):
+                    raise
+                self.out_safe = False
+        for n in names:
+            del kwargs[n]
+        res = self.op(*args, **kwargs)
+        for o, x in zip(_flatten(outs), _flatten(res)):
+            if o is not None:
+                o.copy_(x)
 
     def kernel(self):
         """The PrivateUse1 kernel of this op."""
@@ -304,7 +337,7 @@ def _fast_kernel(plan: Plan):
     single_out = None
     if functional and out_op is not None and len(out_op[1]) == 1:
         single_out = out_op[1][0]
-    op, name, rets = plan.op, plan.name, plan.ret_alias
+    op, name, rets, run_out = plan.op, plan.name, plan.ret_alias, plan.run_out
     infos, itemsizes, meta = _infos, ITEMSIZE, META
 
     def kernel(*args, **kwargs):
@@ -326,7 +359,9 @@ def _fast_kernel(plan: Plan):
             if idx < 0:
                 return Call(plan, args, kwargs).run()
             if inf is None:
-                inf = infos.get(idx) or info(idx)
+                inf = infos.get(idx)
+                if inf is None or inf.devs is not RUNTIME.devices:
+                    inf = info(idx)
             elif idx != inf.index:
                 return Call(plan, args, kwargs).run()  # raises the device mismatch
             dt = t.dtype
@@ -343,7 +378,7 @@ def _fast_kernel(plan: Plan):
             base = inf.views.get(dt)
             if base is None:
                 base = inf.view_of(dt)
-            r = hargs[i] = Ref(base, shape, stride, (ptr - inf.va_base) // size, ptr, size)
+            r = hargs[i] = Ref(base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
             (writes if i in written else reads).append(r)
         if inf is None:
             return Call(plan, args, kwargs).run()
@@ -362,13 +397,15 @@ def _fast_kernel(plan: Plan):
             out = memory.alloc(inf, shape, stride, dt, nbytes)
             size = itemsizes[dt]
             ptr = out.data_ptr()
-            blocks.append(inf.live[ptr])
+            block = inf.live.get(ptr)
+            if block is not None:  # (an empty tensor has no address)
+                blocks.append(block)
             base = inf.views.get(dt)
             if base is None:
                 base = inf.view_of(dt)
-            r = Ref(base, shape, stride, (ptr - inf.va_base) // size, ptr, size)
+            r = Ref(base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
             writes.append(r)
-            seq = stream.enqueue(OpTask(out_op[0], hargs, {single_out: r}, name, reads, writes))
+            seq = stream.enqueue(OpTask(run_out, hargs, {single_out: r}, name, reads, writes))
         else:
             seq = stream.enqueue(OpTask(op, hargs, None, name, reads, writes))
             out = args[rets[0]] if len(rets) == 1 and rets[0] is not None else Call(plan, args, kwargs).aliased_returns()
@@ -448,10 +485,24 @@ def kernels_for_all(skip) -> dict:
         name = qual[len("aten::"):]
         if name in skip:
             continue
-        packet, _, overload = name.partition(".")
-        op = getattr(getattr(torch.ops.aten, packet), overload or "default")
-        out[name] = plan_of(op).kernel()
+        out[name] = _lazy_kernel(name)
     return out
+
+
+def _lazy_kernel(name: str):
+    """A kernel that works out its op's plan on first use (a plan costs ~1 ms; most programs
+    use a few dozen of the ~1,100 ops)."""
+    cell = []
+
+    def kernel(*args, **kwargs):
+        try:
+            k = cell[0]
+        except IndexError:
+            packet, _, overload = name.partition(".")
+            k = plan_of(getattr(getattr(torch.ops.aten, packet), overload or "default")).kernel()
+            cell.append(k)
+        return k(*args, **kwargs)
+    return kernel
 
 
 class Call:
@@ -528,7 +579,9 @@ class Call:
         elif idx != self.index:
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
                                f"devices, npu:{self.index} and npu:{idx}! (in {self.plan.name})")
-        inf = _infos.get(idx) or info(idx)
+        inf = _infos.get(idx)
+        if inf is None or inf.devs is not RUNTIME.devices:
+            inf = info(idx)
         base = inf.views.get(dt)
         if base is None:
             base = inf.view_of(dt)
@@ -539,7 +592,7 @@ class Call:
             self.blocks.append(block)
         elif t.numel():
             memory.block_of(inf, t)  # raises: released or foreign memory
-        r = Ref(base, shape, stride, (ptr - inf.va_base) // size, ptr, size)
+        r = Ref(base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
         (self.writes if written else self.reads).append(r)
         return r
 
@@ -583,12 +636,12 @@ class Call:
         self.writes.extend(out_refs)
         plan = self.plan
         if plan.out_op is not None and all(t is not None for t in flat):  # (no `in`: == on tensors)
-            out_op, names = plan.out_op
+            names = plan.out_op[1]
             kw = dict(self.hkw)
             it = iter(out_refs)
             for name, o in zip(names, _top(outs)):
                 kw[name] = [next(it) for _ in o] if type(o) is list else next(it)
-            self.launch(out_op, self.hargs, kw)
+            self.launch(plan.run_out, self.hargs, kw)
         else:
             fn = _copy_into(plan.op, out_refs)
             self.launch(fn, self.hargs, self.hkw)
@@ -627,8 +680,14 @@ class Call:
         return self.kwargs[self.plan.arg_names[i]]
 
     def meta(self):
-        """Output metadata from the meta kernel: a structure of (shape, stride, dtype), or
-        _SYNC when there is no meta kernel or it cannot say (the synchronous path)."""
+        """Output metadata from the meta kernel: a structure of (shape, stride, dtype, bytes),
+        or _SYNC when there is no meta kernel or it cannot say (the synchronous path)."""
+        shape_of = FACTORY_OUT_SHAPES.get(self.plan.name)
+        if shape_of is not None:  # their meta kernels are Python refs that import dynamo (seconds)
+            out = self.kwargs["out"]
+            shape = tuple(shape_of(*self.args))
+            stride = memory.contiguous_strides(shape)
+            return [(shape, stride, out.dtype, memory.span_bytes(shape, stride, out.element_size()))]
         margs = [_to_meta(a) for a in self.args]
         mkw = {k: _to_meta(v) for k, v in self.kwargs.items()}
         if self.plan.device_kw and "device" in mkw:
@@ -664,6 +723,38 @@ class Call:
             else:
                 out.append(_upload(item, self.index))
         return out[0] if single else tuple(out)
+
+
+def _arange_size(start, end=None, step=1):
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if all(isinstance(v, int) for v in (start, end, step)):
+        return (-((start - end) // step),)
+    return (math.ceil((end - start) / step),)
+
+
+def _range_size(start, end, step=1):
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    return (int(math.floor((end - start) / step)) + 1,)
+
+
+# factory ops torch reaches as op.out with an empty out: the out's shape from the arguments
+FACTORY_OUT_SHAPES = {
+    "aten::arange.start_out": _arange_size,
+    "aten::arange.out": _arange_size,
+    "aten::range.out": _range_size,
+    "aten::linspace.out": lambda start, end, steps, *_: (steps,),
+    "aten::logspace.out": lambda start, end, steps, *_: (steps,),
+    "aten::eye.out": lambda n: (n, n),
+    "aten::eye.m_out": lambda n, m: (n, m),
+    "aten::randperm.out": lambda n: (n,),
+    "aten::randperm.generator_out": lambda n: (n,),
+}
 
 
 def _devices_current() -> int:

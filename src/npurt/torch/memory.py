@@ -34,11 +34,12 @@ class DeviceInfo:
     """What ops need of one npurt device, looked up once: its memory, address base and the
     arena's host views per dtype."""
 
-    __slots__ = ("index", "device", "memory", "live", "va_base", "views", "_u8")
+    __slots__ = ("index", "device", "devs", "memory", "live", "va_base", "views", "_u8")
 
     def __init__(self, device):
         self.index = device.id
         self.device = device
+        self.devs = RUNTIME.devices  # a new list after a finalize: tells a stale DeviceInfo
         self.memory = device.memory
         self.live = device.memory.live
         self.va_base = device.backend.va_base
@@ -61,11 +62,13 @@ def info(index: int | None) -> DeviceInfo:
     if index is None:
         index = _devices.current_device()
     inf = _infos.get(index)
-    if inf is not None:
-        devs = RUNTIME.devices
-        if index < len(devs) and devs[index] is inf.device:
-            return inf
+    if inf is not None and inf.devs is RUNTIME.devices:
+        return inf
     dev = _devices._device_obj(index)  # initializes the runtime; InvalidDeviceError if out of range
+    if inf is not None:  # the runtime was finalized: let the old arena's views (and mapping) go
+        from .dispatch import _VIEWS
+        for view in inf.views.values():
+            _VIEWS.pop(id(view), None)
     inf = _infos[index] = DeviceInfo(dev)
     return inf
 
@@ -139,7 +142,8 @@ def host_view(t: torch.Tensor) -> torch.Tensor:
     For use inside tasks (device memory is the device's until the stream reaches them)."""
     inf = info(t.get_device())
     size = t.element_size()
-    return inf.view_of(t.dtype).as_strided(t.shape, t.stride(), (t.data_ptr() - inf.va_base) // size)
+    ptr = t.data_ptr()
+    return inf.view_of(t.dtype).as_strided(t.shape, t.stride(), (ptr - inf.va_base) // size if ptr else 0)
 
 
 def nbytes_of(t: torch.Tensor) -> int:

@@ -1,0 +1,184 @@
+"""npu tensors live in npurt's caching pool: data_ptr() is the device address, the refcount
+drives npurt's stream-ordered free, torch.npu.memory_* report the pool, and pinned memory is
+npurt's page-locked host memory."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import npurt.acl as acl
+from npurt.runtime import constants as C
+from npurt.runtime.address import VA_BASE
+from npurt.runtime.runtime import RUNTIME
+
+
+@pytest.fixture
+def gate():
+    """A never-recorded event a stream can be made to wait on; opening it releases the stream."""
+    ev = torch.npu.Event()
+
+    class Gate:
+        def hold(self, stream=None):
+            (stream or torch.npu.current_stream()).wait_event(ev)
+
+        def open(self):
+            ev.record(torch.npu.Stream())
+    g = Gate()
+    yield g
+    g.open()
+
+
+def test_data_ptr_is_an_npurt_device_address_of_a_live_allocation():
+    t = torch.zeros(256, device="npu")
+    ptr = t.data_ptr()
+    assert ptr >= VA_BASE
+    block = RUNTIME.device(0).memory.live[ptr]
+    assert block.requested >= 256 * 4
+    assert t[10:].data_ptr() == ptr + 40  # views share the storage
+
+
+def test_pyacl_calls_work_on_a_tensors_data_ptr():
+    t = torch.arange(16, dtype=torch.float32, device="npu")
+    torch.npu.synchronize()
+    host = np.zeros(16, np.float32)
+    assert acl.rt.memcpy(host.ctypes.data, 64, t.data_ptr(), 64, C.ACL_MEMCPY_DEVICE_TO_HOST) == 0
+    assert host.tolist() == list(range(16))
+
+
+def test_a_freed_tensors_address_is_refused_as_use_after_free():
+    t = torch.ones(1024, device="npu")
+    ptr = t.data_ptr()
+    del t
+    torch.npu.synchronize()
+    host = np.zeros(16, np.float32)
+    ret = acl.rt.memcpy(host.ctypes.data, 64, ptr, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)
+    assert ret == C.ACL_ERROR_INVALID_PARAM
+    assert "use after free" in acl.get_recent_err_msg()
+
+
+def test_a_copy_past_the_end_of_a_tensor_is_refused():
+    t = torch.ones(4, device="npu")
+    host = np.zeros(64, np.float32)
+    ret = acl.rt.memcpy(host.ctypes.data, 256, t.data_ptr(), 256, C.ACL_MEMCPY_DEVICE_TO_HOST)
+    assert ret == C.ACL_ERROR_INVALID_PARAM
+    assert "past the end" in acl.get_recent_err_msg()
+
+
+def test_memory_a_queued_op_still_reads_is_not_reused_when_its_tensor_dies(gate):
+    gate.hold()
+    x = torch.full((1024,), 3.0, device="npu")
+    y = x * 2                          # queued behind the gate: reads x later
+    ptr = x.data_ptr()
+    del x
+    others = [torch.full((1024,), 7.0, device="npu") for _ in range(8)]
+    assert ptr not in [o.data_ptr() for o in others]
+    gate.open()
+    assert torch.equal(y.cpu(), torch.full((1024,), 6.0))
+
+
+def test_memory_counters_follow_tensor_lifetimes():
+    torch.npu.synchronize()
+    before = torch.npu.memory_allocated()
+    t = torch.empty(1 << 20, dtype=torch.uint8, device="npu")
+    assert torch.npu.memory_allocated() - before >= 1 << 20
+    assert torch.npu.max_memory_allocated() >= torch.npu.memory_allocated()
+    assert torch.npu.memory_reserved() >= torch.npu.memory_allocated()
+    del t
+    assert torch.npu.memory_allocated() == before
+    torch.npu.reset_peak_memory_stats()
+    assert torch.npu.max_memory_allocated() == before
+    stats = torch.npu.memory_stats()
+    assert stats["allocated_bytes.all.current"] == before
+    assert stats["reserved_bytes.all.peak"] >= stats["reserved_bytes.all.current"]
+
+
+def test_empty_cache_gives_unused_segments_back():
+    t = torch.empty(64 << 20, dtype=torch.uint8, device="npu")
+    del t
+    reserved = torch.npu.memory_reserved()
+    torch.npu.synchronize()
+    torch.npu.empty_cache()
+    assert torch.npu.memory_reserved() <= reserved - (64 << 20)
+    assert torch.npu.max_memory_reserved() >= reserved
+
+
+def test_mem_get_info_reports_the_simulated_hbm():
+    free, total = torch.npu.mem_get_info()
+    assert total == torch.npu.get_device_properties().total_memory
+    assert 0 < free <= total
+
+
+def test_record_stream_marks_the_block_used_by_that_stream(gate):
+    s = torch.npu.Stream()
+    gate.hold(s)
+    with torch.npu.stream(s):
+        x = torch.ones(8, device="npu")
+    t = torch.zeros(8, device="npu")
+    t.record_stream(s)
+    block = RUNTIME.device(0).memory.live[t.data_ptr()]
+    assert block.uses[s.npurt_stream.runtime_stream] == s.npurt_stream.runtime_stream.enqueued_seq
+    gate.open()
+    del x
+
+
+def test_resize_that_grows_moves_to_a_new_allocation_keeping_the_values():
+    t = torch.arange(4.0, device="npu")
+    t.resize_(1000)
+    assert t.shape == (1000,)
+    assert t[:4].cpu().tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_untyped_storage_can_be_made_on_npu():
+    s = torch.UntypedStorage(64, device="npu")
+    assert s.device == torch.device("npu:0") and s.nbytes() == 64
+    s2 = torch.UntypedStorage(8).npu()
+    assert s2.device.type == "npu"
+
+
+def test_pin_memory_puts_the_tensor_in_npurt_page_locked_memory():
+    t = torch.arange(10.0)
+    p = t.pin_memory()
+    assert p.is_pinned() and not t.is_pinned()
+    assert torch.equal(p, t)
+    assert RUNTIME.host.find(p.data_ptr(), 40) is not None
+
+
+def test_non_blocking_copy_from_pinned_memory_reads_it_when_the_stream_runs(gate):
+    src = torch.zeros(1024).pin_memory()
+    gate.hold()
+    dst = src.to("npu", non_blocking=True)
+    src.fill_(5.0)                        # before the stream reached the copy
+    gate.open()
+    assert dst.cpu().eq(5.0).all()        # the device read the pinned buffer itself
+
+
+def test_a_pageable_source_is_taken_at_the_call(gate):
+    src = torch.zeros(1024)
+    gate.hold()
+    dst = src.to("npu", non_blocking=True)
+    src.fill_(5.0)
+    gate.open()
+    assert dst.cpu().eq(0.0).all()
+
+
+def test_non_blocking_copy_into_pinned_memory_returns_before_the_copy(gate):
+    x = torch.full((1024,), 2.0, device="npu")
+    out = torch.zeros(1024).pin_memory()
+    gate.hold()
+    out.copy_(x, non_blocking=True)
+    assert out.eq(0.0).all()              # not copied yet: the stream is held
+    gate.open()
+    torch.npu.synchronize()
+    assert out.eq(2.0).all()
+
+
+def test_dataloader_with_pin_memory_yields_pinned_batches():
+    data = torch.utils.data.TensorDataset(torch.randn(12, 3), torch.arange(12))
+    loader = torch.utils.data.DataLoader(data, batch_size=4, pin_memory=True)
+    seen = 0
+    for x, y in loader:
+        assert x.is_pinned() and y.is_pinned()
+        xd = x.to("npu", non_blocking=True)
+        seen += int(xd.shape[0])
+    assert seen == 12
