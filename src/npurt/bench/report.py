@@ -79,6 +79,12 @@ SPECS: list[Spec] = [
     Spec("model_exec_ms", "  acl.mdl.execute of the CNN", "ms", L),
     Spec("model_ort_ms", "  reference: ONNX Runtime session.run", "ms", L),
     Spec("model_exec_async_enqueue_us", "acl.mdl.execute_async enqueue (small MLP)", "us", L, 10, True),
+    Spec("torch_op_us", "torch: a + b on npu, host cost (device held)", "us", L, 25, True),
+    Spec("torch_op_busy_us", "  the same with the device running", "us", L),
+    Spec("torch_op_sync_us", "  a + b, then torch.npu.synchronize", "us", L),
+    Spec("torch_transformer_ratio", "torch: TransformerEncoderLayer step, npu / CPU torch (speed)", "x", H, 0.9, True),
+    Spec("torch_transformer_npu_ms", "  npu step (fwd + bwd + SGD, synchronized)", "ms", L),
+    Spec("torch_transformer_cpu_ms", "  reference: the same step in CPU torch", "ms", L),
 ]
 BY_ID = {s.id: s for s in SPECS}
 JSON_KEYS = [s.id for s in SPECS if s.json]

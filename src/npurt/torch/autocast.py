@@ -29,7 +29,8 @@ LOWER_PRECISION = [
 ]
 FP32 = [
     "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p", "reciprocal", "rsqrt",
-    "sinh", "tan", "pow", "softplus", "layer_norm", "native_layer_norm", "group_norm", "frobenius_norm",
+    "sinh", "tan", "pow", "softplus", "layer_norm", "native_layer_norm", "rms_norm", "group_norm",
+    "frobenius_norm",
     "nuclear_norm", "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss", "nll_loss",
     "nll_loss2d", "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss", "mse_loss",
     "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
@@ -40,7 +41,7 @@ FP32 = [
 ]
 FP32_SET_DTYPE = ["prod", "softmax", "log_softmax", "cumprod", "cumsum", "linalg_vector_norm",
                   "linalg_matrix_norm", "sum"]
-PROMOTE = ["addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "grid_sampler", "index_put",
+PROMOTE = ["addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "vdot", "grid_sampler", "index_put",
            "scatter_add", "tensordot"]
 
 
@@ -66,6 +67,9 @@ def _tensors(args, kwargs):
 
 
 def _kernel(op, policy: str):
+    names = [a.name for a in op._schema.arguments]
+    dtype_pos = names.index("dtype") if "dtype" in names else None
+
     def run(*args, **kwargs):
         with torch._C._ExcludeDispatchKeyGuard(_EXCLUDE):
             if policy == "lower":
@@ -73,10 +77,14 @@ def _kernel(op, policy: str):
                 args, kwargs = _cast(args, dtype), {k: _cast(v, dtype) for k, v in kwargs.items()}
             elif policy == "fp32":
                 args, kwargs = _cast(args, torch.float32), {k: _cast(v, torch.float32) for k, v in kwargs.items()}
-            elif policy == "fp32_dtype":
-                if kwargs.get("dtype") is None and any(_eligible(t) and t.dtype != torch.float32
-                                                       for t in _tensors(args, kwargs)):
-                    kwargs = {**kwargs, "dtype": torch.float32}
+            elif policy == "fp32_dtype":  # a dtype the caller left unset becomes float32
+                positional = dtype_pos is not None and dtype_pos < len(args)
+                unset = args[dtype_pos] is None if positional else kwargs.get("dtype") is None
+                if unset and any(_eligible(t) and t.dtype != torch.float32 for t in _tensors(args, kwargs)):
+                    if positional:
+                        args = (*args[:dtype_pos], torch.float32, *args[dtype_pos + 1:])
+                    else:
+                        kwargs = {**kwargs, "dtype": torch.float32}
             else:  # promote: the widest floating dtype among the eligible tensors
                 dtypes = [t.dtype for t in _tensors(args, kwargs) if _eligible(t)]
                 if dtypes:

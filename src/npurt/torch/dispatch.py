@@ -153,6 +153,12 @@ class OpTask(Task):
     def describe(self) -> str:
         return f"kernel {self.name}"
 
+    def details(self) -> dict:
+        """For tools (the profiler): the aten op's name and the bytes it reads and writes."""
+        acc = self.accesses()
+        return {"name": self.name, "bytes": sum(n for _, n, _ in acc),
+                "bytes_written": sum(n for _, n, w in acc if w)}
+
 
 def _host(a, writes):
     t = type(a)
