@@ -44,10 +44,10 @@ def test_an_npu_stream_is_a_torch_stream_of_the_npu_device():
 def test_ops_queue_on_the_current_stream_and_the_default_is_restored():
     s = torch.npu.Stream()
     assert torch.npu.current_stream() == torch.npu.default_stream()
-    before_default, before_s = _seq(torch.npu.default_stream()), _seq(s)
+    before_default = _seq(torch.npu.default_stream())
     x = torch.ones(4, device="npu")
     s.wait_stream(torch.npu.default_stream())       # x is written on the default stream
-    d = _seq(torch.npu.default_stream())
+    d, before_s = _seq(torch.npu.default_stream()), _seq(s)
     with torch.npu.stream(s):
         assert torch.npu.current_stream() == s
         y = x * 3
