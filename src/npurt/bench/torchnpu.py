@@ -1,10 +1,12 @@
 """torch on npu (npurt.torch): what an aten op costs the host, and a transformer layer's
 training step against CPU torch in the same run.
 
-* torch_op_us: host time of `c = a + b` on 16-element npu tensors while the device is held
-  (its stream waits on an event): the launch cost alone, as a profiler's host lane shows it.
-  `torch_op_busy_us` is the same loop with the device running (it shares the host's cores
-  and GIL), `torch_op_sync_us` the add plus a synchronize.
+* torch_op_us: host time of one `c = a + b` on 16-element npu tensors, the device idle when
+  it starts (each timed call is followed by an untimed synchronize): the launch cost, as a
+  profiler's host lane shows it. `torch_op_queued_us` is the same while the device is held
+  (its stream waits on an event, so every op's memory is still in use: the pool's slow path),
+  `torch_op_busy_us` a loop of adds with the device running (it shares the host's cores and
+  GIL), `torch_op_sync_us` the add plus a synchronize.
 * torch_transformer_ratio: an `nn.TransformerEncoderLayer` forward + backward + SGD step on
   npu over the same step in CPU torch (> 1: npu faster), timed alternately, each npu sample
   ending with a synchronize.
@@ -26,8 +28,8 @@ class Skipped(Exception):
         self.notes = notes
 
 
-FIGURES = ("torch_op_us", "torch_op_busy_us", "torch_op_sync_us", "torch_transformer_ratio",
-           "torch_transformer_npu_ms", "torch_transformer_cpu_ms")
+FIGURES = ("torch_op_us", "torch_op_queued_us", "torch_op_busy_us", "torch_op_sync_us",
+           "torch_transformer_ratio", "torch_transformer_npu_ms", "torch_transformer_cpu_ms")
 
 
 def measure(session, p: Profile) -> dict[str, Stat]:
@@ -45,6 +47,16 @@ def _op_latency(torch, p: Profile) -> dict[str, Stat]:
     a = torch.randn(16, device="npu")
     b = torch.randn(16, device="npu")
     calls = max(p.latency_calls // 4, 50)
+
+    def launch(n):
+        t = 0.0
+        for _ in range(n):
+            t0 = clock()
+            c = a + b
+            t += clock() - t0
+            del c
+            torch.npu.synchronize()
+        return t
 
     def held(n):
         gate = torch.npu.Event()
@@ -73,7 +85,8 @@ def _op_latency(torch, p: Profile) -> dict[str, Stat]:
         return clock() - t0
 
     reps, warm = p.latency_repeats, p.warmup
-    return {"torch_op_us": per_call_us(held, calls, reps, warm),
+    return {"torch_op_us": per_call_us(launch, calls // 2, reps, warm),
+            "torch_op_queued_us": per_call_us(held, calls, reps, warm),
             "torch_op_busy_us": per_call_us(busy, calls, reps, warm),
             "torch_op_sync_us": per_call_us(roundtrip, calls // 4, reps, warm)}
 

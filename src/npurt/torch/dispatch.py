@@ -1,8 +1,9 @@
 """How an aten op on npu tensors runs: as an npurt stream task over host views of the arena.
 
-One Python *fallback* kernel handles every aten op that reaches the PrivateUse1 key without an
-explicit kernel (kernels.py holds those). Per op it decides once, from the schema, what kind
-of op it is (a `Plan`), then per call:
+Every aten op with a CPU kernel gets a Python kernel for the PrivateUse1 key (kernels.py holds
+the explicit ones; ops torch keeps for CUDA-like backends reach `fallback`, which names them).
+Per op it decides once, on first use, from the schema, what kind of op it is (a `Plan`), then
+per call:
 
 * **views** (every return an alias, nothing written) and in-place metadata ops run torch's own
   CPU kernel on the npu tensor: metadata only, no task, no copy;
@@ -10,7 +11,8 @@ of op it is (a `Plan`), then per call:
   (op, shapes, strides, dtypes, scalar arguments); outputs are allocated at once, `out=`
   tensors resized as meta says; then one `OpTask` is queued on the current stream of the
   tensors' device. When it runs it calls the CPU kernel on host views, writing straight into
-  device memory (the op's `.out` overload where there is one);
+  device memory (the op's `.out` overload where there is one). Functional and in-place ops
+  with plain tensor arguments take `_fast_kernel`, the same steps in one tight function;
 * ops whose result is not a tensor (`item()`), whose output shape depends on the data
   (`nonzero`), or that have no meta kernel take the *synchronous* path: the task runs, the
   caller waits for it, and the results are copied into new npu tensors.
