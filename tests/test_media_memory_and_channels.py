@@ -168,3 +168,12 @@ def test_destroying_the_description_closes_its_channel(dvpp):
     m.dvpp_create_channel(cd)
     assert m.dvpp_destroy_channel_desc(cd) == OK
     assert _nv12_job(dvpp, cd) == INVALID
+
+
+def test_reset_device_closes_the_channels_opened_on_it(dvpp):
+    assert acl.rt.destroy_stream(dvpp.stream) == OK
+    assert acl.rt.reset_device(0) == OK and acl.rt.set_device(0) == OK
+    dvpp.stream, _ = acl.rt.create_stream()
+    assert _nv12_job(dvpp, dvpp.channel) == INVALID
+    assert "create the channel again" in acl.get_recent_err_msg()
+    assert m.dvpp_create_channel(dvpp.channel) == OK  # opening it again works

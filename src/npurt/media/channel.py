@@ -22,13 +22,14 @@ _ids = itertools.count(1)
 class ChannelDesc:
     """acldvppChannelDesc. `device` is set while the channel is open."""
 
-    __slots__ = ("channel_id", "mode", "csc_matrix", "device", "__weakref__")
+    __slots__ = ("channel_id", "mode", "csc_matrix", "device", "context", "__weakref__")
 
     def __init__(self):
         self.channel_id = next(_ids)
         self.mode = ALL_MODES
         self.csc_matrix = F.ACL_DVPP_CSC_MATRIX_BT601_WIDE
         self.device = None
+        self.context = None  # the context it was opened in: reset_device / destroy_context close it
 
     def __repr__(self) -> str:
         state = f"open on device {self.device.id}" if self.device is not None else "not open"
@@ -38,7 +39,8 @@ class ChannelDesc:
     def create(self) -> None:
         """Open the channel on the current context's device (opening it again re-opens it
         there, as recreating a channel on the same description does)."""
-        self.device = current_context().device
+        self.context = current_context()
+        self.device = self.context.device
 
     def destroy(self) -> None:
         if self.device is None:
@@ -80,6 +82,9 @@ class ChannelDesc:
         if self.device is None:
             raise InvalidValueError(f"DVPP channel {self.channel_id} is not open: call dvpp_create_channel "
                                     "before using it")
+        if not self.context.alive:
+            raise InvalidValueError(f"DVPP channel {self.channel_id} was closed when the context it was opened in "
+                                    "went away (reset_device or destroy_context); create the channel again")
         if stream.device is not self.device:
             raise InvalidValueError(f"DVPP channel {self.channel_id} is open on device {self.device.id} but the "
                                     f"stream belongs to device {stream.device.id}")
