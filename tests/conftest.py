@@ -1,12 +1,18 @@
 """Shared fixtures: a fresh runtime per test, so every test starts from a known state."""
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
 
 from npurt import runtime as _rt
 from npurt.runtime.runtime import RUNTIME
+
+# tests/torch needs PyTorch (an optional extra). Without it, `import torch` would find that
+# very directory as a namespace package (tests/ is on sys.path), so leave it out instead.
+_torch = importlib.util.find_spec("torch")
+collect_ignore = [] if _torch is not None and _torch.origin is not None else ["torch"]
 
 SCALE = float(os.environ.get("NPURT_TEST_SCALE", "1"))
 
