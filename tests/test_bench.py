@@ -3,6 +3,7 @@ issue 7 fixes. No timing is asserted (speed belongs in the benchmark's own repor
 from __future__ import annotations
 
 import json
+import importlib.util
 import math
 
 import pytest
@@ -22,11 +23,9 @@ REQUIRED_KEYS = {
 }
 # measured when PyTorch is installed (the optional extra npurt[torch]), else skipped with a note
 TORCH_KEYS = {"torch_op_us", "torch_transformer_ratio"}
-try:
-    import torch  # noqa: F401
-    HAVE_TORCH = True
-except ImportError:
-    HAVE_TORCH = False
+# find_spec, not import: without PyTorch, `import torch` would find tests/torch (a namespace package)
+_torch_spec = importlib.util.find_spec("torch")
+HAVE_TORCH = _torch_spec is not None and _torch_spec.origin is not None
 
 
 def _finalize() -> None:

@@ -35,9 +35,9 @@ FIGURES = ("torch_op_us", "torch_op_queued_us", "torch_op_busy_us", "torch_op_sy
 def measure(session, p: Profile) -> dict[str, Stat]:
     try:
         import torch
+        import npurt.torch  # noqa: F401 - registers the npu device
     except ImportError:
         raise Skipped({f: "skipped: PyTorch is not installed (pip install 'npurt[torch]')" for f in FIGURES}) from None
-    import npurt.torch  # noqa: F401 - registers the npu device
     out = _op_latency(torch, p)
     out.update(_transformer(torch, p))
     return out

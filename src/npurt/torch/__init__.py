@@ -20,9 +20,13 @@ import sys
 
 try:
     import torch
+    if getattr(torch, "__file__", None) is None:
+        # a directory named torch on sys.path (e.g. a project's tests/torch) imported as a
+        # namespace package: that is not PyTorch
+        raise ImportError(f"'torch' resolves to a directory, not PyTorch: {list(torch.__path__)}")
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("npurt.torch needs PyTorch >= 2.9: pip install 'npurt[torch]' "
-                      "(the CPU build is enough)") from exc
+                      f"(the CPU build is enough) [{exc}]") from exc
 
 MIN_TORCH = (2, 9)
 _LIBS: list = []          # the torch.library objects: registrations live as long as they do
