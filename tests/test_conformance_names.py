@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+import npurt
 import npurt.acl as acl
 from npurt.acl import constants as C
 from npurt.runtime import api
@@ -159,3 +160,12 @@ def test_vpc_calc_hist_is_a_deprecated_no_op_as_in_the_extension(ready):
 def test_get_cann_version_returns_the_zeroed_version_dict(ready):
     version, ret = acl.get_cann_version(0)
     assert ret == NOT_SUPPORTED and version["version"] == "" and set(version) >= {"major_version", "reserved"}
+
+
+def test_get_mem_info_total_excludes_the_system_reserve(fresh_runtime):
+    # item 8: the driver keeps part of the HBM; torch_npu reports 62432 MB for a 64 GiB 910B3
+    assert acl.init() == 0 and acl.rt.set_device(0) == 0
+    free, total, ret = acl.rt.get_mem_info(C.ACL_HBM_MEM)
+    assert ret == 0 and total == 62432 << 20 < 64 << 30
+    assert 0 < free <= total
+    assert npurt.get_device_properties(0).total_memory == total

@@ -7,6 +7,8 @@ import ctypes
 import numpy as np
 import pytest
 
+import npurt
+
 from npurt.runtime import constants as C
 from npurt.runtime.errors import (AddressUnalignedError, FeatureNotSupportedError,
                                   InvalidValueError)
@@ -120,7 +122,14 @@ def test_memcpy_between_devices_needs_peer_access(rt):
 
 
 # ---------------------------------------------------------------- strict kind checking
-def test_wrong_kind_is_invalid_param_naming_what_each_address_is(rt):
+@pytest.fixture
+def strict_rt(rt, monkeypatch):
+    monkeypatch.setattr(rt.RUNTIME.settings, "memcpy_kind", "strict")
+    return rt
+
+
+def test_strict_mode_refuses_a_wrong_kind_naming_what_each_address_is(strict_rt):
+    rt = strict_rt
     host = np.zeros(64, np.uint8)
     dev = rt.malloc(64)
     with pytest.raises(InvalidValueError) as info:
@@ -132,37 +141,48 @@ def test_wrong_kind_is_invalid_param_naming_what_each_address_is(rt):
     assert "ACL_MEMCPY_HOST_TO_DEVICE" in msg  # the kind it should have been
 
 
-def test_wrong_kind_names_pinned_host_memory(rt):
-    pinned = rt.malloc_host(64)
-    dev = rt.malloc(64)
+def test_strict_mode_names_pinned_host_memory(strict_rt):
+    pinned = strict_rt.malloc_host(64)
+    dev = strict_rt.malloc(64)
     with pytest.raises(InvalidValueError, match="pinned host memory"):
-        rt.memcpy(pinned, 64, dev, 64, H2D)  # really device -> host
+        strict_rt.memcpy(pinned, 64, dev, 64, H2D)  # really device -> host
 
 
-def test_device_pointer_where_a_host_pointer_is_required(rt):
-    a, b = rt.malloc(64), rt.malloc(64)
-    with pytest.raises(InvalidValueError, match="does not match"):
-        rt.memcpy(a, 64, b, 64, H2H)
+def test_strict_mode_refuses_device_pointers_where_host_ones_are_claimed(strict_rt):
+    a, b = strict_rt.malloc(64), strict_rt.malloc(64)
+    with pytest.raises(InvalidValueError, match="contradicts"):
+        strict_rt.memcpy(a, 64, b, 64, H2H)
 
 
-def test_host_pointer_where_a_device_pointer_is_required(rt):
+def test_strict_mode_refuses_host_pointers_where_device_ones_are_claimed(strict_rt):
     a, b = np.zeros(64, np.uint8), np.zeros(64, np.uint8)
-    with pytest.raises(InvalidValueError, match="does not match"):
-        rt.memcpy(a.ctypes.data, 64, b.ctypes.data, 64, D2D)
+    with pytest.raises(InvalidValueError, match="contradicts"):
+        strict_rt.memcpy(a.ctypes.data, 64, b.ctypes.data, 64, D2D)
 
 
-@pytest.mark.parametrize("kind", [99, -1, 8, "1", None, 1.0])
+@pytest.mark.parametrize("kind", [99, -1, 8, 6, 7, "1", None, 1.0])
 def test_unknown_memcpy_kind_is_invalid_param(rt, kind):
+    # aclrt_memory.cpp MemcpyKindTranslate: only 0..5 (INNER/INTER_DEVICE_TO_DEVICE are not copy kinds)
     host = np.zeros(64, np.uint8)
     dev = rt.malloc(64)
-    with pytest.raises(InvalidValueError, match="kind"):
+    with pytest.raises(InvalidValueError, match="kind") as info:
         rt.memcpy(dev, 64, host.ctypes.data, 64, kind)
+    assert info.value.code == C.ACL_ERROR_INVALID_PARAM
 
 
-def test_infer_mode_treats_the_kind_as_advisory(infer_rt):
+def test_a_wrong_kind_copies_by_address_by_default(rt):
+    data = _random(128)
+    dev = rt.malloc(128)
+    with pytest.warns(npurt.MemcpyKindWarning, match="ACL_MEMCPY_HOST_TO_DEVICE"):
+        rt.memcpy(dev, 128, data.ctypes.data, 128, D2H)  # wrong kind, right addresses
+    assert np.array_equal(_download(rt, dev, 128), data)
+
+
+def test_infer_mode_is_the_default_address_mode(infer_rt):
     data = _random(128)
     dev = infer_rt.malloc(128)
-    infer_rt.memcpy(dev, 128, data.ctypes.data, 128, D2H)  # wrong kind, right addresses
+    with pytest.warns(npurt.MemcpyKindWarning):
+        infer_rt.memcpy(dev, 128, data.ctypes.data, 128, D2H)
     assert np.array_equal(_download(infer_rt, dev, 128), data)
 
 
@@ -179,10 +199,10 @@ def test_count_larger_than_dest_max_is_invalid_param(rt):
     host = np.zeros(1000, np.uint8)
     with pytest.raises(InvalidValueError, match="dest_max") as info:
         rt.memcpy(dev, 500, host.ctypes.data, 501, H2D)
-    assert info.value.code == C.ACL_ERROR_INVALID_PARAM
+    assert info.value.code == C.ACL_ERROR_RT_PARAM_INVALID  # checked in the runtime layer (api_error.cc)
 
 
-@pytest.mark.parametrize("dest_max, count", [(-1, 0), (10, -1), (10.0, 5), (10, "5")])
+@pytest.mark.parametrize("dest_max, count", [(-1, 5), (10, -1), (10.0, 5), (10, "5")])
 def test_negative_or_non_int_sizes_are_invalid_param(rt, dest_max, count):
     dev = rt.malloc(16)
     host = np.zeros(16, np.uint8)
@@ -191,18 +211,18 @@ def test_negative_or_non_int_sizes_are_invalid_param(rt, dest_max, count):
 
 
 def test_copy_running_past_the_end_of_the_destination_allocation(rt):
-    dev = rt.malloc(100)
+    dev = rt.malloc(100)  # usable: ALIGN_UP(100, 32) + 32 = 160 bytes
     host = np.zeros(200, np.uint8)
     with pytest.raises(InvalidValueError, match="past the end") as info:
-        rt.memcpy(dev, 200, host.ctypes.data, 101, H2D)
-    assert "by 1 bytes" in str(info.value)
+        rt.memcpy(dev, 200, host.ctypes.data, 161, H2D)
+    assert "by 1 bytes" in str(info.value) and "100 bytes requested, 160 usable" in str(info.value)
 
 
 def test_copy_running_past_the_end_of_the_source_allocation(rt):
     dev = rt.malloc(100)
     host = np.zeros(200, np.uint8)
     with pytest.raises(InvalidValueError, match="past the end"):
-        rt.memcpy(host.ctypes.data, 200, dev + 50, 51, D2H)
+        rt.memcpy(host.ctypes.data, 200, dev + 50, 111, D2H)
 
 
 def test_copy_running_past_the_end_of_pinned_host_memory(rt):
@@ -236,7 +256,7 @@ def test_null_address_is_refused(rt):
 def test_runtime_keeps_working_after_refused_copies(rt):
     dev = rt.malloc(100)
     host = np.zeros(200, np.uint8)
-    for bad in (lambda: rt.memcpy(dev, 200, host.ctypes.data, 101, H2D),
+    for bad in (lambda: rt.memcpy(dev, 200, host.ctypes.data, 161, H2D),
                 lambda: rt.memcpy(dev, 100, host.ctypes.data, 100, 77),
                 lambda: rt.memcpy(dev, 10, host.ctypes.data, 100, H2D)):
         with pytest.raises(InvalidValueError):
@@ -289,7 +309,7 @@ def test_memcpy2d_past_the_end_of_the_allocation_is_invalid(rt):
     dev = rt.malloc(100)
     host = np.zeros(1000, np.uint8)
     with pytest.raises(InvalidValueError, match="past the end"):
-        rt.memcpy2d(dev, 32, host.ctypes.data, 32, 32, 4, H2D)  # needs 128 bytes
+        rt.memcpy2d(dev, 32, host.ctypes.data, 32, 32, 6, H2D)  # needs 192 bytes; 160 are usable
 
 
 # ---------------------------------------------------------------- memset
@@ -321,7 +341,7 @@ def test_memset_count_larger_than_max_count_is_invalid(rt):
 def test_memset_past_the_end_is_invalid(rt):
     dev = rt.malloc(100)
     with pytest.raises(InvalidValueError, match="past the end"):
-        rt.memset(dev, 200, 0, 101)
+        rt.memset(dev, 200, 0, 161)
 
 
 @pytest.mark.parametrize("value", [1 << 31, "a", 1.0])
@@ -394,11 +414,11 @@ def test_memcpy_async_all_kinds_with_pinned_memory(rt, kind):
     assert np.array_equal(out, data)
 
 
-def test_memcpy_async_checks_the_kind_too(rt):
-    s = rt.create_stream()
-    dev, pinned = rt.malloc(64), rt.malloc_host(64)
-    with pytest.raises(InvalidValueError, match="does not match"):
-        rt.memcpy_async(dev, 64, pinned, 64, D2H, s)
+def test_memcpy_async_checks_the_kind_too_in_strict_mode(strict_rt):
+    s = strict_rt.create_stream()
+    dev, pinned = strict_rt.malloc(64), strict_rt.malloc_host(64)
+    with pytest.raises(InvalidValueError, match="contradicts"):
+        strict_rt.memcpy_async(dev, 64, pinned, 64, D2H, s)
 
 
 def test_the_runtime_takes_exact_int_sizes_and_says_so_for_numpy_integers(rt):

@@ -109,8 +109,10 @@ assert len(caught) == 4 and all(e.code == C.ACL_ERROR_RT_PARAM_INVALID for e in 
 assert acl.init() in (0, C.ACL_ERROR_REPEAT_INITIALIZE)
 assert acl.rt.set_device(0) == 0
 stream, _ = acl.rt.create_stream()
+ctx, _ = acl.rt.get_context()
 rets = []
 def report_loop(args):
+    acl.rt.set_context(ctx)  # stream calls need a current context (else 107002)
     while not rets:
         acl.rt.process_report(50)
 tid, _ = acl.util.start_thread(report_loop, [])

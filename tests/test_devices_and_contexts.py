@@ -277,15 +277,17 @@ def test_reset_unbinds_the_calling_threads_context(rt):
         rt.get_device()
 
 
-def test_reset_of_a_device_that_is_not_set_is_an_error(rt):
-    with pytest.raises(InvalidValueError, match="not set"):
+def test_reset_of_a_device_that_is_not_set_is_a_context_release_error(rt):
+    with pytest.raises(NpuError, match="not set") as info:  # runtime.cc: RT_ERROR_CONTEXT_DEL
         rt.reset_device(1)
+    assert info.value.code == C.ACL_ERROR_RT_CONTEXT_RELEASE_ERROR == 507007
 
 
-def test_extra_reset_is_an_error(rt):
+def test_extra_reset_is_a_context_release_error(rt):
     rt.reset_device(0)
-    with pytest.raises(InvalidValueError):
+    with pytest.raises(NpuError) as info:
         rt.reset_device(0)
+    assert info.value.code == C.ACL_ERROR_RT_CONTEXT_RELEASE_ERROR
 
 
 def test_reset_device_force_ignores_the_reference_count(rt):
@@ -295,9 +297,9 @@ def test_reset_device_force_ignores_the_reference_count(rt):
     with pytest.warns(ResourceWarning):
         rt.reset_device_force(0)
     assert rt.device_by_id(0).memory.stats()["active_blocks"] == 0
-    with pytest.raises(InvalidValueError):
+    with pytest.raises(NpuError):
         rt.reset_device(0)  # after a force reset the count is gone
-    with pytest.raises(InvalidValueError):
+    with pytest.raises(NpuError):
         rt.reset_device_force(0)  # and a second force reset is an error
     rt.set_device(0)
     with pytest.raises(InvalidValueError, match="reset"):

@@ -187,7 +187,8 @@ def test_bad_arguments_return_the_hccl_codes_and_leave_everything_usable(pair):
         "stream of the other rank's device": (hccl.all_reduce(x, x, 8, FP32, 0, c0, pair[1][1]), H.HCCL_E_PARA),
         "null buffer": (hccl.all_reduce(0, x, 8, FP32, 0, c0, s0), H.HCCL_E_PTR),
         "host buffer": (hccl.all_reduce(host.ctypes.data, x, 8, FP32, 0, c0, s0), H.HCCL_E_PARA),
-        "buffer too small": (hccl.all_reduce(x, x, 9, FP32, 0, c0, s0), H.HCCL_E_PARA),
+        # 17 floats: past the 32 bytes of padding every allocation has (ALIGN_UP(32, 32) + 32)
+        "buffer too small": (hccl.all_reduce(x, x, 17, FP32, 0, c0, s0), H.HCCL_E_PARA),
         "negative count": (hccl.all_reduce(x, x, -1, FP32, 0, c0, s0), H.HCCL_E_PARA),
         "count above the maximum": (hccl.broadcast(x, H.SYS_MAX_COUNT + 1, FP32, 0, c0, s0), H.HCCL_E_PARA),
         "unknown data type": (hccl.all_reduce(x, x, 8, 99, 0, c0, s0), H.HCCL_E_NOT_SUPPORT),

@@ -357,14 +357,14 @@ def test_launching_a_plain_function_is_invalid_device_function(rt):
 
 def test_launch_extents_check_buffer_size_at_enqueue(rt, vecs):
     n, a, b, x, y, z = vecs
-    with pytest.raises(InvalidValueError, match="run past the end"):
-        launch(vadd, 1, (x, y, z, n + 1), extents=(4 * n + 4,) * 3)
+    with pytest.raises(InvalidValueError, match="run past the end"):  # 64 bytes: more than the padding
+        launch(vadd, 1, (x, y, z, n + 16), extents=(4 * n + 64,) * 3)
 
 
 # ---------------------------------------------------------------- failures while running
 def test_out_of_bounds_read_fails_the_task_with_aicore_exception(rt, vecs):
     n, a, b, x, y, z = vecs
-    launch(read_n, 1, (x, n + 1))
+    launch(read_n, 1, (x, n + 16))  # 64 bytes past: beyond ACL's padding of the allocation
     with pytest.raises(TaskError) as info:
         rt.synchronize_stream(None)
     assert info.value.code == C.ACL_ERROR_RT_AICORE_EXCEPTION

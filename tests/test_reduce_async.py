@@ -116,7 +116,7 @@ def test_count_not_a_whole_number_of_elements_is_invalid(rt):
 def test_count_past_the_allocation_is_invalid(rt):
     a, b = put(rt, np.zeros(4, np.float32)), put(rt, np.zeros(8, np.float32))
     with pytest.raises(InvalidValueError, match="past the end"):
-        reduce_async(a, b, 32, C.ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM, C.ACL_FLOAT, None)
+        reduce_async(a, b, 80, C.ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM, C.ACL_FLOAT, None)
 
 
 def test_host_buffer_is_invalid(rt):

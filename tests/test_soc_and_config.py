@@ -116,13 +116,13 @@ def test_bad_numeric_settings_are_invalid_param_errors_naming_the_variable(fresh
 
 def test_settings_read_every_variable(monkeypatch):
     for name, value in {"NPURT_SOC": "Ascend910A", "NPURT_DEVICE_COUNT": "3",
-                        "ASCEND_RT_VISIBLE_DEVICES": "2,0", "NPURT_MEMCPY_KIND": "infer",
+                        "ASCEND_RT_VISIBLE_DEVICES": "2,0", "NPURT_MEMCPY_KIND": "strict",
                         "NPURT_LAUNCH_BLOCKING": "1", "NPURT_TASK_STACKS": "1",
                         "NPURT_MAX_STREAMS": "77", "NPURT_POISON_FREED": "1",
                         "NPURT_WORKERS": "3"}.items():
         monkeypatch.setenv(name, value)
     s = Settings.from_env()
-    assert (s.soc, s.physical_devices, s.visible_devices, s.memcpy_kind) == ("Ascend910A", 3, [2, 0], "infer")
+    assert (s.soc, s.physical_devices, s.visible_devices, s.memcpy_kind) == ("Ascend910A", 3, [2, 0], "strict")
     assert s.launch_blocking and s.task_stacks and s.poison_freed
     assert (s.max_streams, s.workers) == (77, 3)
 
@@ -134,7 +134,7 @@ def test_settings_defaults_without_environment(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     s = Settings.from_env()
     assert (s.soc, s.physical_devices, s.visible_devices) == ("Ascend910B3", 2, [0, 1])
-    assert s.memcpy_kind == "strict"
+    assert s.memcpy_kind == "address"  # copies go by address, as on the hardware
     assert not (s.launch_blocking or s.task_stacks or s.poison_freed)
     assert s.max_streams is None
 

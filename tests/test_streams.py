@@ -165,14 +165,13 @@ def test_synchronize_with_timeout_expires_with_the_stream_timeout_code(rt, gate)
     rt.synchronize_stream(s)  # nothing broke
 
 
-def test_synchronize_with_zero_timeout_polls_once(rt, gate):
+@pytest.mark.parametrize("timeout", [0, -2])
+def test_synchronize_with_a_timeout_of_0_or_below_minus_1_is_param_invalid(rt, timeout):
+    # api_error.cc:1443 (StreamSynchronize refuses 0), aclrt_stream.cpp:141 (< -1)
     s = rt.create_stream()
-    _block(rt, s, gate)
-    with pytest.raises(SyncTimeoutError):
-        rt.synchronize_stream(s, 0)
-    gate.set()
-    rt.synchronize_stream(s)
-    rt.synchronize_stream(s, 0)  # a poll of a finished stream succeeds
+    with pytest.raises(InvalidValueError) as info:
+        rt.synchronize_stream(s, timeout)
+    assert info.value.code == C.ACL_ERROR_RT_PARAM_INVALID == 107000
 
 
 def test_synchronize_with_timeout_succeeds_when_work_finishes_in_time(rt):

@@ -27,7 +27,7 @@ from .array import (DeviceArray, arange, asarray, broadcast_to, empty, empty_lik
                     full, full_like, is_pinned, ones, ones_like, to_device, zeros, zeros_like)
 from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, DeadlockError, EventError,  # noqa: F401
                          FeatureNotSupportedError, HostConversionError, InvalidDeviceError,
-                         InvalidHandleError, InvalidValueError, NotInitializedError, NpuError,
+                         InvalidHandleError, InvalidValueError, MemcpyKindWarning, NotInitializedError, NpuError,
                          OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
                          StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError)
 from .streams import Event, Stream, current_stream, default_stream, stream  # noqa: F401

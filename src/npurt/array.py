@@ -657,7 +657,7 @@ def _copy_into(dst: DeviceArray, src: DeviceArray, stream) -> None:
 
 
 def _enable_peer(src: int, dst: int) -> None:
-    if not rt.device_peer_access_status(src, dst) and not rt.device_peer_access_status(dst, src):
+    if not rt.device_peer_access_status(src, dst):  # the copy runs on src's stream: src -> dst
         with _devices._bound(src):
             rt.device_enable_peer_access(dst, 0)
 

@@ -8,8 +8,8 @@ IndexError` code keeps working.
 from __future__ import annotations
 
 from .runtime.errors import (AddressUnalignedError, ContextError, DeadlockError, EventError, FeatureNotSupportedError,
-                             InvalidDeviceError, InvalidHandleError, InvalidValueError, NotInitializedError,
-                             NpuError, OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
+                             InvalidDeviceError, InvalidHandleError, InvalidValueError, MemcpyKindWarning,
+                             NotInitializedError, NpuError, OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
                              StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError, error_name)
 
 
@@ -28,4 +28,5 @@ __all__ = [
     "AddressUnalignedError", "NotInitializedError", "ContextError", "OutOfMemoryError", "ResourceExhaustedError",
     "FeatureNotSupportedError", "SyncTimeoutError", "StreamAbortedError", "EventError",
     "SubscriptionError", "TaskError", "DeadlockError", "HostConversionError", "ArrayIndexError", "error_name",
+    "MemcpyKindWarning",
 ]

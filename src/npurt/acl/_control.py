@@ -26,7 +26,7 @@ def launch_callback(fn, user_data_list, block_type, stream):
     reaches it; ACL_CALLBACK_BLOCK (1) makes later tasks wait for it."""
     if not callable(fn):
         raise Raise(TypeError("parameter must be callable"))
-    api.launch_callback(fn, user_data_list, block_type, stream_of(stream))
+    api.launch_callback(fn, user_data_list, block_type, stream_of(stream, same_context=True))
 
 
 @rt.ret(args="i")
@@ -45,7 +45,7 @@ def unsubscribe_report(thread_id, stream):
 def reduce_async(dst, src, count, kind, type, stream, reserve):  # noqa: A002 - pyACL's name
     """Stream-ordered dst op= src over `count` bytes; kind ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM
     (10) / MAX (11) / MIN (12), type an aclDataType, reserve 0."""
-    _reduce.reduce_async(dst, src, count, kind, type, stream_of(stream), reserve)
+    _reduce.reduce_async(dst, src, count, kind, type, stream_of(stream, True), reserve)
 
 
 # ---------------------------------------------------------------- op timeouts

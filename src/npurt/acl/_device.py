@@ -59,7 +59,6 @@ def synchronize_device():
 @rt.ret(args="i", message="acl.rt.synchronize_device_with_timeout args parse failed!")
 def synchronize_device_with_timeout(timeout):
     """Milliseconds; -1 waits forever. Timeout: ACL_ERROR_RT_STREAM_SYNC_TIMEOUT."""
-    api._check_timeout(timeout)
     api.synchronize_device(timeout)
 
 

@@ -40,14 +40,14 @@ def destroy_event(event):
 
 
 # the hot paths: the runtime operations themselves, handles looked up by the wrapper
-record_event = rt.ret(args="ES", hot=True)(api.record_event)
+record_event = rt.ret(args="ET", hot=True)(api.record_event)
 synchronize_event = rt.ret(args="E", hot=True)(api.synchronize_event)
-stream_wait_event = rt.ret(args="SE", hot=True)(api.stream_wait_event)
+stream_wait_event = rt.ret(args="TE", hot=True)(api.stream_wait_event)
 
 
 @rt.ret(args="kk")
 def reset_event(event, stream):
-    api.reset_event(event_of(event), stream_of(stream))
+    api.reset_event(event_of(event), stream_of(stream, same_context=True))
 
 
 @rt.one(C.ACL_EVENT_STATUS_COMPLETE, args="k")

@@ -131,14 +131,14 @@ def kernel_args_finalize(args_handle):
 
 # ---------------------------------------------------------------- launches
 # the hot path: the runtime operation itself
-launch_kernel = rt.ret(args="kIkkS", names="func_handle num_blocks args_data args_size stream", hot=True)(
+launch_kernel = rt.ret(args="kIkkT", names="func_handle num_blocks args_data args_size stream", hot=True)(
     _kernel.launch_kernel)
 
 
 @rt.ret(args="kIkOkk")
 def launch_kernel_with_config(func_handle, num_blocks, stream, cfg, args_handle, reserve):
     """Launch with a finalized kernel_args_* block; `cfg` a list of {"id", "value"} or []."""
-    _kernel.launch_kernel_with_config(func_handle, num_blocks, stream_of(stream), _options(cfg), args_handle,
+    _kernel.launch_kernel_with_config(func_handle, num_blocks, stream_of(stream, True), _options(cfg), args_handle,
                                       reserve)
 
 
@@ -147,7 +147,7 @@ def launch_kernel_with_config(func_handle, num_blocks, stream, cfg, args_handle,
 def launch_kernel_with_host_args(func_handle, num_blocks, stream, cfg, host_args_ptr, host_args_size,
                                  place_holder_list, place_holder_num):
     """Launch with packed arguments in host memory (copied at this call)."""
-    _kernel.launch_kernel_with_host_args(func_handle, num_blocks, stream_of(stream), cfg, host_args_ptr,
+    _kernel.launch_kernel_with_host_args(func_handle, num_blocks, stream_of(stream, True), cfg, host_args_ptr,
                                          host_args_size, place_holder_list, place_holder_num)
 
 

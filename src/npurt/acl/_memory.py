@@ -137,12 +137,12 @@ def host_unregister(ptr):
 
 # ---------------------------------------------------------------- copies and sets
 memcpy = rt.ret(args="kkkki", hot=True)(api.memcpy)
-memcpy_async = rt.ret(args="kkkkiS", hot=True)(api.memcpy_async)
-memset_async = rt.ret(args="kkikS", names="dev_ptr max_count value count stream", hot=True)(
+memcpy_async = rt.ret(args="kkkkiT", hot=True)(api.memcpy_async)
+memset_async = rt.ret(args="kkikT", names="dev_ptr max_count value count stream", hot=True)(
     api.memset_async)
 
 
-@rt.ret(args="kkkkiS")
+@rt.ret(args="kkkkiT")
 def memcpy_async_with_condition(dst, dest_max, src, count, kind, stream):
     """Deprecated form of memcpy_async (same behaviour)."""
     api.memcpy_async(dst, dest_max, src, count, kind, stream)
@@ -154,7 +154,7 @@ def memcpy2d(dst, dpitch, src, spitch, width, height, kind):
     api.memcpy2d(dst, dpitch, src, spitch, width, height, kind)
 
 
-@rt.ret(args="kkkkkkiS")
+@rt.ret(args="kkkkkkiT")
 def memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream):
     api.memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream)
 
@@ -174,7 +174,7 @@ def pointer_get_attributes(ptr):
     return api.pointer_get_attributes(ptr)
 
 
-@rt.ret(args="kkiS", message="acl.rt.cmo_async args parse failed!")
+@rt.ret(args="kkiT", message="acl.rt.cmo_async args parse failed!")
 def cmo_async(src, size, cmo_type, stream):
     """Prefetch hint: validated, then nothing to do on the simulated device."""
     api.cmo_async(src, size, cmo_type, stream)

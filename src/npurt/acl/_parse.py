@@ -39,9 +39,11 @@ CODES = frozenset("bBhHiIlLnkKfdpszO")
 _FLT_MAX = 3.4028234663852886e38
 
 
-HANDLES = {"S": "k", "E": "k", "C": "k"}
+HANDLES = {"S": "k", "T": "k", "E": "k", "C": "k"}
 """npurt's own units: a stream / event / context handle, parsed as "k" (what the real
-wrappers use for handles) and then looked up by the generated wrapper."""
+wrappers use for handles) and then looked up by the generated wrapper. "S" is a stream the
+call may use from any context, "T" one the call enqueues work on, which must belong to the
+calling thread's current context (ACL_ERROR_RT_STREAM_CONTEXT otherwise)."""
 
 
 class Format:

@@ -63,7 +63,7 @@ def set_stream_failure_mode(stream, mode):
 
 @rt.ret(args="k")
 def stream_abort(stream):
-    api.stream_abort(stream_of(stream))
+    api.stream_abort(stream_of(stream, same_context=True))
 
 
 @rt.one(0, args="k")

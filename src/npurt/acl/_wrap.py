@@ -38,7 +38,8 @@ import traceback
 from copy import deepcopy
 
 from ..runtime import constants as C
-from ..runtime.errors import NpuError, set_last_error
+from ..runtime.context import _thread, current_context
+from ..runtime.errors import ContextError, NpuError, set_last_error
 from ..runtime.runtime import RUNTIME
 from ._parse import MISSING, Format, field, parse, struct  # noqa: F401 - re-exported
 
@@ -104,12 +105,32 @@ def record(code: int, message: str) -> int:
 
 
 # ---------------------------------------------------------------- handles
-def stream_of(handle):
+def stream_of(handle, same_context: bool = False):
     """The Stream behind a pyACL stream handle; None (the current context's default
-    stream) for 0 / None."""
+    stream) for 0 / None. As every stream call of the runtime, it needs a current context
+    (api_impl.cc: CHECK_CONTEXT_VALID_WITH_RETURN, ACL_ERROR_RT_CONTEXT_NULL); with
+    `same_context` (calls that enqueue work on the stream) the stream must belong to it
+    (COND_RETURN_AND_MSG_INVALID_CONTEXT_STREAM: ACL_ERROR_RT_STREAM_CONTEXT)."""
     if not handle:
         return None
-    return _streams.get(handle)
+    stream = _streams.get(handle)
+    if stream.context is not _thread.context:
+        in_context(stream, same_context)
+    return stream
+
+
+def in_context(stream, same: bool):
+    """`stream` once the calling thread has a current context (and, with `same`, the
+    stream belongs to it); the runtime's own errors otherwise."""
+    cur = _thread.context
+    if cur is None or not cur.alive:
+        cur = current_context()  # ACL_ERROR_RT_CONTEXT_NULL, or the defaultDevice's context
+    if same and stream is not None and stream.context is not cur:
+        raise ContextError(
+            f"stream {stream.stream_id} belongs to a context of device {stream.device.id}, not to this "
+            f"thread's current context (device {cur.device.id}): make its context current (set_context, "
+            "or set_device) before queueing work on it", C.ACL_ERROR_RT_STREAM_CONTEXT)
+    return stream
 
 
 def event_of(handle):
@@ -173,10 +194,14 @@ _FAST = {
 }
 
 # npurt's handle units, looked up inside the wrapper's `try` (0 is the default stream)
+# a stream found in the table is checked against the thread's current context unless it is
+# in it (the common case: one identity test)
 _CONVERT = {"S": "(_sl({p}) if _ty({p}) is _int else _nonint({p})) or (_st.get({p}) if {p} else None)",
+            "T": "(_sl({p}) if _ty({p}) is _int else _nonint({p})) or (_st.get({p}) if {p} else None)",
             "E": "(_el({p}) if _ty({p}) is _int else _nonint({p})) or _et.get({p})",
             "C": "_ct.get({p}) if _ty({p}) is _int else _nonint({p})"}
-_FAST.update(S=_FAST["k"], E=_FAST["k"], C=_FAST["k"])
+_FAST.update(S=_FAST["k"], T=_FAST["k"], E=_FAST["k"], C=_FAST["k"])
+_CONTEXT_CHECK = "if _h{i} is not None and _h{i}.context is not _tl.context: _ic(_h{i}, {same})\n        "
 
 LEGACY = object()
 """`args` left out: the wrapper keeps the implementation's Python signature (for groups
@@ -258,7 +283,7 @@ def generate(impl, shape: str, fail_value, where: str, args=LEGACY, message=None
     namespace = {"_impl": impl, "_fail": fail, "_where": where, "_fv": fail_value, "_M": MISSING,
                  "_copy": deepcopy, "_ty": type, "_int": int, "_str": str, "_parse": parse,
                  "_differs": _differs, "_nonint": _nonint, "_sl": stream_lookup, "_st": _streams,
-                 "_el": event_lookup, "_et": _events, "_ct": _contexts}
+                 "_el": event_lookup, "_et": _events, "_ct": _contexts, "_tl": _thread, "_ic": in_context}
     fmt = None if args is None else Format(args)
     if fmt is None:  # the real wrapper never parses: any positional arguments are ignored
         source = (f"def {name}(*_ignored):\n    try:\n        {ok.format(call='_impl()')}\n"
@@ -288,6 +313,7 @@ def generate(impl, shape: str, fail_value, where: str, args=LEGACY, message=None
     # parameters stay as passed, for the retry after a failure)
     values = [f"_h{i}" if h else p for i, (p, h) in enumerate(zip(params, handles))]
     convert = "".join(f"_h{i} = {_CONVERT[u].format(p=p)}\n        "
+                      + (_CONTEXT_CHECK.format(i=i, same=u == "T") if u in "ST" else "")
                       for i, (u, p, h) in enumerate(zip(fmt.units, params, handles)) if h)
     call = f"_impl({', '.join(values)})"
     if hot:

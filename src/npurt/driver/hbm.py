@@ -35,7 +35,7 @@ def align_up(value: int, alignment: int) -> int:
 class HbmArena:
     """Capacity-sized mapping plus a first-fit page allocator over it (offsets, not VAs)."""
 
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, system_reserved: int = 0):
         flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE
         try:
             self._mm = mmap.mmap(-1, capacity, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
@@ -45,11 +45,14 @@ class HbmArena:
                 "choose a smaller SoC with NPURT_SOC or allow overcommit (vm.overcommit_memory=0)"
             ) from exc
         self.capacity = capacity
+        # the top of the memory belongs to the driver and firmware: never handed out, and
+        # not part of what get_mem_info reports as total
+        self.usable = capacity - system_reserved
         self.mem = np.frombuffer(self._mm, dtype=np.uint8)
         self.host_address = self.mem.ctypes.data
         self._lock = threading.Lock()
         self._free_starts = [0]          # sorted starts of free ranges
-        self._free_sizes = {0: capacity}  # start -> size
+        self._free_sizes = {0: self.usable}  # start -> size
         self.committed = {kind: 0 for kind in PAGE_KINDS.values()}
 
     # ------------------------------------------------------------ page allocation
@@ -81,7 +84,7 @@ class HbmArena:
         self._mm.madvise(mmap.MADV_DONTNEED, 0, self.capacity)
         with self._lock:
             self._free_starts = [0]
-            self._free_sizes = {0: self.capacity}
+            self._free_sizes = {0: self.usable}
             self.committed = {kind: 0 for kind in PAGE_KINDS.values()}
 
     @property
@@ -90,7 +93,7 @@ class HbmArena:
 
     @property
     def free_bytes(self) -> int:
-        return self.capacity - self.committed_bytes
+        return self.usable - self.committed_bytes
 
     def largest_free(self, page: int) -> int:
         """Largest `page`-aligned range that one map_pages call could still get."""

@@ -37,7 +37,7 @@ class SimulatedDevice:
         self.spec = spec
         self.va_base = VA_BASE + physical_id * DEVICE_WINDOW
         self.alias_base = self.va_base + HOST_ALIAS_OFFSET
-        self.arena = HbmArena(spec.memory_bytes)
+        self.arena = HbmArena(spec.memory_bytes, spec.system_reserved)
         self.uuid = bytes((physical_id * 37 + i * 11) & 0xFF for i in range(16))
 
     def map_pages(self, size: int, page: int) -> int | None:

@@ -33,6 +33,7 @@ class SocSpec:
     npu_arch: int             # ACL_DEV_ATTR_NPU_ARCH
     max_block_dim: int = 65535  # launch_kernel num_blocks upper bound
     hccs_module: int = 0      # devices per HCCS full-mesh module (0: PCIe cards, no HCCS)
+    system_reserved: int = 0  # of memory_bytes, kept by the driver and firmware: get_mem_info's total excludes it
 
     def link(self, a: int, b: int) -> int:
         """How physical devices a and b of one server are connected: HCCS inside a module;
@@ -46,21 +47,24 @@ class SocSpec:
 SOCS: dict[str, SocSpec] = {
     # Atlas 800T A2 training card part: 64 GB HBM2e at 1.6 TB/s, PCIe 5.0 x16.
     "Ascend910B3": SocSpec(
-        name="Ascend910B3", memory_kind="HBM", memory_bytes=64 * GiB,
+        # torch_npu reports total_memory=62432MB (aclrtGetMemInfo's total) for this part
+        name="Ascend910B3", memory_kind="HBM", memory_bytes=64 * GiB, system_reserved=3104 * MiB,
         memory_bandwidth=1.6e12, host_link_bandwidth=64e9,
         aicore_num=20, vector_core_num=40, aicpu_num=6, l2_size=192 * MiB,
         max_streams=1984, max_events=65536, npu_arch=2201, hccs_module=8,  # 8 NPUs in full-mesh HCCS
     ),
     # Atlas 300I Pro inference card part: 24 GB LPDDR4X at 204.8 GB/s, PCIe 4.0 x16.
     "Ascend310P3": SocSpec(
-        name="Ascend310P3", memory_kind="DDR", memory_bytes=24 * GiB,
+        # reserve: the 910B3's share of its capacity (4.7%), an estimate
+        name="Ascend310P3", memory_kind="DDR", memory_bytes=24 * GiB, system_reserved=1164 * MiB,
         memory_bandwidth=204.8e9, host_link_bandwidth=32e9,
         aicore_num=8, vector_core_num=7, aicpu_num=4, l2_size=96 * MiB,
         max_streams=1024, max_events=65536, npu_arch=2002,
     ),
     # First-generation Ascend 910: 32 GB HBM2 at 1.2 TB/s, PCIe 4.0 x16.
     "Ascend910A": SocSpec(
-        name="Ascend910A", memory_kind="HBM", memory_bytes=32 * GiB,
+        # reserve: the 910B3's share of its capacity (4.7%), an estimate
+        name="Ascend910A", memory_kind="HBM", memory_bytes=32 * GiB, system_reserved=1552 * MiB,
         memory_bandwidth=1.2e12, host_link_bandwidth=32e9,
         aicore_num=32, vector_core_num=0, aicpu_num=14, l2_size=32 * MiB,
         max_streams=2024, max_events=65536, npu_arch=1001, hccs_module=4,  # two 4-NPU HCCS rings

@@ -5,7 +5,7 @@
 | NPURT_SOC | Ascend910B3 | simulated SoC (see npurt.driver.soc.SOCS) |
 | NPURT_DEVICE_COUNT | 2 | number of simulated physical devices (1..16, a server's worth) |
 | ASCEND_RT_VISIBLE_DEVICES | (all) | comma list of physical ids that become logical 0, 1, ... |
-| NPURT_MEMCPY_KIND | strict | `strict`: the memcpy kind must match the addresses; `infer`: kind is advisory |
+| NPURT_MEMCPY_KIND | address | `address`: copies go by address, as on the hardware; a kind that contradicts the addresses is warned about once per call site (`infer` is the same); `strict`: such a kind is refused |
 | NPURT_LAUNCH_BLOCKING / ASCEND_LAUNCH_BLOCKING | 0 | 1: every task runs synchronously at enqueue |
 | NPURT_TASK_STACKS | 0 | 1: tasks keep their enqueue stack; async errors show it |
 | NPURT_MAX_STREAMS | SoC limit | streams per device, default streams included |
@@ -64,7 +64,7 @@ class Settings:
     soc: str = DEFAULT_SOC
     physical_devices: int = 2
     visible_devices: list[int] = field(default_factory=lambda: [0, 1])
-    memcpy_kind: str = "strict"
+    memcpy_kind: str = "address"
     launch_blocking: bool = False
     task_stacks: bool = False
     max_streams: int | None = None
@@ -78,9 +78,10 @@ class Settings:
         if not 1 <= count <= MAX_DEVICES:
             raise InvalidValueError(f"NPURT_DEVICE_COUNT={count} must be 1..{MAX_DEVICES} (the devices of one "
                                     "simulated server); for more NPUs run more ranks with `npurt launch`")
-        kind = os.environ.get("NPURT_MEMCPY_KIND", "strict").strip().lower() or "strict"
-        if kind not in ("strict", "infer"):
-            raise InvalidValueError(f"NPURT_MEMCPY_KIND={kind!r} must be 'strict' or 'infer'")
+        kind = os.environ.get("NPURT_MEMCPY_KIND", "address").strip().lower() or "address"
+        if kind not in ("address", "strict", "infer"):
+            raise InvalidValueError(f"NPURT_MEMCPY_KIND={kind!r} must be 'address' or 'strict'")
+        kind = "address" if kind == "infer" else kind
         max_streams = _int("NPURT_MAX_STREAMS", None)
         if max_streams is not None and max_streams < 1:  # 0 would silently mean "the SoC's"
             raise InvalidValueError(f"NPURT_MAX_STREAMS={max_streams} must be at least 1 "

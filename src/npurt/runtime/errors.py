@@ -55,6 +55,11 @@ class InvalidValueError(NpuError, ValueError):
     code = C.ACL_ERROR_INVALID_PARAM
 
 
+class MemcpyKindWarning(UserWarning):
+    """A memcpy kind contradicts the addresses; the copy went by address, as on the hardware
+    (once per call site; NPURT_MEMCPY_KIND=strict makes it an error)."""
+
+
 class ParamInvalidError(InvalidValueError):
     """A value the runtime layer itself refuses (ACL_ERROR_RT_PARAM_INVALID, 107000): where
     CANN checks an argument in the runtime (count > dest_max, timeout < -1, a wait on an

@@ -62,7 +62,7 @@ from . import constants as C
 from .api import stream_of
 from .errors import InvalidHandleError, InvalidValueError, NpuError, TaskError
 from .memops import dead_address_message, locate, refused
-from .memory import LIVE, PENDING, note_use
+from .memory import LIVE, PENDING, note_use, usable_size
 from .observers import HOOKS
 from .runtime import RUNTIME
 from .scheduler import TLS, thread_token
@@ -366,12 +366,12 @@ class KernelContext:
         elif block.state != LIVE and not self._usable(block):
             raise self._refused("use_after_free", ptr, nbytes, device,
                                 f"gm: {dead_address_message(device, ptr, block, 'kernel')}")
-        end = block.addr + block.requested
+        end = block.addr + usable_size(block)  # the padding ACL gives every allocation
         if ptr + nbytes > end:
             raise self._refused(
                 "out_of_bounds", ptr, nbytes, device,
                 f"gm(0x{ptr:x}, {nbytes} bytes) runs past the end of its allocation (0x{block.addr:x}, "
-                f"{block.requested} bytes) by {ptr + nbytes - end} bytes")
+                f"{block.requested} bytes requested, {end - block.addr} usable) by {ptr + nbytes - end} bytes")
         return device.backend.view(ptr, nbytes)
 
     def _refused(self, kind: str, ptr: int, nbytes: int, device, message: str) -> "KernelMemoryError":
@@ -561,12 +561,14 @@ def gm_blocks(func: KernelFunction, values: tuple, device, extents=None) -> list
             block = _slow_gm_block(func, i, ptr, device)
             if block is None:  # a host_register alias: checked when the kernel runs
                 continue
-        if extents is not None and ptr + extents[j] > block.addr + block.requested:
+        if extents is not None and ptr + extents[j] > block.addr + block.requested and (
+                ptr + extents[j] > block.addr + usable_size(block)):
+            end = block.addr + usable_size(block)
             raise refused(
                 "out_of_bounds", ptr, extents[j], device,
                 f"kernel {func.name!r} argument {func.params[i][0]!r}: {extents[j]} bytes at 0x{ptr:x} run past "
-                f"the end of its allocation (0x{block.addr:x}, {block.requested} bytes) by "
-                f"{ptr + extents[j] - block.addr - block.requested} bytes")
+                f"the end of its allocation (0x{block.addr:x}, {block.requested} bytes requested, "
+                f"{end - block.addr} usable) by {ptr + extents[j] - end} bytes")
         blocks.append(block)
     return blocks
 
@@ -596,7 +598,7 @@ def _slow_gm_block(func: KernelFunction, i: int, ptr: int, device):
         return None
     memory = owner.memory
     block = memory.live.get(ptr) or memory.find(ptr)
-    if block is None or block.state != LIVE or ptr >= block.addr + block.requested:
+    if block is None or block.state != LIVE or ptr >= block.addr + usable_size(block):
         if block is not None and block.state == LIVE:
             kind = "out_of_bounds"
             why = f"the address is past the end of the allocation at 0x{block.addr:x} ({block.requested} bytes)"

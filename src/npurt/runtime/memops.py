@@ -1,14 +1,28 @@
 """Copies and sets: where the two addresses really are, whether the call may do what it
 asks, and the copy itself.
 
-Every address is located before anything moves: device addresses must lie inside a live
-allocation of a visible device (for the whole length), host addresses must be mapped, and
-the memcpy kind must match what the addresses are (unless NPURT_MEMCPY_KIND=infer). Errors
-name what each address really is. Copies are single numpy copies over byte views, which
-run at memory bandwidth and release the GIL.
+The checks come in the order CANN makes them (aclrt_memory.cpp, then api_error.cc): a count
+of 0 is a successful no-op before anything else; null pointers and unknown kinds are the ACL
+layer's ACL_ERROR_INVALID_PARAM; count > dest_max is the runtime's ACL_ERROR_RT_PARAM_INVALID.
+Then every address is located before anything moves: device addresses must lie inside a
+live allocation of a visible device (up to its usable end: ALIGN_UP(size, 32) + 32 bytes, as
+ACL pads allocations), host addresses must be mapped. Errors name what each address really is.
+
+The kind: the hardware copies by address (the driver's drvMemcpy takes no kind, and
+MemcpyKindAutoCorrect in api_error.cc replaces a kind that contradicts device or pinned
+addresses), so a contradicting kind is copied as the addresses say, with one warning per
+call site (MemcpyKindWarning) and a memcpy_kind observer event. memcpy_async with pageable
+host memory only allows the kinds the runtime allows for it (else 107000).
+NPURT_MEMCPY_KIND=strict refuses every contradicting kind instead.
+
+Copies are single numpy copies over byte views, which run at memory bandwidth and release
+the GIL.
 """
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from time import perf_counter_ns
 from typing import TYPE_CHECKING
 
@@ -16,8 +30,10 @@ import numpy as np
 
 from . import address
 from . import constants as C
-from .errors import AddressUnalignedError, FeatureNotSupportedError, InvalidValueError, as_int
-from .memory import LIVE, note_use
+from .errors import (AddressUnalignedError, FeatureNotSupportedError, InvalidValueError, MemcpyKindWarning,
+                     ParamInvalidError, as_int)
+from .context import current_context
+from .memory import LIVE, note_use, usable_size
 from .observers import HOOKS
 from .tasks import Copy2dTask, CopyTask, MemsetTask, copy2d
 
@@ -37,8 +53,18 @@ KIND_NAMES = {
     C.ACL_MEMCPY_INNER_DEVICE_TO_DEVICE: "ACL_MEMCPY_INNER_DEVICE_TO_DEVICE",
     C.ACL_MEMCPY_INTER_DEVICE_TO_DEVICE: "ACL_MEMCPY_INTER_DEVICE_TO_DEVICE",
 }
+# the kinds aclrtMemcpy / aclrtMemcpyAsync accept (aclrt_memory.cpp MemcpyKindTranslate)
+COPY_KINDS = (0, 1, 2, 3, C.ACL_MEMCPY_DEFAULT, C.ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE)
 # what each kind asserts about (dst, src); DEFAULT asserts nothing
 _KIND_DIRECTION = {0: H2H, 1: H2D, 2: D2H, 3: D2D, 5: H2D, 6: D2D, 7: D2D}
+# memcpy_async with pageable host memory: the kinds the runtime lets through, by (source is
+# pageable / pinned host / device, destination likewise): api_error.cc MemcpyKindReviseMap
+_PAGEABLE, _PINNED, _DEVICE = "pageable", "pinned", "device"
+_ASYNC_ALLOWED = {
+    (_PAGEABLE, _DEVICE): (H2D, D2D), (_DEVICE, _PAGEABLE): (D2H, D2D),
+    (_PINNED, _PAGEABLE): (H2H, H2D), (_PAGEABLE, _PINNED): (H2H, D2H),
+    (_PAGEABLE, _PAGEABLE): (H2H, H2D, D2H, D2D),
+}
 SHORT = {H2H: "H2H", H2D: "H2D", D2H: "D2H", D2D: "D2D"}
 # (destination is host, source is host) -> the copy's real direction
 DIRECTION = {(True, True): H2H, (True, False): D2H, (False, True): H2D, (False, False): D2D}
@@ -105,11 +131,12 @@ def _locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) 
             if block is None or block.state != LIVE:
                 kind = "invalid_address" if block is None and addr not in memory.released else "use_after_free"
                 raise refused(kind, addr, nbytes, device, dead_address_message(device, addr, block, role))
-        if addr + nbytes > block.addr + block.requested:
+        usable = usable_size(block)
+        if addr + nbytes > block.addr + usable:
             raise refused("out_of_bounds", addr, nbytes, device,
                           f"{nbytes} bytes at the {role} address 0x{addr:x} run past the end of its allocation "
-                          f"(0x{block.addr:x}, {block.requested} bytes) by "
-                          f"{addr + nbytes - block.addr - block.requested} bytes")
+                          f"(0x{block.addr:x}, {block.requested} bytes requested, {usable} usable) by "
+                          f"{addr + nbytes - block.addr - usable} bytes")
         return Span(addr, device, block, True)
     if addr <= 0:
         raise refused("invalid_address", addr, nbytes, None,
@@ -153,42 +180,104 @@ def dead_address_message(device, addr: int, block, role: str) -> str:
     return f"the {role} address 0x{addr:x} lies in device memory that was freed (use after free)"
 
 
-def check_kind(rt: "Runtime", kind, dst: Span, src: Span) -> int:
-    """The copy's real direction; an error if `kind` contradicts it (strict mode)."""
+def check_kind(rt: "Runtime", kind, dst: Span, src: Span, op: str = "memcpy", nbytes: int = 0,
+               pageable_rule: bool = False, executor=None) -> int:
+    """The copy's real direction. A kind that contradicts the addresses is copied by address
+    (warned once per call site), refused in strict mode, and refused (107000) by memcpy_async
+    (`pageable_rule`) with pageable host memory when the runtime does not allow it. A copy
+    between two devices needs peer access from the device that runs it (`executor`: the
+    stream's, or the current device) to the other one: peer access is per direction."""
     actual = DIRECTION[dst.device is None, src.device is None]
     if (kind == actual or kind == C.ACL_MEMCPY_DEFAULT) and type(kind) is int and (
             actual != D2D or dst.device is src.device):
         return actual  # the common case: nothing to explain
-    if type(kind) is not int or kind not in KIND_NAMES:
-        raise InvalidValueError(f"unknown memcpy kind {kind!r}; use ACL_MEMCPY_HOST_TO_HOST (0), "
-                                "HOST_TO_DEVICE (1), DEVICE_TO_HOST (2), DEVICE_TO_DEVICE (3) or DEFAULT (4)")
+    check_copy_kind(kind)
     claimed = _KIND_DIRECTION.get(kind)
-    if claimed is not None and claimed != actual and rt.settings.memcpy_kind == "strict":
-        raise refused(
-            "kind_mismatch", dst.addr, 0, dst.device,
-            f"memcpy kind {KIND_NAMES[kind]} ({kind}) does not match the addresses: destination "
-            f"{dst.describe()}, source {src.describe()}; this copy is {KIND_NAMES[actual]} "
-            f"({actual}). Pass that kind or ACL_MEMCPY_DEFAULT (set NPURT_MEMCPY_KIND=infer to "
-            "treat the kind as advisory, as newer CANN releases do)")
+    if claimed is not None and claimed != actual:
+        _kind_mismatch(rt, op, kind, actual, dst, src, nbytes, pageable_rule)
     if actual == D2D and src.device is not dst.device:
-        a, b = src.device, dst.device
-        if b.id not in a.peer_access and a.id not in b.peer_access:
-            raise InvalidValueError(
-                f"copy between device {a.id} and device {b.id} needs peer access: call "
-                f"device_enable_peer_access({b.id}, 0) with device {a.id} current (or the reverse)")
+        runner = executor or src.device
+        for other in (src.device, dst.device):
+            if other is not runner and other.id not in runner.peer_access:
+                raise InvalidValueError(
+                    f"copy between device {src.device.id} and device {dst.device.id} runs on device {runner.id}, "
+                    f"which has no peer access to device {other.id}: call device_enable_peer_access({other.id}, 0) "
+                    f"with device {runner.id} current (peer access is per direction)")
     return actual
 
 
+def check_copy_kind(kind) -> None:
+    """ACL_ERROR_INVALID_PARAM for a kind aclrtMemcpy does not know (MemcpyKindTranslate)."""
+    if type(kind) is not int or kind not in COPY_KINDS:
+        raise InvalidValueError(f"unknown memcpy kind {kind!r}; use ACL_MEMCPY_HOST_TO_HOST (0), HOST_TO_DEVICE (1), "
+                                "DEVICE_TO_HOST (2), DEVICE_TO_DEVICE (3), DEFAULT (4) or HOST_TO_BUF_TO_DEVICE (5)")
+
+
+def _where(span: Span) -> str:
+    return _DEVICE if span.device is not None else (_PINNED if span.pinned else _PAGEABLE)
+
+
+def _kind_mismatch(rt, op: str, kind: int, actual: int, dst: Span, src: Span, nbytes: int,
+                   pageable_rule: bool) -> None:
+    site = call_site()
+    allowed = _ASYNC_ALLOWED.get((_where(src), _where(dst))) if pageable_rule else None
+    strict = rt.settings.memcpy_kind == "strict"
+    refused_ = strict or (allowed is not None and _KIND_DIRECTION[kind] not in allowed)
+    if HOOKS.active:
+        HOOKS.emit("memcpy_kind", op=op, kind=kind, actual=actual, dst=dst.addr, src=src.addr, nbytes=nbytes,
+                   site=site, refused=refused_)
+    what = (f"{op}: kind {KIND_NAMES[kind]} ({kind}) contradicts the addresses (destination {dst.describe()}, "
+            f"source {src.describe()}): this copy is {KIND_NAMES[actual]} ({actual})")
+    if strict:
+        raise refused("kind_mismatch", dst.addr, 0, dst.device,
+                      f"{what}. Pass that kind or ACL_MEMCPY_DEFAULT (NPURT_MEMCPY_KIND=strict refuses "
+                      "contradicting kinds; by default the copy goes by address, as on the hardware)")
+    if refused_:
+        names = ", ".join(KIND_NAMES[k] for k in allowed)
+        raise ParamInvalidError(f"{what}; with pageable host memory memcpy_async accepts only {names} or "
+                                "ACL_MEMCPY_DEFAULT here")
+    if site not in _WARNED:
+        _WARNED.add(site)
+        filename, lineno = site if site is not None else ("<unknown>", 0)
+        warnings.warn_explicit(f"{what}; copied as {KIND_NAMES[actual]}, as the hardware copies by address. "
+                               f"Pass {KIND_NAMES[actual]} or ACL_MEMCPY_DEFAULT (this warning is given once "
+                               "per call site; NPURT_MEMCPY_KIND=strict refuses such copies)",
+                               MemcpyKindWarning, filename, lineno)
+
+
+_WARNED: set = set()  # call sites already warned about a contradicting memcpy kind
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def call_site() -> tuple[str, int] | None:
+    """(filename, line) of the innermost caller outside npurt (and its generated wrappers)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not (name.startswith(_PACKAGE) or name.startswith("<npurt")):
+            return name, frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
 def _check_counts(dest_max, count) -> tuple[int, int]:
-    """(dest_max, count) as ints; an error if negative or count > dest_max."""
+    """(dest_max, count) as ints; an error if negative, ACL_ERROR_RT_PARAM_INVALID if count >
+    dest_max (api_error.cc MemCopySync / MemcpyAsync / MemsetAsync)."""
     if type(count) is not int or type(dest_max) is not int:
         dest_max, count = as_int(dest_max, "dest_max"), as_int(count, "count")
     if dest_max < 0 or count < 0:
         raise InvalidValueError(f"dest_max and count must be non-negative, got {dest_max} and {count}")
     if count > dest_max:
-        raise InvalidValueError(f"count ({count}) is larger than dest_max ({dest_max}), the capacity "
+        raise ParamInvalidError(f"count ({count}) is larger than dest_max ({dest_max}), the capacity "
                                 "of the destination")
     return dest_max, count
+
+
+def _check_null(*addrs) -> None:
+    """The ACL layer's null checks (ACL_REQUIRES_NOT_NULL: ACL_ERROR_INVALID_PARAM)."""
+    for role, addr in zip(("destination", "source"), addrs):
+        if addr is None or addr == 0:
+            raise InvalidValueError(f"the {role} address is null")
 
 
 def record_use(span: Span, stream: "Stream", seq: int) -> None:
@@ -199,11 +288,16 @@ def record_use(span: Span, stream: "Stream", seq: int) -> None:
 # ---------------------------------------------------------------- synchronous
 def memcpy(rt: "Runtime", dst, dest_max, src, count, kind) -> None:
     """Immediate copy in the calling thread (no implicit stream synchronization)."""
+    if count == 0 and type(count) is int:
+        return  # aclrtMemcpyImpl: count 0 succeeds before any check
+    _check_null(dst, src)
+    check_copy_kind(kind)
     dest_max, count = _check_counts(dest_max, count)
     d = locate(rt, dst, count, "destination")
     s = locate(rt, src, count, "source")
-    direction = check_kind(rt, kind, d, s)
-    if count:
+    runner = current_context().device if d.device is not None and s.device is not None else None
+    direction = check_kind(rt, kind, d, s, "memcpy", count, executor=runner)
+    if count and d.addr != s.addr:  # MemCopySync: the same address is a no-op
         if HOOKS.active:
             HOOKS.emit("host_access", addr=s.addr, nbytes=count, mode="r", what="memcpy")
             HOOKS.emit("host_access", addr=d.addr, nbytes=count, mode="w", what="memcpy")
@@ -223,7 +317,7 @@ def _observed(op: str, dst: int, src, nbytes: int, direction: str, fn, *args) ->
 def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, stream=None,
              allowed=(H2D, D2H)) -> None:
     d, s, direction, (dpitch, spitch, width, height) = _check_2d(
-        rt, dst, dpitch, src, spitch, width, height, kind, allowed)
+        rt, dst, dpitch, src, spitch, width, height, kind, allowed, stream)
     if stream is None:
         if HOOKS.active:
             if width and height:
@@ -243,7 +337,7 @@ def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, strea
         stream.synchronize(until=seq, report_errors=False)
 
 
-def _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed):
+def _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed, stream=None):
     dpitch, spitch, width, height = (as_int(v, n) for v, n in (
         (dpitch, "dpitch"), (spitch, "spitch"), (width, "width"), (height, "height")))
     for name, value in (("dpitch", dpitch), ("spitch", spitch), ("width", width), ("height", height)):
@@ -258,7 +352,9 @@ def _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed):
     sspan = spitch * (height - 1) + width if height else 0
     d = locate(rt, dst, dspan, "destination")
     s = locate(rt, src, sspan, "source")
-    direction = check_kind(rt, kind, d, s)
+    runner = stream.device if stream is not None else (
+        current_context().device if d.device is not None and s.device is not None else None)
+    direction = check_kind(rt, kind, d, s, "memcpy2d", width * height, executor=runner)
     if direction not in allowed:
         names = " and ".join(KIND_NAMES[k] for k in allowed)
         raise InvalidValueError(f"memcpy2d supports only {names}; this copy is {KIND_NAMES[direction]}")
@@ -266,6 +362,8 @@ def _check_2d(rt, dst, dpitch, src, spitch, width, height, kind, allowed):
 
 
 def memset(rt: "Runtime", ptr, max_count, value, count) -> None:
+    if count == 0 and type(count) is int:
+        return  # aclrtMemsetImpl: count 0 succeeds before any check
     span, byte, count = _check_set(rt, ptr, max_count, value, count)
     if count:
         view = address.view(span.addr, count)
@@ -277,6 +375,8 @@ def memset(rt: "Runtime", ptr, max_count, value, count) -> None:
 
 
 def _check_set(rt, ptr, max_count, value, count):
+    if ptr is None or ptr == 0:
+        raise InvalidValueError("the memset address is null")
     max_count, count = _check_counts(max_count, count)
     value = as_int(value, "memset value")
     if not -(1 << 31) <= value < (1 << 31):
@@ -290,7 +390,7 @@ def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream
     """Enqueue a copy. With pageable host memory (not malloc_host / host_register) the call
     returns only once the copy is done, as ACL's does, unless `keep` holds the host buffer
     alive (the Pythonic API's choice). Returns the task's sequence number."""
-    if type(count) is int and type(dest_max) is int and 0 <= count <= dest_max:
+    if type(count) is int and type(dest_max) is int and 0 < count <= dest_max:
         d = _quick(rt, dst, count)
         s = _quick(rt, src, count)
         if d is not None and s is not None:  # fast path: block starts and pinned buffers
@@ -309,11 +409,15 @@ def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream
 
 def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep) -> int:
     """memcpy_async with every check and message (anything the fast path does not cover)."""
+    if count == 0 and type(count) is int:
+        return stream.enqueued_seq  # aclrtMemcpyAsyncImpl: count 0 succeeds, nothing is queued
+    _check_null(dst, src)
+    check_copy_kind(kind)
     dest_max, count = _check_counts(dest_max, count)
     trusted = keep is not None  # the caller hands us the buffer object: no need to probe it
     d = locate(rt, dst, count, "destination", trusted)
     s = locate(rt, src, count, "source", trusted)
-    direction = check_kind(rt, kind, d, s)
+    direction = check_kind(rt, kind, d, s, "memcpy_async", count, pageable_rule=True, executor=stream.device)
     if direction == H2H:
         raise FeatureNotSupportedError(
             "memcpy_async host to host is not supported on a host-attached (EP) device; use memcpy")
@@ -337,6 +441,8 @@ def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_a
 
 
 def memset_async(rt: "Runtime", ptr, max_count, value, count, stream: "Stream") -> int:
+    if count == 0 and type(count) is int:
+        return stream.enqueued_seq  # aclrtMemsetAsyncImpl: count 0 succeeds, nothing is queued
     span, byte, count = _check_set(rt, ptr, max_count, value, count)
     seq = stream.enqueue(MemsetTask(span.addr, byte, count))
     record_use(span, stream, seq)

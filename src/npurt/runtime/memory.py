@@ -66,6 +66,13 @@ def align_up(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
 
+def usable_size(block) -> int:
+    """Bytes of an allocation that copies and kernels may touch: ALIGN_UP(size, 32) + 32, the
+    padding ACL gives every malloc (ALIGN_UP(size, 32) for malloc_align32). Tools still judge
+    accesses against `block.requested`."""
+    return ((block.requested + 31) & ~31) + (0 if block.align32 else 32)
+
+
 def parse_policy(policy: int, size: int) -> tuple[str, bool]:
     """(placement, p2p) of an aclrtMemMallocPolicy value.
 
@@ -137,11 +144,12 @@ class Block:
     """A piece of a segment: cached (FREE), handed out (LIVE), or freed while queued work
     still uses it (PENDING)."""
 
-    __slots__ = ("addr", "size", "requested", "segment", "prev", "next", "state", "uses", "pool")
+    __slots__ = ("addr", "size", "requested", "align32", "segment", "prev", "next", "state", "uses", "pool")
 
     def __init__(self, addr: int, size: int, segment: Segment, pool: "PagePool"):
         self.addr, self.size, self.segment, self.pool = addr, size, segment, pool
-        self.requested = 0
+        self.requested = 0     # the size asked for (what diagnostics and tools report against)
+        self.align32 = False   # malloc_align32: no 32 bytes of padding
         self.prev: Block | None = None
         self.next: Block | None = None
         self.state = FREE
@@ -282,13 +290,14 @@ class DeviceMemory:
             if block is not None:
                 block.state = LIVE
                 block.requested = size
+                block.align32 = align32
                 self.live[block.addr] = block
                 self.fast_allocs += 1
                 allocated = self.allocated = self.allocated + bsize
                 if allocated > self.peak:
                     self.peak = allocated
                 return block.addr
-        return self._malloc_slow(size, bsize, pool, policy)
+        return self._malloc_slow(size, bsize, pool, policy, align32)
 
     def free(self, addr: int) -> None:
         """Free a block. If queued work still uses it, it returns to the cache only when that
@@ -326,7 +335,7 @@ class DeviceMemory:
             return self.pools[HUGE1G_PAGE]
         return self.pools[NORMAL_PAGE]
 
-    def _malloc_slow(self, size: int, bsize: int, pool: PagePool, policy: int) -> int:
+    def _malloc_slow(self, size: int, bsize: int, pool: PagePool, policy: int, align32: bool = False) -> int:
         with self.lock:
             self.collect_pending()
             block = pool.best_fit(bsize)
@@ -349,6 +358,7 @@ class DeviceMemory:
                 self._split(block, bsize)
             block.state = LIVE
             block.requested = size
+            block.align32 = align32
             self.live[block.addr] = block
             self.slow_hits += cached
             self.slow_allocs += 1
@@ -566,7 +576,7 @@ class DeviceMemory:
     def _oom(self, size: int, page: int) -> OutOfMemoryError:
         arena = getattr(self.backend, "arena", None)
         free = arena.free_bytes if arena is not None else 0
-        total = arena.capacity if arena is not None else 0
+        total = arena.usable if arena is not None else 0
         kind = {NORMAL_PAGE: "normal", HUGE_PAGE: "huge (2 MiB)", HUGE1G_PAGE: "1 GiB"}[page]
         return OutOfMemoryError(
             f"out of device memory: cannot allocate {size} bytes with {kind} pages "

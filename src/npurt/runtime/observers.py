@@ -18,6 +18,7 @@ new fields may be added):
 | mem_free | device (None: free_host), addr, size, managed, uses ({stream: last sequence number} of the queued work the stream-ordered free waits for) | before a valid free |
 | mem_access | device, addr, nbytes, task, mode ("r", "w" or "rw", as declared to ctx.gm) | a kernel block takes a view of memory (ctx.gm) |
 | mem_error | kind ("out_of_bounds", "use_after_free", "invalid_address", "invalid_free", "kind_mismatch"), addr, nbytes, device (or None), message, task (the running kernel's task, else None) | where the runtime refuses a memory operation, before it raises |
+| memcpy_kind | op ("memcpy", "memcpy_async", "memcpy2d"), kind (the kind passed), actual (the direction the addresses give, an ACL_MEMCPY_* value), dst, src, nbytes, site ((filename, line) of the caller outside npurt, or None), refused (True: NPURT_MEMCPY_KIND=strict, or a kind memcpy_async refuses with pageable memory) | a copy's kind contradicts its addresses, before it is copied by address (with one MemcpyKindWarning per call site) or refused |
 | host_register / host_unregister | addr, size (and alias, device for host_register) | after a successful host_register / host_unregister |
 | host_sync | what ("stream", "event", "device"), obj | an API synchronize call, before it waits |
 | host_wait | stream, seq | a host thread starts waiting in Stream.synchronize for task `seq` |

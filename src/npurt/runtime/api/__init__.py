@@ -20,4 +20,3 @@ from .events import *  # noqa: F401,F403
 from .lifecycle import *  # noqa: F401,F403
 from .memory import *  # noqa: F401,F403
 from .streams import *  # noqa: F401,F403
-from .streams import _check_timeout  # noqa: F401 - the facade validates timeouts with it

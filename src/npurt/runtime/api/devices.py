@@ -13,7 +13,7 @@ from ..observers import HOOKS
 from ..runtime import RUNTIME
 from ..stream import Stream
 from .memory import malloc, malloc_host, memset_async
-from .streams import stream_of
+from .streams import _check_timeout, stream_of
 
 rt = RUNTIME
 
@@ -47,9 +47,9 @@ def reset_device(device_id: int) -> None:
     holds (memory, streams, events, contexts)."""
     device = rt.device(device_id)
     with device.lock:
-        if device.set_count <= 0:
-            raise InvalidValueError(f"reset_device({device_id}): the device is not set (set_device was "
-                                    "not called, or every reference was already reset)")
+        if device.set_count <= 0:  # runtime.cc PrimaryContextRelease: RT_ERROR_CONTEXT_DEL
+            raise NpuError(f"reset_device({device_id}): the device is not set (set_device was not called, "
+                           "or every reference was already reset)", C.ACL_ERROR_RT_CONTEXT_RELEASE_ERROR)
         device.set_count -= 1
         if device.set_count:
             return
@@ -60,8 +60,9 @@ def reset_device(device_id: int) -> None:
 def reset_device_force(device_id: int) -> None:
     """Release the device whatever the set_device count."""
     device = rt.device(device_id)
-    if device.set_count <= 0 and device.default_context is None:
-        raise InvalidValueError(f"reset_device_force({device_id}): the device is not set")
+    if device.set_count <= 0 and device.default_context is None:  # runtime.cc: RT_ERROR_CONTEXT_DEL
+        raise NpuError(f"reset_device_force({device_id}): the device is not set",
+                       C.ACL_ERROR_RT_CONTEXT_RELEASE_ERROR)
     _unbind_if_current(device)
     rt.release_device(device, f"reset_device_force({device_id})")
 
@@ -85,6 +86,7 @@ def get_run_mode() -> int:
 def synchronize_device(timeout_ms: int = -1) -> None:
     """Wait for every stream of the current device; then raise the first stream failure
     (the failures of other streams stay on them for their own synchronize)."""
+    _check_timeout(timeout_ms)
     device = current_context().device
     deadline = None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
     if HOOKS.active:
@@ -262,9 +264,9 @@ def get_device_utilization_rate(device_id: int) -> dict:
     memory utilization is the percentage of device memory in use."""
     device = rt.device(device_id)
     arena = device.backend.arena
-    used = arena.capacity - arena.free_bytes
+    used = arena.usable - arena.free_bytes
     return {"cube_utilization": -1, "vector_utilization": -1, "aicpu_utilization": -1,
-            "memory_utilization": used * 100 // arena.capacity, "utilization_extend": 0}
+            "memory_utilization": used * 100 // arena.usable, "utilization_extend": 0}
 
 
 def query_device_status(device_id: int) -> int:

@@ -110,7 +110,7 @@ def get_mem_info(attr: int) -> tuple[int, int]:
         cached = sum(b.size for pool in device.memory.pools.values()
                      for lst in list(pool.bins.values()) for b in list(lst))
     free = arena.free_bytes + cached
-    return free // page * page, arena.capacity
+    return free // page * page, arena.usable  # total: without the system's reserve
 
 
 def empty_cache(device: Device | None = None) -> None:

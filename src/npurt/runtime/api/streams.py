@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import constants as C
 from ..context import current_context, peek_context
-from ..errors import ContextError, InvalidHandleError, InvalidValueError
+from ..errors import ContextError, InvalidHandleError, InvalidValueError, ParamInvalidError
 from ..observers import HOOKS
 from ..runtime import RUNTIME
 from ..stream import Stream
@@ -121,9 +121,12 @@ def _attr_value(value: dict, key: str) -> int:
 
 
 def _check_timeout(timeout_ms) -> None:
-    if type(timeout_ms) is not int or timeout_ms < -1:
-        raise InvalidValueError(f"timeout must be -1 (wait forever), 0 (poll) or a positive number of "
-                                f"milliseconds, got {timeout_ms!r}")
+    """-1 (wait forever) or a positive number of ms. The ACL layer refuses < -1 and the
+    runtime refuses 0, both with ACL_ERROR_RT_PARAM_INVALID (aclrt_stream.cpp:141,
+    aclrt_device.cpp:173; api_error.cc:1443, 3480)."""
+    if timeout_ms != -1 and (type(timeout_ms) is not int or timeout_ms < -1 or timeout_ms == 0):
+        raise ParamInvalidError(f"timeout must be -1 (wait forever) or a positive number of milliseconds, "
+                                f"got {timeout_ms!r}")
 
 
 def launch_host_func(stream: Stream | None, fn, *args, name: str | None = None) -> int:
