@@ -151,7 +151,7 @@ def test_copies_into_freed_memory_are_still_refused(ready):
 # ---------------------------------------------------------------- item 6: padding
 @pytest.mark.parametrize("n, usable", [(1, 64), (100, 160), (128, 160), (4096, 4128)])
 def test_an_allocation_is_usable_up_to_align_up_32_plus_32(ready, n, usable):
-    # api_impl.cc:2340 DevMalloc rounds to 32; the sheet: each allocation spans ALIGN_UP(n, 32) + 32
+    # memory.cpp GetAlignedAndPaddingSize: (n + 32 + 32 - 1) / 32 * 32 bytes are allocated
     dev = _dev(n)
     data = np.arange(usable, dtype=np.uint8)
     assert acl.rt.memcpy(dev, usable, data.ctypes.data, usable, H2D) == 0
@@ -161,7 +161,17 @@ def test_an_allocation_is_usable_up_to_align_up_32_plus_32(ready, n, usable):
 
 
 def test_malloc_align32_has_no_extra_32_bytes(ready):
+    # memory.cpp aclrtMallocAlign32Impl: aclMallocMemInner(..., isPadding=false)
     dev, ret = acl.rt.malloc_align32(100, 0)
+    assert ret == 0
+    data = np.zeros(129, np.uint8)
+    assert acl.rt.memcpy(dev, 128, data.ctypes.data, 128, H2D) == 0
+    assert acl.rt.memcpy(dev, 129, data.ctypes.data, 129, H2D) == C.ACL_ERROR_INVALID_PARAM
+
+
+def test_huge1g_allocations_have_no_extra_32_bytes(ready):
+    # memory.cpp aclMallocMemInner: isPadding = !huge1g
+    dev, ret = acl.rt.malloc(100, C.ACL_MEM_MALLOC_HUGE1G_ONLY)
     assert ret == 0
     data = np.zeros(129, np.uint8)
     assert acl.rt.memcpy(dev, 128, data.ctypes.data, 128, H2D) == 0

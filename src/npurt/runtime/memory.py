@@ -66,10 +66,13 @@ def align_up(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
 
+_UNPADDED = (6, 7)  # ACL_MEM_MALLOC_HUGE1G_ONLY, ACL_MEM_MALLOC_HUGE1G_ONLY_P2P
+
+
 def usable_size(block) -> int:
     """Bytes of an allocation that copies and kernels may touch: ALIGN_UP(size, 32) + 32, the
-    padding ACL gives every malloc (ALIGN_UP(size, 32) for malloc_align32). Tools still judge
-    accesses against `block.requested`."""
+    padding ACL gives every malloc (ALIGN_UP(size, 32) for malloc_align32 and the HUGE1G
+    policies). Tools still judge accesses against `block.requested`."""
     return ((block.requested + 31) & ~31) + (0 if block.align32 else 32)
 
 
@@ -271,8 +274,11 @@ class DeviceMemory:
             size = as_int(size, "malloc size")
         if size <= 0:
             raise InvalidValueError(f"malloc size must be a positive int, got {size!r}")
-        # ACL's rounding rule (up to 32, plus 32 bytes; no plus for malloc_align32), then up
-        # to the size class; 32 divides SIZE_CLASS, so the two roundings fold into one
+        # ACL's rounding rule (up to 32, plus 32 bytes; no plus for malloc_align32 and the
+        # HUGE1G policies: memory.cpp aclMallocMemInner), then up to the size class; 32
+        # divides SIZE_CLASS, so the two roundings fold into one
+        if policy and policy in _UNPADDED:
+            align32 = True
         if align32:
             bsize = (size + SIZE_CLASS - 1) & ~(SIZE_CLASS - 1)
         else:
