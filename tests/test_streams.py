@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from npurt.runtime import constants as C
-from npurt.runtime.errors import (ContextError, InvalidHandleError, InvalidValueError,
+from npurt.runtime.errors import (ContextError, FeatureNotSupportedError, InvalidHandleError, InvalidValueError,
                                   ResourceExhaustedError, SyncTimeoutError)
 from npurt.runtime.runtime import RUNTIME
 
@@ -240,15 +240,27 @@ def test_failure_mode_attribute_of_a_default_stream_cannot_be_set(rt):
         rt.set_stream_attribute(None, C.ACL_STREAM_ATTR_FAILURE_MODE, {"failureMode": 1})
 
 
-def test_failure_mode_can_be_set_only_once(rt):
+def test_failure_mode_goes_from_continue_to_stop_but_not_back(rt):
+    # api_impl.cc ApiImpl::StreamSetMode: the same mode again is a no-op, stop -> continue 207000
     s = rt.create_stream()
     rt.set_stream_failure_mode(s, C.ACL_CONTINUE_ON_FAILURE)
-    with pytest.raises(InvalidValueError, match="once"):
-        rt.set_stream_failure_mode(s, C.ACL_STOP_ON_FAILURE)
+    rt.set_stream_failure_mode(s, C.ACL_STOP_ON_FAILURE)
+    rt.set_stream_failure_mode(s, C.ACL_STOP_ON_FAILURE)
+    with pytest.raises(FeatureNotSupportedError, match="back to continue") as info:
+        rt.set_stream_failure_mode(s, C.ACL_CONTINUE_ON_FAILURE)
+    assert info.value.code == 207000
 
 
-@pytest.mark.parametrize("mode", [2, -1, "1"])
-def test_unknown_failure_mode_is_invalid(rt, mode):
+def test_only_bit_0_of_the_failure_mode_counts(rt):
+    s = rt.create_stream()
+    rt.set_stream_failure_mode(s, 2)  # stmMode & 0x1: continue
+    assert s.failure_mode == C.ACL_CONTINUE_ON_FAILURE
+    rt.set_stream_failure_mode(s, 3)
+    assert s.failure_mode == C.ACL_STOP_ON_FAILURE
+
+
+@pytest.mark.parametrize("mode", [-1, "1"])
+def test_a_failure_mode_that_is_no_uint64_is_invalid(rt, mode):
     with pytest.raises(InvalidValueError):
         rt.set_stream_failure_mode(rt.create_stream(), mode)
 

@@ -58,7 +58,7 @@ def stream_query(stream):
 
 @rt.ret(args="kI", message="acl.rt.set_stream_failure_mode args parse failed!")
 def set_stream_failure_mode(stream, mode):
-    api.set_stream_failure_mode(stream_of(stream), mode)
+    api.set_stream_failure_mode(stream_of(stream, same_context=True), mode)
 
 
 @rt.ret(args="k")

@@ -15,8 +15,8 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from . import constants as C
-from .errors import (InvalidHandleError, InvalidValueError, StreamAbortedError, SyncTimeoutError, TaskError,
-                     set_last_error)
+from .errors import (FeatureNotSupportedError, InvalidHandleError, InvalidValueError, StreamAbortedError,
+                     SyncTimeoutError, TaskError, set_last_error)
 from .observers import HOOKS
 from .scheduler import IDLE, PARKED, READY, RUNNING, Callback, deadlock_error, thread_token, wait_until
 
@@ -82,12 +82,17 @@ class Stream:
         return self._failure_mode
 
     def set_failure_mode(self, mode: int) -> None:
-        if mode not in (C.ACL_CONTINUE_ON_FAILURE, C.ACL_STOP_ON_FAILURE) or type(mode) is not int:
+        """As ApiImpl::StreamSetMode: only bit 0 counts; setting the current mode again is a
+        no-op; stop -> continue is not supported (ACL_ERROR_RT_FEATURE_NOT_SUPPORT)."""
+        if type(mode) is not int or mode < 0:
             raise InvalidValueError(f"failure mode must be ACL_CONTINUE_ON_FAILURE (0) or "
                                     f"ACL_STOP_ON_FAILURE (1), got {mode!r}")
-        if self.failure_mode_set:
-            raise InvalidValueError(f"the failure mode of stream {self.stream_id} is already set; "
-                                    "it can be set once per stream")
+        mode &= 1
+        if mode == self._failure_mode:
+            return
+        if mode == C.ACL_CONTINUE_ON_FAILURE:
+            raise FeatureNotSupportedError(f"stream {self.stream_id} is in stop-on-failure mode; changing it "
+                                           "back to continue-on-failure is not supported")
         self.failure_mode_set = True
         self._failure_mode = mode
         if mode == C.ACL_STOP_ON_FAILURE:
