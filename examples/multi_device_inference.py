@@ -31,6 +31,7 @@ def main() -> int:
     w1, w2 = npurt.to_device(w1_h), npurt.to_device(w2_h)     # on device 0
     replicas = [(w1.to(d), w2.to(d)) for d in range(n_dev)]   # device-to-device copies
     streams = [npurt.Stream(device=d) for d in range(n_dev)]
+    npurt.synchronize(0)                                      # the weights and replicas are in place
 
     outputs = []
     for i, x in enumerate(batches):                           # round-robin over the devices

@@ -21,6 +21,7 @@ def main() -> int:
     w = npurt.to_device(w_host)
 
     copy, compute = npurt.Stream(), npurt.Stream()
+    compute.wait_stream(npurt.current_stream())      # w was uploaded on the default stream
     timing = lambda: npurt.Event(enable_timing=True)  # noqa: E731
     start = timing()
     start.record(copy)

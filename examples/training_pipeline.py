@@ -43,6 +43,7 @@ def main() -> int:
     w0 = (rng.standard_normal((FEATURES, CLASSES)) * 0.01).astype(np.float32)
     w, b = npurt.to_device(w0), npurt.zeros((CLASSES,))
     copy, compute = npurt.Stream(), npurt.Stream()
+    compute.wait_stream(npurt.current_stream())             # w and b were made on the default stream
     ok, losses = True, []
     for step in range(STEPS):
         rows = slice(step * BATCH, (step + 1) * BATCH)

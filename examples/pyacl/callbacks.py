@@ -51,6 +51,7 @@ def main():
     check("malloc", ret)
     b, ret = acl.rt.malloc(nbytes, ACL_MEM_MALLOC_HUGE_FIRST)
     check("malloc", ret)
+    check("memset", acl.rt.memset(a, nbytes, 7, nbytes))  # the copies below read a: give it contents
     for i in range(3):  # the last callback blocks, so once the stream is done all three ran
         check("memcpy_async", acl.rt.memcpy_async(b, nbytes, a, nbytes, ACL_MEMCPY_DEVICE_TO_DEVICE, stream))
         block = ACL_CALLBACK_BLOCK if i % 2 == 0 else ACL_CALLBACK_NO_BLOCK

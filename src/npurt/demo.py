@@ -136,6 +136,7 @@ def _main(npurt, n: int, quiet: bool, prof) -> int:
     outs = [npurt.empty_pinned((BATCH, CLASSES), np.float32) for _ in range(n)]
 
     copy_stream, compute_stream = npurt.Stream(), npurt.Stream()
+    compute_stream.wait_stream(npurt.current_stream())  # the weights were uploaded on the default stream
     say(f"npurt demo: MLP inference ({BATCH}x{D_IN} -> {HIDDEN} -> {CLASSES}, matmul+gelu+matmul+softmax) "
         f"over {n} batches")
     say(f"  device 0: simulated {props.name}, {props.multi_processor_count} AI cores; copy stream "

@@ -1,0 +1,725 @@
+"""The sanitizer: one observer of the runtime's hooks that feeds every tool.
+
+Agents are streams and host threads. A task's vector clock is computed when it starts
+(tasks of a stream start in order): the stream's clock so far, joined with the clock of the
+thread that enqueued it and, for an event wait, with the clock of the record it waited for.
+A host thread learns a stream's clock when it knows work finished: a synchronize, a query
+that says complete, a callback that runs after the work. Accesses (what tasks declare in
+`Task.accesses()`, kernel views, host accesses) are checked against the shadow history with
+those clocks, so what is found does not depend on how the threads happened to interleave.
+
+Everything runs under one lock; with the sanitizer off, none of this exists (the runtime
+pays one attribute check per hook).
+"""
+from __future__ import annotations
+
+import atexit
+import gc
+import itertools
+import threading
+import weakref
+
+from npurt.runtime.address import VA_BASE, is_host_alias
+from npurt.runtime.observers import HOOKS
+
+from . import hostwatch, initcheck, leakcheck, memcheck, threadsync
+from .clocks import HostAgent, StreamClock, join, ordered
+from .frames import user_site
+from .hangcheck import HangCheck, stream_label
+from .intervals import IntervalSet
+from .racecheck import race_report
+from .report import Actor, Reporter
+from .shadow import Shadow
+
+ALL_TOOLS = ("race", "mem", "init", "leak", "sync")
+_order = itertools.count(1)
+MAX_RECORDS_KEPT = 4096
+
+
+class StreamState:
+    __slots__ = ("clock", "label", "pending", "__weakref__")
+
+    def __init__(self, stream) -> None:
+        self.clock = StreamClock()
+        self.label = stream_label(stream)
+        self.pending: dict[int, TaskInfo] = {}   # seq -> info of tasks not finished yet
+
+
+class TaskInfo:
+    """What the sanitizer knows of one task: where it was enqueued, its clock, its views."""
+
+    __slots__ = ("task", "state", "site", "host_vc", "vc", "order", "views", "prepared", "host_ranges",
+                 "gm_args")
+
+    def __init__(self, task, state: StreamState, site, host_vc: dict):
+        self.task, self.state, self.site, self.host_vc = task, state, site, host_vc
+        self.vc: dict | None = None
+        self.order = next(_order)
+        self.views: list = []          # (lo, reference bytes) of "rw" kernel views
+        self.prepared: IntervalSet | None = None
+        self.host_ranges: list = []    # (lo, hi, write) of watched host memory
+        self.gm_args: tuple | None = None  # a kernel's GM argument values (None: all views count)
+
+    @property
+    def stream_label(self) -> str:
+        return self.state.label
+
+    @property
+    def agent(self) -> int:
+        return self.state.clock.agent
+
+    def name(self) -> str:
+        task = self.task
+        try:
+            details = task.details()
+        except Exception:  # noqa: BLE001 - a task kind that does not say
+            details = {}
+        name = details.get("name") or task.kind
+        return f"kernel {name}" if task.kind == "kernel" else name
+
+    def describe(self) -> str:
+        at = f" enqueued at {self.site}" if self.site is not None else f" (task #{self.task.seq})"
+        return f"the {self.name()}{at}"
+
+    def actor(self, mode: str) -> Actor:
+        return Actor(f"{mode} by {self.name()}", self.state.label, self.site)
+
+    def lo_hi_overlaps(self, lo: int, hi: int) -> bool:
+        return any(a < hi and lo < b for a, b, _ in self.host_ranges)
+
+
+class HostWho:
+    """A host thread's own access (a synchronous copy, an acl.util read)."""
+
+    __slots__ = ("name", "site", "what", "order")
+    stream_label = None
+
+    def __init__(self, name: str, site, what: str):
+        self.name, self.site, self.what = name, site, what
+        self.order = next(_order)
+
+    def describe(self) -> str:
+        return f"the host's {self.what}" + (f" at {self.site}" if self.site is not None else "")
+
+    def actor(self, mode: str) -> Actor:
+        return Actor(f"{mode} by the host ({self.what})", f"host thread {self.name}", self.site, "at")
+
+
+def _parse_tools(tools) -> frozenset:
+    if tools in (None, "all"):
+        return frozenset(ALL_TOOLS)
+    if isinstance(tools, str):
+        tools = [t.strip() for t in tools.split(",") if t.strip()]
+    names = {"racecheck": "race", "memcheck": "mem", "initcheck": "init", "leakcheck": "leak",
+             "synccheck": "sync", "hangcheck": "sync"}
+    out = set()
+    for t in tools:
+        t = names.get(t, t)
+        if t not in ALL_TOOLS:
+            raise ValueError(f"unknown sanitizer tool {t!r}; choose from {', '.join(ALL_TOOLS)} (or 'all')")
+        out.add(t)
+    return frozenset(out)
+
+
+class Sanitizer:
+    """Listens to the runtime while enabled; `reports` holds what it found.
+
+    Use `npurt.sanitizer.enable()` (or `with npurt.sanitizer.enable() as san:`)."""
+
+    def __init__(self, tools="all", out=None, echo: bool = True, json_path: str | None = None):
+        self.tools = _parse_tools(tools)
+        self.reporter = Reporter(out, echo)
+        self.json_path = json_path
+        self.lock = threading.RLock()
+        self.shadow = Shadow()
+        self.allocs = memcheck.Allocations()
+        self.watch = hostwatch.HostWatch()
+        self.hang = HangCheck(self)
+        self.streams: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.hosts: dict[int, HostAgent] = {}
+        self.infos: dict[int, TaskInfo] = {}     # id(task) -> info, from enqueue to finish
+        self.running: dict[int, TaskInfo] = {}   # thread ident -> the task it runs now
+        self.records: dict[int, tuple] = {}      # id(event record) -> (record, clock)
+        self.enabled = False
+        self.finished = False
+        self._dispatch = {name[4:]: getattr(self, name) for name in dir(self) if name.startswith("_on_")}
+        self._observer = self.observe  # one bound method: HOOKS.remove compares by identity
+
+    # ------------------------------------------------------------ lifecycle
+    def enable(self) -> "Sanitizer":
+        if not self.enabled:
+            self.enabled = True
+            if "sync" in self.tools:
+                self.hang.start()
+            threadsync.install(self)
+            HOOKS.add(self._observer)
+        return self
+
+    def disable(self) -> None:
+        """Stop listening; checks what a session end checks (leaks, stuck streams, host
+        writes never synchronized) and prints the error summary."""
+        if not self.enabled:
+            return
+        try:
+            self.finish("the end of the sanitized run")
+        finally:
+            HOOKS.remove(self._observer)
+            threadsync.uninstall(self)
+            self.hang.stop()
+            self.enabled = False
+            _ACTIVE.discard(self)
+
+    def __enter__(self) -> "Sanitizer":
+        return self.enable()
+
+    def __exit__(self, *exc) -> None:
+        self.disable()
+
+    @property
+    def reports(self) -> list:
+        return self.reporter.reports
+
+    @property
+    def errors(self) -> int:
+        return self.reporter.errors
+
+    def summary(self) -> str:
+        return self.reporter.summary()
+
+    def emit(self, report) -> None:
+        self.reporter.add(report)
+
+    def finish(self, when: str) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        from npurt.runtime.runtime import RUNTIME
+        gc.collect()  # managed memory whose owners are gone is freed now, not reported
+        with self.lock:
+            found = self.watch.ordered(lambda info: True, None)
+            self._host_write_reports(found, None)
+            for a in [*self.allocs.live.values(), *self.allocs.dead.values()]:
+                self._settle(a)
+            if "leak" in self.tools:
+                live = [a for a in self.allocs.live.values() if not a.managed and a.site is not None]
+                for r in leakcheck.leak_reports(live, when):
+                    self.emit(r)
+        if "sync" in self.tools and RUNTIME.initialized:
+            streams = [s for d in RUNTIME.devices if d is not None for s in d.all_streams()]
+            for r in self.hang.stuck_at_exit(streams):
+                self.emit(r)
+        if self.reporter.echo:
+            self.reporter.write(self.summary() + "\n")
+        if self.json_path:
+            self.reporter.write_json(self.json_path)
+
+    # ------------------------------------------------------------ dispatch
+    def observe(self, name: str, **fields) -> None:
+        handler = self._dispatch.get(name)
+        if handler is not None:
+            handler(**fields)
+
+    # ------------------------------------------------------------ agents
+    def host(self) -> HostAgent:
+        ident = threading.get_ident()
+        h = self.hosts.get(ident)
+        if h is None:
+            h = self.hosts[ident] = HostAgent(ident, threading.current_thread().name)
+            threadsync.inherit(self, h)
+        return h
+
+    def host_threads(self) -> list[int]:
+        return list(self.hosts)
+
+    def state(self, stream) -> StreamState:
+        st = self.streams.get(stream)
+        if st is None:
+            st = self.streams[stream] = StreamState(stream)
+        return st
+
+    def site_of(self, task):
+        info = self.infos.get(id(task))
+        return info.site if info is not None else None
+
+    def _agent_now(self):
+        """(agent, clock, vc, who-maker) of the calling thread: the task it runs, or itself."""
+        info = self.running.get(threading.get_ident())
+        if info is not None and info.vc is not None:
+            return info.agent, info.task.seq, info.vc, info
+        h = self.host()
+        agent, clock = h.touched()
+        return agent, clock, h.vc, None
+
+    # ------------------------------------------------------------ tasks
+    def _on_task_enqueued(self, task, **_) -> None:
+        site = user_site()
+        with self.lock:
+            st = self.state(task.stream)
+            running = self.running.get(threading.get_ident())
+            host_vc = running.vc if running is not None and running.vc is not None else self.host().snapshot()
+            info = TaskInfo(task, st, site, host_vc)
+            self.infos[id(task)] = info
+            st.pending[task.seq] = info
+            if "race" in self.tools:
+                for acc in _accesses(task):
+                    addr, n, mode = acc[0], acc[1], acc[2]
+                    if 0 < addr < VA_BASE and n > 0 and _async_host(task, addr, n):
+                        info.host_ranges.append((addr, addr + n, mode != "r"))
+                        self.watch.enqueued(info, addr, addr + n, mode != "r", site)
+
+    def _on_task_started(self, task, **_) -> None:
+        from npurt.runtime.event import RecordTask, WaitTask
+        with self.lock:
+            info = self.infos.get(id(task))
+            if info is None:  # enqueued before the sanitizer was enabled
+                st = self.state(task.stream)
+                info = self.infos[id(task)] = TaskInfo(task, st, None, {})
+                st.pending[task.seq] = info
+            st = info.state
+            for seq in [s for s in st.pending if s < task.seq]:  # dropped by an abort or a stop
+                self.infos.pop(id(st.pending.pop(seq).task), None)
+            extra = [info.host_vc]
+            if type(task) is WaitTask and task.rec is not None and task.rec.ran:
+                extra.append(self._record_clock(task.rec))
+            info.vc = st.clock.start(task.seq, *extra)
+            if type(task) is RecordTask:
+                self.records[id(task.rec)] = (task.rec, info.vc)
+                if len(self.records) > MAX_RECORDS_KEPT:
+                    self.records.pop(next(iter(self.records)))
+            self.running[threading.get_ident()] = info
+            found = []
+            for lo, hi, write in info.host_ranges:
+                found += self.watch.started(info, lo, hi, write, None)
+            self._host_write_reports(found, None, before=info)
+            for acc in _accesses(task):
+                width, pitch = (acc[3], acc[4]) if len(acc) > 3 else (0, 0)
+                self._touch(info, info.agent, task.seq, info.vc, acc[0], acc[1], acc[2], width, pitch)
+
+    def _record_clock(self, rec) -> dict:
+        kept = self.records.get(id(rec))
+        if kept is not None and kept[0] is rec:
+            return kept[1]
+        return self.state(rec.stream).clock.at(rec.seq)
+
+    def _on_task_finished(self, task, error=None, **_) -> None:
+        with self.lock:
+            info = self.infos.pop(id(task), None)
+            ident = threading.get_ident()
+            if self.running.get(ident) is info:
+                del self.running[ident]
+            if info is None:
+                return
+            info.state.pending.pop(task.seq, None)
+            for lo, ref in info.views:
+                self._found_writes(info, lo, ref)
+            info.views = []
+            for lo, hi, write in info.host_ranges:
+                self.watch.finished(info, lo, hi, write)
+
+    # ------------------------------------------------------------ kernel views
+    def _on_mem_access(self, device, addr, nbytes, task, mode="rw", **_) -> None:
+        if nbytes <= 0:
+            return
+        with self.lock:
+            info = self.infos.get(id(task))
+            if info is None or info.vc is None:
+                return
+            lo = addr
+            if is_host_alias(lo):
+                lo = _alias_target(lo, nbytes)
+                if lo is None:
+                    return
+            if mode == "rw":
+                self._prepare_view(info, lo, nbytes)
+                mode = "view"
+            self._touch(info, info.agent, task.seq, info.vc, lo, nbytes, mode, noted=self._noted(info, lo))
+
+    def _noted(self, info: TaskInfo, addr: int) -> bool:
+        """Is the view in an allocation the launch named as a GM argument? The runtime then
+        knows the kernel uses it, and a stream-ordered free waits for the kernel."""
+        values = getattr(info.task, "values", None)
+        if values is None:
+            return True  # packed args read from device memory: the runtime noted them at launch
+        if info.gm_args is None:
+            func = info.task.func
+            info.gm_args = tuple(values[i] for i in func.gm_slots)
+        owner = self._owner(addr)
+        if owner is None:
+            return False
+        return any(owner.addr <= v < owner.end for v in info.gm_args)
+
+    def _prepare_view(self, info: TaskInfo, lo: int, n: int) -> None:
+        """Before an "rw" view is used: keep what is needed to find its writes later (the
+        first time this task sees those bytes)."""
+        from npurt.runtime import address
+        if info.prepared is None:
+            info.prepared = IntervalSet()
+        for g_lo, g_hi in info.prepared.missing(lo, lo + n):
+            view = address.view(g_lo, g_hi - g_lo)
+            owner = self._owner(g_lo)
+            ref = view.copy()
+            if owner is not None and owner.init is not None and g_lo >= VA_BASE:
+                for u_lo, u_hi in owner.init.missing(g_lo, min(g_hi, owner.end)):
+                    part = view[u_lo - g_lo:u_hi - g_lo]
+                    initcheck.fill_canary(part, u_lo - owner.addr)  # undefined bytes: any value will do
+                    ref[u_lo - g_lo:u_hi - g_lo] = part
+            info.views.append((g_lo, ref))
+            info.prepared.add(g_lo, g_hi)
+
+    def _found_writes(self, info: TaskInfo, lo: int, ref) -> None:
+        from npurt.runtime import address
+        try:
+            now = address.view(lo, ref.size)
+        except Exception:  # noqa: BLE001 - memory released meanwhile (a reset)
+            return
+        for c_lo, c_hi in initcheck.changed_ranges(ref, now):
+            self._touch(info, info.agent, info.task.seq, info.vc, lo + c_lo, c_hi - c_lo, "w",
+                        noted=self._noted(info, lo + c_lo))
+
+    # ------------------------------------------------------------ the access check
+    def _owner(self, addr: int):
+        regions = self.shadow.find(addr, addr + 1)
+        return regions[0].owner if regions else None
+
+    def _touch(self, who, agent, clock, vc, lo, n, mode, width=0, pitch=0, noted=True) -> None:
+        """An access of [lo, lo + n) by `who`. mode: "r", "w", "rw" (both), "view" (a kernel
+        "rw" view: a read now, its writes found later)."""
+        if n <= 0:
+            return
+        hi = lo + n
+        write = mode in ("w", "rw")
+        if lo >= VA_BASE:
+            if is_host_alias(lo):
+                lo2 = _alias_target(lo, n)
+                if lo2 is None:
+                    return
+                lo, hi = lo2, lo2 + n
+                regions = self.shadow.ensure(lo, hi)
+            else:
+                regions = self.shadow.find(lo, hi)
+                if not regions or regions[0].owner is None or regions[0].lo > lo:
+                    self._adopt(lo)
+                    regions = self.shadow.find(lo, hi)
+                if not regions:
+                    return
+                owner = regions[0].owner
+                if owner is not None and not self._memcheck(who, owner, lo, hi, write, mode):
+                    return
+                if owner is not None and owner.init is not None and "init" in self.tools:
+                    self._initcheck(owner, who, agent, clock, vc, lo, min(hi, owner.end), mode)
+        else:
+            regions = self.shadow.ensure(lo, hi)
+        if "race" not in self.tools:
+            return
+        noted = noted and who.stream_label is not None
+        races = self.shadow.access(regions, lo, hi, write, agent, clock, vc, who, width, pitch, noted)
+        for old in races:
+            if old.owner is not None and old.owner.in_use_reported and old.owner is not regions[0].owner:
+                continue  # the allocator race of an illegal free already reported
+            region = next((r for r in regions if r.lo < old.hi and old.lo < r.hi), regions[0])
+            self.emit(race_report(old, who, write, lo, hi, region))
+
+    def _initcheck(self, owner, who, agent, clock, vc, lo: int, end: int, mode: str) -> None:
+        if mode in ("r", "rw"):
+            gaps = owner.init.missing(lo, end)
+            if gaps:
+                owner.unread.append(initcheck.UnwrittenRead(gaps, who.actor("read"), agent, clock))
+        if mode in ("w", "rw"):
+            if owner.unread and "race" in self.tools:  # a concurrent write: the race is the report
+                owner.unread = [u for u in owner.unread
+                                if u.agent == agent or ordered(u.agent, u.clock, vc)
+                                or not any(a < end and lo < b for a, b in u.gaps)]
+            owner.init.add(lo, end)
+
+    def _settle(self, owner) -> None:
+        """Report the reads of unwritten bytes of `owner` that no concurrent write explained."""
+        for u in owner.unread:
+            self.emit(initcheck.uninit_report(owner, u.gaps, u.actor))
+        owner.unread = []
+
+    def _memcheck(self, who, owner, lo: int, hi: int, write: bool, mode: str) -> bool:
+        """False if the access must not be recorded (memory that is gone)."""
+        if "mem" not in self.tools:
+            return True
+        if not owner.live:
+            uses = owner.uses or {}
+            state = getattr(who, "state", None)
+            if state is not None and uses.get(state.clock.agent, 0) >= who.task.seq:
+                return True  # queued before a stream-ordered free: reading it is allowed
+            if not owner.in_use_reported:
+                actor = who.actor("write" if write else "read")
+                self.emit(memcheck.refused_report(
+                    "use_after_free", "the memory was freed before this access", actor, lo, hi - lo, owner.device,
+                    freed=owner))
+            return False
+        if hi > owner.end:
+            self.emit(memcheck.oob_report(owner, lo, hi, write, who.actor("write" if write else "read")))
+        return True
+
+    def _adopt(self, addr: int) -> None:
+        """Memory allocated before the sanitizer was enabled: learn it from the runtime."""
+        from npurt.runtime.memory import LIVE
+        from npurt.runtime.runtime import RUNTIME
+        device = RUNTIME.device_by_physical.get((addr - VA_BASE) >> 40)
+        if device is None:
+            return
+        block = device.memory.find(addr)
+        if block is None or block.state != LIVE:
+            return
+        a = memcheck.Allocation(device, block.addr, block.requested, True, None, "device", init=False)
+        self.allocs.add(a)
+        self.shadow.add_region(block.addr, block.addr + block.size, a)
+
+    # ------------------------------------------------------------ host
+    def _on_host_access(self, addr, nbytes, mode, what="host access", width=0, pitch=0, **_) -> None:
+        site = user_site()
+        with self.lock:
+            agent, clock, vc, info = self._agent_now()
+            who = info or HostWho(threading.current_thread().name, site, what)
+            self._touch(who, agent, clock, vc, addr, nbytes, mode, width, pitch)
+
+    def _learn(self, stream, seq: int) -> None:
+        self.host().learn(self.state(stream).clock.at(seq))
+        self.published()
+
+    def published(self) -> None:
+        """The calling thread learned something: host memory no longer in use by work it is
+        now ordered after is compared one last time."""
+        vc = self.host().vc
+        if not self.watch.watches:
+            return
+        found = self.watch.ordered(lambda info: ordered(info.agent, info.task.seq, vc), None)
+        if found:
+            self._host_write_reports(found, user_site())
+
+    def _host_write_reports(self, found, now, before=None) -> None:
+        if "race" not in self.tools:
+            return
+        for w, span, since in found:
+            name = threading.current_thread().name if now is not None else "(any)"
+            host = Actor("write by the host (seen as changed bytes)", f"host thread {name}", now, "found at")
+            if before is not None:
+                host = Actor("write by the host (seen as changed bytes)", "the host", None)
+            self.emit(hostwatch.host_write_report(w, span, since, now or (
+                f"the start of {before.describe()}" if before is not None else "the end of the run"), host))
+
+    def _on_host_wait(self, stream, seq, **_) -> None:
+        if "sync" in self.tools:
+            self.hang.begin(threading.get_ident(), threading.current_thread().name, stream, seq, user_site())
+
+    def _on_host_wait_done(self, stream, seq, ok=True, **_) -> None:
+        self.hang.end(threading.get_ident())
+        if ok:
+            with self.lock:
+                self._learn(stream, seq)
+
+    def _on_host_synced(self, stream, seq, **_) -> None:
+        with self.lock:
+            self._learn(stream, seq)
+
+    def _on_callback_started(self, stream, seq, task=None, **_) -> None:
+        with self.lock:
+            st = self.state(stream)
+            vc = st.clock.at(seq)
+            info = self.infos.get(id(task)) if task is not None else None
+            if info is not None and info.vc is None:  # the callback task has not started yet
+                vc = join(vc, info.host_vc)
+            self.host().learn(vc)
+            self.published()
+
+    def _on_callback_finished(self, stream, seq, task=None, block=False, **_) -> None:
+        if block:
+            with self.lock:
+                st = self.state(stream)
+                st.clock.pending = join(st.clock.pending, self.host().snapshot())
+
+    # ------------------------------------------------------------ memory
+    def _on_mem_alloc(self, device, addr, size, managed=False, **_) -> None:
+        site = user_site()
+        with self.lock:
+            if device is None:
+                a = memcheck.Allocation(None, addr, size, managed, site, "host", init=False)
+                self.allocs.add(a)
+                self.shadow.add_region(addr, addr + size, a)
+                return
+            block = device.memory.live.get(addr)
+            usable = block.size if block is not None else size
+            a = memcheck.Allocation(device, addr, size, managed, site, "device")
+            self.allocs.add(a)
+            region = self.shadow.add_region(addr, addr + usable, a)
+            # the allocator orders what the allocating thread knows of, and a stream-ordered free
+            # waited for every use the runtime knew of (also those that ran after the free)
+            vc = self.host().vc
+            self.shadow.forget(region, lambda r: not (ordered(r.agent, r.clock, vc) or (
+                r.noted and r.owner is not None and r.owner.managed)))
+
+    def _on_mem_free(self, device, addr, size=0, managed=False, uses=None, **_) -> None:
+        site = user_site()
+        with self.lock:
+            a = self.allocs.live.get(addr)
+            if a is None:
+                return
+            h = self.host()
+            vc = h.vc
+            uses = {self.state(s).clock.agent: seq for s, seq in (uses or {}).items()}
+            regions = self.shadow.find(addr, addr + max(size, 1))
+            region = next((r for r in regions if r.owner is a), None)
+            if not managed and "mem" in self.tools and device is not None:
+                users = self._in_use(a, region, uses, vc)
+                if users:
+                    a.in_use_reported = True
+                    free = Actor("free", f"host thread {h.name}", site, "at")
+                    self.emit(memcheck.free_in_use_report(a, free, users))
+            self._settle(a)
+            a.uses = uses
+            a.live = False
+            self.allocs.remove(a, site)
+            if region is not None:
+                if a.in_use_reported:
+                    region.records = []
+                elif managed:  # the stream-ordered free waits for every use the runtime knows of
+                    self.shadow.forget(region, lambda r: not (r.noted or ordered(r.agent, r.clock, vc)))
+                else:
+                    self.shadow.forget(region, lambda r: not ordered(r.agent, r.clock, vc))
+            if device is None:
+                self.watch.forget(addr, addr + size)
+
+    def _in_use(self, a, region, uses: dict, vc: dict) -> list:
+        users, seen = [], set()
+        for st in list(self.streams.values()):
+            seq = uses.get(st.clock.agent)
+            if seq is None or ordered(st.clock.agent, seq, vc):
+                continue
+            info = st.pending.get(seq)
+            if info is not None:
+                users.append(info.actor("use"))
+                seen.add((st.clock.agent, seq))
+            else:
+                users.append(Actor(f"use by task #{seq}", st.label, None))
+                seen.add((st.clock.agent, seq))
+        if region is not None:
+            for r in region.records:
+                if not ordered(r.agent, r.clock, vc) and (r.agent, r.clock) not in seen and r.agent not in uses:
+                    seen.add((r.agent, r.clock))
+                    users.append(r.who.actor("write" if r.write else "read"))
+        return users
+
+    def _on_mem_error(self, kind, addr, nbytes=0, device=None, message="", task=None, **_) -> None:
+        if "mem" not in self.tools:
+            return
+        site = user_site()
+        with self.lock:
+            info = self.infos.get(id(task)) if task is not None else None
+            if info is not None:
+                actor = info.actor("access")
+                for a in self.allocs.dead.values():  # the free of this memory was reported already
+                    if a.in_use_reported and isinstance(addr, int) and a.addr <= addr < a.end:
+                        return
+            else:
+                actor = HostWho(threading.current_thread().name, site, "call").actor("access")
+                actor.what = "call"
+            double, freed = False, None
+            if isinstance(addr, int):
+                dead = self.allocs.dead.get(addr)
+                if kind == "invalid_free" and dead is not None:
+                    double, freed = True, dead
+                elif kind == "use_after_free":
+                    freed = dead or next((a for a in reversed(self.allocs.dead.values())
+                                          if a.addr <= addr < a.end), None)
+            self.emit(memcheck.refused_report(kind, message, actor, addr, nbytes, device, double, freed))
+
+    def _on_host_register(self, addr, size, **_) -> None:
+        site = user_site()
+        with self.lock:
+            a = memcheck.Allocation(None, addr, size, False, site, "registered", init=False)
+            self.allocs.add(a)
+            self.shadow.add_region(addr, addr + size, a)
+
+    def _on_host_unregister(self, addr, size=0, **_) -> None:
+        with self.lock:
+            a = self.allocs.live.get(addr)
+            if a is not None and a.kind == "registered":
+                a.live = False
+                self.allocs.remove(a, user_site())
+            self.watch.forget(addr, addr + size)
+
+    def _on_device_release(self, device, reason="reset", **_) -> None:
+        gc.collect()  # arrays nobody holds any more free their memory first
+        with self.lock:
+            live = self.allocs.of_device(device)
+            if "leak" in self.tools:
+                for r in leakcheck.leak_reports([a for a in live if a.site is not None], reason):
+                    self.emit(r)
+            for a in live:
+                self._settle(a)
+                a.live = False
+                self.allocs.remove(a, None)
+                self.shadow.drop(a.addr, a.end)
+            for stream in [s for s in self.streams.keys() if s.device is device]:
+                self.streams.pop(stream, None)
+
+    def _on_runtime_finalize(self, **_) -> None:
+        with self.lock:
+            live = [a for a in self.allocs.live.values() if a.device is None]
+            if "leak" in self.tools:
+                for r in leakcheck.leak_reports([a for a in live if a.site is not None], "acl.finalize"):
+                    self.emit(r)
+            for a in live:
+                a.live = False
+                self.allocs.remove(a, None)
+                self.watch.forget(a.addr, a.end)
+
+
+def _accesses(task) -> tuple:
+    try:
+        return task.accesses()
+    except Exception:  # noqa: BLE001 - a task kind that does not say
+        return ()
+
+
+def _async_host(task, addr: int, n: int) -> bool:
+    """True if the host memory a task touches is used asynchronously (pinned memory, or a
+    buffer the task keeps): then the host must not touch it until it is synchronized."""
+    if getattr(task, "keep", None) is not None:
+        return True
+    from npurt.runtime.runtime import RUNTIME
+    try:
+        return RUNTIME.host.find(addr, n) is not None
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _alias_target(alias: int, n: int):
+    from npurt.runtime.runtime import RUNTIME
+    try:
+        return RUNTIME.host.alias_target(alias, n)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+# ---------------------------------------------------------------- the process-wide face
+_ACTIVE: set = set()
+
+
+def enable(tools="all", report: str | None = None, out=None, echo: bool = True) -> Sanitizer:
+    """Start a sanitizer: `tools` is "all" or some of race, mem, init, leak, sync (a list or
+    a comma-separated string); `report` a path for the JSON report written when it ends;
+    reports go to `out` (default stderr) as they are found unless `echo` is False."""
+    san = Sanitizer(tools, out, echo, report).enable()
+    _ACTIVE.add(san)
+    return san
+
+
+def disable() -> None:
+    """Stop every sanitizer started with enable()."""
+    for san in list(_ACTIVE):
+        san.disable()
+
+
+@atexit.register
+def _at_exit() -> None:
+    for san in list(_ACTIVE):
+        try:
+            san.disable()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
