@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--json", metavar="OUT", help="write the metrics as JSON")
     bench.add_argument("--peers", action="store_true", help="also measure PoCL and Numba's CUDA simulator")
     sub.add_parser("atc", help="convert an ONNX model to an .om: npurt atc --model=m.onnx --framework=5 ...")
-    sub.add_parser("run", help="run a pyACL script: npurt run [--profile OUT_DIR] script.py [args...]")
+    sub.add_parser("run", help="run a pyACL script: npurt run [--profile OUT_DIR] [--sanitize] script.py [args...]")
     plot = sub.add_parser("plot", help="draw a profile's timeline as a PNG")
     plot.add_argument("profile", metavar="OUT_DIR", help="a profile directory (or its msprof.json)")
     plot.add_argument("-o", "--output", default="timeline.png", help="the PNG to write (default: timeline.png)")

@@ -49,7 +49,7 @@ class _Batch:
 def _run(npurt, host_in, outs, w1, w2, copy, compute):
     """Queue the whole pipeline; copy and compute may be the same stream (baseline)."""
     ops = npurt.ops
-    slots = [npurt.empty((BATCH, D_IN)) for _ in range(2)]
+    slots = [npurt.empty(host_in[0].shape) for _ in range(2)]
     batches = []
     for i, host in enumerate(host_in):
         b = _Batch(npurt)

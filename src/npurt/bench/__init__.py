@@ -3,10 +3,11 @@
     npurt bench [--quick] [--json OUT] [--peers]
 
 Modules: harness (timing, sizes), metrics (npurt through the pyACL facade), pythonic (the
-same through npurt.Stream / Event / DeviceArray), profiler (what profiling costs), collectives
-(AllReduce across 2 processes against mpi4py), media (JPEG decode on the simulated DVPP against
-Pillow), models (acl.mdl execute against ONNX Runtime run directly), torchnpu (torch on npu, when
-PyTorch is installed), peers (PoCL, Numba's CUDA simulator), report (the table and the JSON).
+same through npurt.Stream / Event / DeviceArray), profiler (what profiling costs), sanitizer
+(what the sanitizer costs), collectives (AllReduce across 2 processes against mpi4py), media
+(JPEG decode on the simulated DVPP against Pillow), models (acl.mdl execute against ONNX Runtime
+run directly), torchnpu (torch on npu, when PyTorch is installed), peers (PoCL, Numba's CUDA
+simulator), report (the table and the JSON).
 bench/README.md and docs/performance.md explain the figures.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ def _progress(msg: str) -> None:
 
 def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
     """Measure npurt (and the peers); returns (npurt's results, the peers' results)."""
-    from . import collectives, media, metrics, models, profiler, pythonic, torchnpu
+    from . import collectives, media, metrics, models, profiler, pythonic, sanitizer, torchnpu
     res = Results("npurt")
     steps = [
         ("latency", metrics.measure_latency),
@@ -39,6 +40,7 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
         ("many streams", metrics.measure_streams),
         ("memory per queued task", metrics.measure_queued_memory),
         ("profiler overhead", profiler.measure),
+        ("sanitizer overhead", sanitizer.measure),
         ("AllReduce across 2 processes", collectives.measure_allreduce),
         ("JPEG decode (DVPP)", media.measure),
         ("model execution", models.measure),

@@ -69,6 +69,7 @@ SPECS: list[Spec] = [
     Spec("enqueue_queued_us", "  enqueue while {tasks} are queued", "us", L),
     Spec("profiler_overhead", "profiler on / off: copy+gelu pipeline ({batches}x{batch})", "x", L, 1.3, True),
     Spec("profiler_tiny_task_us", "  profiler cost per tiny copy + synchronize", "us", L),
+    Spec("sanitizer_overhead", "sanitizer (all tools) on / off: the demo's pipeline", "x", L, 3, True),
     Spec("allreduce_busbw_ratio", "AllReduce {allreduce}, 2 processes: busbw / mpi4py", "x", H, 0.8, True),
     Spec("allreduce_busbw_gbps", "  npurt.hccl all_reduce + synchronize, bus bandwidth", "GB/s", H),
     Spec("mpi_allreduce_busbw_gbps", "  reference: mpi4py Allreduce of numpy buffers", "GB/s", H),

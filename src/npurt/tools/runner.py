@@ -1,4 +1,5 @@
-"""`npurt run [-v] [--torch-npu] script.py [args...]`: run an unmodified pyACL script on npurt.
+"""`npurt run [-v] [--torch-npu] [--profile DIR] [--sanitize ...] script.py [args...]`: run an
+unmodified pyACL script on npurt.
 
 Inside this command only, `import acl` (and `import acl.rt`, `from acl import util`, ...)
 resolves to `npurt.acl`: the `acl*` entries are aliases in `sys.modules` made before the
@@ -9,7 +10,9 @@ npurt's shim the same way, and the "npu" torch device is registered before the s
 The script runs as `python script.py args...` would run it: `sys.argv` is
 [script, args...], `__name__ == "__main__"`, the script's directory is first on `sys.path`,
 and the exit status is the script's (SystemExit code; 1 with a traceback for an uncaught
-exception). The command prints nothing of its own unless `-v` is given.
+exception). The command prints nothing of its own unless `-v` is given, `--profile` is
+given (one line saying where the profile went) or `--sanitize` reports (on stderr; the exit
+status is then 86, as with compute-sanitizer's --error-exitcode convention of a fixed code).
 """
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ import sys
 import traceback
 import types
 
-USAGE = """usage: npurt run [-v] [--torch-npu] [--profile OUT_DIR] script.py [args...]
+USAGE = """usage: npurt run [-v] [--torch-npu] [--profile OUT_DIR] [--sanitize [--tools LIST]
+                 [--sanitize-report FILE]] script.py [args...]
 
 Run a pyACL script with `import acl` resolving to npurt's facade (npurt.acl).
   -v, --verbose        say what is run, on which simulated SoC, and the exit status (on stderr)
@@ -29,8 +33,14 @@ Run a pyACL script with `import acl` resolving to npurt's facade (npurt.acl).
   --profile OUT_DIR    profile the whole run: write the timeline (msprof.json), the summary
                        tables (*.csv) and summary.txt to OUT_DIR; the summary is printed
                        on stderr at the end
+  --sanitize           find races, memory errors, leaks and hangs while it runs; reports go to
+                       stderr and the exit status is 86 if there is any
+  --tools LIST         the sanitizer's tools, comma-separated: race,mem,init,leak,sync (default
+                       all; implies --sanitize)
+  --sanitize-report FILE  also write the reports as JSON to FILE (implies --sanitize)
   -h, --help           show this help
 """
+SANITIZER_EXIT = 86  # the exit status of a run the sanitizer reported errors in
 
 
 def install_acl_alias() -> list[str]:
@@ -95,10 +105,16 @@ def _run_as_main(script: str) -> None:
     exec(code, module.__dict__)  # noqa: S102 - running the user's script is the point
 
 
+def _option_value(opt: str, args: list[str]) -> str:
+    """The value of `--name=value` or `--name value` (empty when missing)."""
+    return opt.partition("=")[2] if "=" in opt else (args.pop(0) if args else "")
+
+
 def main(argv: list[str]) -> int:
     verbose = False
     torch_npu = False
     profile_dir = None
+    sanitize, tools, sanitize_report = False, "all", None
     args = list(argv)
     while args and args[0].startswith("-"):
         opt = args.pop(0)
@@ -106,6 +122,18 @@ def main(argv: list[str]) -> int:
             verbose = True
         elif opt == "--torch-npu":
             torch_npu = True
+        elif opt == "--sanitize":
+            sanitize = True
+        elif opt == "--tools" or opt.startswith("--tools="):
+            sanitize, tools = True, _option_value(opt, args)
+            if not tools:
+                print(f"npurt run: --tools needs a list such as race,mem\n{USAGE}", end="", file=sys.stderr)
+                return 2
+        elif opt == "--sanitize-report" or opt.startswith("--sanitize-report="):
+            sanitize, sanitize_report = True, _option_value(opt, args)
+            if not sanitize_report:
+                print(f"npurt run: --sanitize-report needs a file name\n{USAGE}", end="", file=sys.stderr)
+                return 2
         elif opt == "--profile" or opt.startswith("--profile="):
             profile_dir = opt.partition("=")[2] if "=" in opt else (args.pop(0) if args else "")
             if not profile_dir:
@@ -135,6 +163,19 @@ def main(argv: list[str]) -> int:
             profile = Profile(profile_dir)  # the directory is checked before the script runs
         except NpuError as exc:
             print(f"npurt run: {exc.message}", file=sys.stderr)
+            return 2
+
+    sanitizer = None
+    if sanitize:
+        from npurt.tools.sanitizer import Sanitizer
+        try:
+            sanitizer = Sanitizer(tools, json_path=sanitize_report)
+        except ValueError as exc:
+            print(f"npurt run: --tools: {exc}", file=sys.stderr)
+            return 2
+        report_dir = os.path.dirname(os.path.abspath(sanitize_report)) if sanitize_report else None
+        if report_dir is not None and not os.path.isdir(report_dir):
+            print(f"npurt run: --sanitize-report: directory {report_dir!r} does not exist", file=sys.stderr)
             return 2
 
     before = {name: sys.modules[name] for name in list(sys.modules)
@@ -168,6 +209,8 @@ def main(argv: list[str]) -> int:
     try:
         if profile is not None:
             profile.start()
+        if sanitizer is not None:
+            sanitizer.enable()
         _run_as_main(script)
     except SystemExit as exc:
         status = _exit_status(exc.code)
@@ -178,6 +221,10 @@ def main(argv: list[str]) -> int:
         _print_script_traceback(exc, script)
         status = 1
     finally:
+        if sanitizer is not None:
+            sanitizer.disable()  # the end-of-run checks, the error summary, the JSON report
+            if sanitizer.errors:
+                status = SANITIZER_EXIT
         if profile is not None and profile.running:
             profile.stop()
             print(f"\n{profile.report()}npurt run: profile of {len(profile.timeline.tasks)} tasks and "
