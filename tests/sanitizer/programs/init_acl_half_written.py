@@ -3,8 +3,6 @@ copied back.
 
 expect: initcheck uninitialized read
 """
-import numpy as np
-
 import acl
 
 N = 8192

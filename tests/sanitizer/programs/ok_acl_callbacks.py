@@ -3,8 +3,6 @@ on the stream (blocking and non-blocking), served by a report thread.
 
 expect: nothing
 """
-import numpy as np
-
 import acl
 
 N = 4096

@@ -3,8 +3,6 @@ an event or a synchronize.
 
 expect: nothing
 """
-import numpy as np
-
 import acl
 
 N = 1 << 16

@@ -78,7 +78,7 @@ class TaskInfo:
         return f"kernel {name}" if task.kind == "kernel" else name
 
     def describe(self) -> str:
-        at = f" enqueued at {self.site}" if self.site is not None else f" (task #{self.task.seq})"
+        at = f" at {self.site}" if self.site is not None else f" (task #{self.task.seq})"
         return f"the {self.name()}{at}"
 
     def actor(self, mode: str) -> Actor:
@@ -493,15 +493,13 @@ class Sanitizer:
             self._host_write_reports(found, user_site())
 
     def _host_write_reports(self, found, now, before=None) -> None:
+        """Reports for host writes seen as changed bytes (which thread wrote is not known)."""
         if "race" not in self.tools:
             return
-        for w, span, since in found:
-            name = threading.current_thread().name if now is not None else "(any)"
-            host = Actor("write by the host (seen as changed bytes)", f"host thread {name}", now, "found at")
-            if before is not None:
-                host = Actor("write by the host (seen as changed bytes)", "the host", None)
-            self.emit(hostwatch.host_write_report(w, span, since, now or (
-                f"the start of {before.describe()}" if before is not None else "the end of the run"), host))
+        for pending, span, since in found:
+            host = Actor("write by the host (seen as changed bytes)", "a host thread", now, "noticed at")
+            end = now or (f"the start of {before.describe()}" if before is not None else "the end of the run")
+            self.emit(hostwatch.host_write_report(pending, span, since, end, host))
 
     def _on_host_wait(self, stream, seq, **_) -> None:
         if "sync" in self.tools:

@@ -42,7 +42,7 @@ def _thread(tid):
 
 
 def stream_label(s) -> str:
-    return f"stream {s.stream_id} (device {s.device.id})"
+    return f"stream {s.stream_id} (device {s.device.id}{', default' if s.is_default else ''})"
 
 
 class HangCheck:

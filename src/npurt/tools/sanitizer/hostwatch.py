@@ -106,8 +106,12 @@ class HostWatch:
         span = w.snap.changed()
         if span is not None:
             w.snap = Snapshot(w.lo, w.hi)
-        w.since = now
-        return span
+        if now is not None:
+            w.since = now
+        if span is None:
+            return None
+        lo, hi = span  # whole 16-byte words: a value's unchanged bytes still belong to the write
+        return max(w.lo, lo - (lo - w.lo) % 16), min(w.hi, hi + (-(hi - w.lo)) % 16)
 
     def started(self, info, lo: int, hi: int, write: bool, now) -> list:
         """A task touching [lo, hi) starts: changes found before it (w, span) are returned."""
@@ -116,7 +120,7 @@ class HostWatch:
             since = w.since
             span = self.check(w, now)
             if span is not None:
-                found.append((w, span, since))
+                found.append((list(w.pending), span, since))
             if write:
                 w.writing += 1
         return found
@@ -139,7 +143,7 @@ class HostWatch:
             since = w.since
             span = self.check(w, now)
             if span is not None:
-                found.append((w, span, since))
+                found.append((list(w.pending), span, since))
             w.pending = [(info, write) for info, write in w.pending if not is_ordered(info)]
             if not w.pending:
                 del self.watches[key]
@@ -151,9 +155,10 @@ class HostWatch:
             self.watches.pop((w.lo, w.hi), None)
 
 
-def host_write_report(w: Watch, span: tuple[int, int], since, now, host_actor: Actor) -> Report:
+def host_write_report(pending: list, span: tuple[int, int], since, now, host_actor: Actor) -> Report:
+    """pending: the (task info, writes) not ordered before the host when the change was seen."""
     lo, hi = span
-    partners = [(info, write) for info, write in w.pending if info.lo_hi_overlaps(lo, hi)] or w.pending
+    partners = [(info, write) for info, write in pending if info.lo_hi_overlaps(lo, hi)] or pending
     info, write = partners[0]
     name = "WAW hazard" if write else "WAR hazard"
     words = "write after write" if write else "write after read"

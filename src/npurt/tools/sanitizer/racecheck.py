@@ -23,7 +23,7 @@ def fix_for(first, second, first_write: bool, second_write: bool) -> str:
     if s1 and s2:
         return (f"record an event on {s1} after {first.describe()} and make {s2} wait on it before "
                 f"{second.describe()} (acl.rt.record_event + acl.rt.stream_wait_event; Pythonic: "
-                "event.record(stream) + stream.wait_event(event))")
+                "stream.wait_stream(other), or event.record(other) + stream.wait_event(event))")
     if s1:
         return (f"synchronize {s1} (or an event recorded after {first.describe()}) before the host {verb} "
                 "this memory")

@@ -108,8 +108,8 @@ class Reporter:
             return f"{PREFIX}ERROR SUMMARY: 0 errors"
         per = {t: sum(1 for r in self.reports if r.tool == t) for t in TOOLS}
         parts = ", ".join(f"{t} {c}" for t, c in per.items() if c)
-        repeats = sum(r.count - 1 for r in self.reports)
-        again = f"; {repeats} more occurrence{'s' if repeats != 1 else ''} of them" if repeats else ""
+        seen = sum(r.count for r in self.reports)
+        again = f"; {seen} occurrences in all" if seen > n else ""
         return f"{PREFIX}ERROR SUMMARY: {n} error{'s' if n != 1 else ''} ({parts}){again}"
 
     def to_json(self) -> dict:
