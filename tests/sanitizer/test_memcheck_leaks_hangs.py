@@ -138,3 +138,48 @@ def test_an_unwritten_read_that_a_concurrent_write_explains_is_left_to_racecheck
     rt.synchronize_device()
     rt.free(dev)
     assert sorted({(r.tool, r.kind) for r in san.reports}) == [("racecheck", "WAR hazard")]
+
+
+class FakeDevice:
+    id = 0
+
+
+class FakeStream:
+    """Just what the hang check reads of a runtime stream."""
+
+    def __init__(self, sid):
+        self.stream_id, self.device, self.is_default = sid, FakeDevice(), False
+        self.completed_seq, self.enqueued_seq, self.state = 0, 1, "parked"
+        self.queue, self.parked_on = [], None
+
+
+class WaitFor:
+    def __init__(self, stream, seq):
+        self.stream, self.seq = stream, seq
+
+    def waits_for(self):
+        return ("stream", self.stream, self.seq)
+
+    def describe(self):
+        return f"stream {self.stream.stream_id} to finish task #{self.seq}"
+
+
+class Head:
+    seq = 1
+
+    def describe(self):
+        return "stream_wait_event 0"
+
+
+def test_a_chain_of_stream_waits_that_comes_back_is_a_cycle():
+    from npurt.tools.sanitizer.hangcheck import HangCheck, Wait
+    s1, s2 = FakeStream(1), FakeStream(2)
+    s1.queue, s2.queue = [Head()], [Head()]
+    s1.parked_on, s2.parked_on = WaitFor(s2, 1), WaitFor(s1, 1)
+    check = HangCheck(npurt.sanitizer.Sanitizer(echo=False))
+    signature, steps, streams, cause, fix = check.chain(Wait(1, "main", s1, 1, None))
+    assert cause == "cycle" and streams == [s1, s2]
+    assert steps[-1] == "stream 1 (device 0) is already in this chain: the waits form a cycle"
+    s2.parked_on = None
+    s2.state = "running"
+    assert check.chain(Wait(1, "main", s1, 1, None)) is None

@@ -12,7 +12,7 @@ stream, _ = acl.rt.create_stream()
 dst, _ = acl.rt.malloc(N, 0)
 src, _ = acl.rt.malloc(N, 0)
 acl.rt.memset(dst, N, 0, N)
-acl.rt.reduce_async(dst, src, N, ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM, ACL_FLOAT, stream, None)  # src unwritten
+acl.rt.reduce_async(dst, src, N, ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM, ACL_FLOAT, stream, 0)  # src unwritten
 acl.rt.synchronize_stream(stream)
 acl.rt.free(dst)
 acl.rt.free(src)

@@ -98,9 +98,10 @@ class HangCheck:
     def tick(self) -> None:
         with self.cond:
             waits = list(self.waits.values())
+        broken: set = set()  # streams aborted in this tick: other chains through them are over
         for w in waits:
             verdict = self.chain(w)
-            if verdict is None:
+            if verdict is None or broken.intersection(map(id, verdict[2])):
                 self.seen.pop(w.ident, None)
                 continue
             signature = verdict[0]
@@ -109,6 +110,7 @@ class HangCheck:
                 continue
             self.seen.pop(w.ident, None)
             self.report_and_break(w, *verdict)
+            broken.update(map(id, verdict[2]))
 
     def chain(self, w: Wait):
         """(signature, steps, streams, cause, fix) if the wait can never end, else None."""
@@ -153,6 +155,10 @@ class HangCheck:
                 if t.ident in threads or other is not None and other.ident in threads:
                     steps.append(f"that thread is host thread {t.name}, which is waiting above: it can never "
                                  "call process_report")
+                    if len(threads) > 1:
+                        return (tuple(signature), steps, streams, "threads",
+                                "the threads wait for each other: serve each stream's callbacks on a thread "
+                                "that does not synchronize the streams it serves")
                     return (tuple(signature), steps, streams, "self",
                             "run process_report on another thread (acl.util.start_thread + subscribe_report "
                             "with its id), or call it before synchronizing")
