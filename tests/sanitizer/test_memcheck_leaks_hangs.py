@@ -183,3 +183,18 @@ def test_a_chain_of_stream_waits_that_comes_back_is_a_cycle():
     s2.parked_on = None
     s2.state = "running"
     assert check.chain(Wait(1, "main", s1, 1, None)) is None
+
+
+def test_a_wrong_memcpy_kind_is_reported_when_the_copy_goes_by_address(fresh_runtime, monkeypatch):
+    monkeypatch.setenv("NPURT_MEMCPY_KIND", "address")
+    rt = fresh_runtime
+    rt.init()
+    rt.set_device(0)
+    dev = rt.malloc(64)
+    rt.memset(dev, 64, 3, 64)
+    out = np.zeros(64, np.uint8)
+    with npurt.sanitizer.enable(echo=False) as san, pytest.warns(Warning, match="contradicts"):
+        rt.memcpy(out.ctypes.data, 64, dev, 64, C.ACL_MEMCPY_HOST_TO_DEVICE)   # the copy happens
+    assert out[0] == 3
+    assert [(r.tool, r.kind) for r in san.reports] == [("memcheck", "memcpy kind mismatch")]
+    rt.free(dev)

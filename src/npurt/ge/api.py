@@ -13,6 +13,7 @@ from ..runtime import constants as C
 from ..runtime.api import streams as rt_streams
 from ..runtime.errors import InvalidValueError, NpuError
 from ..runtime.kernel import host_bytes
+from ..runtime.observers import HOOKS
 from . import aipp as A
 from . import constants as G
 from . import model as M
@@ -236,6 +237,8 @@ def _write_aipp(model, dataset: Dataset, param_index: int, image, params: A.Dyna
     span = locate(RUNTIME, buf.data, len(blob), "dynamic AIPP parameter buffer")
     if span.device is None:
         raise InvalidValueError("the dynamic AIPP parameter buffer must be device memory")
+    if HOOKS.active:  # the host writes the parameters into device memory itself (a host access)
+        HOOKS.emit("host_access", addr=buf.data, nbytes=len(blob), mode="w", what="dynamic AIPP parameters")
     address.view(buf.data, len(blob))[:] = np.frombuffer(blob, np.uint8)
     dataset.aipp[param_index] = params
 

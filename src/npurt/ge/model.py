@@ -32,6 +32,7 @@ from ..runtime.context import current_context
 from ..runtime.errors import InvalidValueError, NpuError
 from ..runtime.memops import locate
 from ..runtime.memory import note_use
+from ..runtime.observers import HOOKS
 from ..runtime.runtime import RUNTIME
 from ..runtime.tasks import Task
 from . import aipp as A
@@ -257,6 +258,8 @@ class Model:
                            C.ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID)
         raw = np.array(values, np.uint64 if width == 8 else np.uint32).tobytes()
         span = locate(RUNTIME, buf.data, len(raw), f"{C_DYN} buffer")
+        if HOOKS.active:  # the host writes the gear into device memory itself (tools: a host access)
+            HOOKS.emit("host_access", addr=span.addr, nbytes=len(raw), mode="w", what=f"{C_DYN} setter")
         address.view(span.addr, len(raw))[:] = np.frombuffer(raw, np.uint8)
         dataset.gear = (kind, tuple(int(v) for v in values))
         self.cur_gear = gear

@@ -602,8 +602,22 @@ class Sanitizer:
                     users.append(r.who.actor("write" if r.write else "read"))
         return users
 
-    def _on_mem_error(self, kind, addr, nbytes=0, device=None, message="", task=None, **_) -> None:
+    def _on_memcpy_kind(self, op, kind, actual, dst, src, nbytes=0, refused=False, **_) -> None:
+        """A copy whose kind contradicts its addresses (copied by address, or refused)."""
         if "mem" not in self.tools:
+            return
+        from npurt.runtime.memops import KIND_NAMES
+        site = user_site()
+        actor = HostWho(threading.current_thread().name, site, op).actor("call")
+        actor.what = op
+        done = "refused" if refused else f"copied as {KIND_NAMES.get(actual, actual)} by address"
+        message = (f"{op} was given {KIND_NAMES.get(kind, kind)} ({kind}) for a copy the addresses make "
+                   f"{KIND_NAMES.get(actual, actual)} ({actual}): {done}")
+        with self.lock:
+            self.emit(memcheck.refused_report("kind_mismatch", message, actor, dst, nbytes, None))
+
+    def _on_mem_error(self, kind, addr, nbytes=0, device=None, message="", task=None, **_) -> None:
+        if "mem" not in self.tools or kind == "kind_mismatch":  # memcpy_kind told us already
             return
         site = user_site()
         with self.lock:

@@ -129,7 +129,7 @@ def refused_report(kind: str, message: str, actor: Actor, addr, nbytes: int, dev
         fix = "free each allocation exactly once"
     if freed is not None:
         details.append(f"{freed.describe()} was freed" + (f" at {freed.freed_site}" if freed.freed_site else ""))
-    details.append(f"the runtime refused it: {message}")
+    details.append(message if kind == "kind_mismatch" else f"the runtime refused it: {message}")
     return Report("memcheck", name, f"{what} ({nbytes} bytes at 0x{addr:x})" if isinstance(addr, int) and nbytes
                   else f"{what} (0x{addr:x})" if isinstance(addr, int) else what,
                   actors=[actor], details=details, fix=fix, address=addr if isinstance(addr, int) else None,
