@@ -23,6 +23,7 @@ new fields may be added):
 | host_sync | what ("stream", "event", "device"), obj | an API synchronize call, before it waits |
 | host_wait | stream, seq | a host thread starts waiting in Stream.synchronize for task `seq` |
 | host_wait_done | stream, seq, ok | that wait ended; ok: task `seq` and all before it retired, so the thread is ordered after them |
+| wait_refused | stream, seq, message | a synchronize the runtime refuses (DeadlockError) because it could never end: the waiting thread is what it waits for |
 | host_synced | stream, seq | the calling thread learned without waiting that task `seq` retired: a stream or event query that reports complete, a Pythonic awaitable resuming |
 | callback_started | stream, seq, task (or None) | a host callback starts in the calling thread after task `seq` of `stream` retired (launch_callback in process_report, Stream.add_done_callback) |
 | callback_finished | stream, seq, task, block | it returned; block: the stream waits for it (ACL_CALLBACK_BLOCK) |

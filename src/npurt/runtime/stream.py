@@ -251,7 +251,10 @@ class Stream:
                     break
                 why = self.scheduler.deadlock(self, until, token)
                 if why:
-                    raise deadlock_error(f"synchronizing stream {self.stream_id} up to task #{until}", why)
+                    err = deadlock_error(f"synchronizing stream {self.stream_id} up to task #{until}", why)
+                    if HOOKS.active:
+                        HOOKS.emit("wait_refused", stream=self, seq=until, message=err.message)
+                    raise err
                 if not inline:
                     self.scheduler.kick(self)  # work an interrupted enqueue left behind
                 remaining = None if deadline is None else deadline - time.monotonic()

@@ -1,5 +1,6 @@
 """Seeded bug (synccheck, pyACL): a blocking callback that synchronizes the stream it belongs
-to. The stream waits for the callback, the callback waits for the stream.
+to. The stream waits for the callback, the callback waits for the stream: an NPU hangs; npurt's
+runtime refuses the wait (107000) and the sanitizer reports it.
 
 expect: synccheck hang
 """

@@ -511,6 +511,10 @@ class Sanitizer:
             with self.lock:
                 self._learn(stream, seq)
 
+    def _on_wait_refused(self, stream, seq, message="", **_) -> None:
+        if "sync" in self.tools:
+            self.emit(self.hang.refused(stream, seq, message, threading.current_thread().name, user_site()))
+
     def _on_host_synced(self, stream, seq, **_) -> None:
         with self.lock:
             self._learn(stream, seq)

@@ -209,6 +209,16 @@ class HangCheck:
             except Exception:  # noqa: BLE001 - a stream torn down meanwhile
                 pass
 
+    def refused(self, stream, seq: int, message: str, name: str, site) -> Report:
+        """The runtime itself refused a wait that could never end (the waiting thread is what
+        it waits for): the call returned an error where an NPU would hang."""
+        return Report("synccheck", "hang", f"host thread {name} would wait forever for {stream_label(stream)}",
+                      actors=[Actor("a synchronize", f"host thread {name}", site, "at")],
+                      details=[f"it waits for {stream_label(stream)} to finish task #{seq}",
+                               f"the runtime refused the wait (ACL_ERROR_RT_PARAM_INVALID): {message}"],
+                      fix="synchronize from another thread, or record an event and wait for it outside the "
+                          "callback or task", key=("refused", site))
+
     def stuck_at_exit(self, all_streams) -> list[Report]:
         """Streams still stopped on a wait when the program ends."""
         out = []
