@@ -36,7 +36,9 @@ def _teardown_runtime() -> None:
                 for s in device.all_streams():
                     if s.completed_seq < s.enqueued_seq:
                         s.abort()  # a seeded hang may leave a stream stopped
+        RUNTIME.finalized = False  # a new process state, as tests/conftest.py makes it
         RUNTIME.finalize(timeout_s=5.0)
+    RUNTIME.finalized = False
 
 
 def run_program(path: Path, tools="all", argv=()) -> "npurt.sanitizer.Sanitizer":
