@@ -1,5 +1,6 @@
 """Torch ops are ordinary npurt stream tasks: tools listening to the runtime's hooks (the
-sanitizer, the profiler) see them as kernel tasks with the byte ranges they read and write."""
+sanitizer, the profiler) see them as kernel tasks that list the byte ranges they read and
+write (Task.accesses)."""
 from __future__ import annotations
 
 import pytest
@@ -30,9 +31,7 @@ def test_an_op_is_a_kernel_task_with_its_reads_and_writes(events):
     task = enqueued[0]
     assert task.kind == "kernel" and "aten::add" in task.describe()
     assert ("task_finished", task) in [(n, f.get("task")) for n, f in events]
-    accesses = {(f["addr"], f["nbytes"], f["write"]) for n, f in events if n == "mem_access" and f["task"] is task}
-    assert accesses == {(a.data_ptr(), 64, False), (b.data_ptr(), 64, False), (c.data_ptr(), 64, True)}
-    assert set(task.accesses()) == accesses
+    assert set(task.accesses()) == {(a.data_ptr(), 64, "r"), (b.data_ptr(), 64, "r"), (c.data_ptr(), 64, "w")}
 
 
 def test_allocations_and_frees_of_npu_tensors_are_reported(events):
@@ -50,5 +49,6 @@ def test_a_strided_view_reports_the_span_it_reaches(events):
     events.clear()
     x[:, 2].fill_(1.0)          # one column: 8 elements, 29 rows of stride... the span covers them
     torch.npu.synchronize()
-    writes = [(f["addr"], f["nbytes"]) for n, f in events if n == "mem_access" and f["write"]]
+    (task,) = [f["task"] for n, f in events if n == "task_enqueued"]
+    writes = [(addr, nbytes) for addr, nbytes, mode in task.accesses() if mode == "w"]
     assert writes == [(x.data_ptr() + 8, (7 * 8 + 1) * 4)]

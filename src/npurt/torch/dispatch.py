@@ -18,8 +18,8 @@ per call:
   caller waits for it, and the results are copied into new npu tensors.
 
 Every task records its use of the blocks it touches (npurt's stream-ordered free) and knows
-which byte ranges it reads and writes (`OpTask.accesses`, reported to observers as
-`mem_access` events while a tool listens). fp16 matmul-class ops compute in float32 and round
+which byte ranges it reads and writes (`OpTask.accesses`, the runtime's task protocol that
+tools such as the sanitizer read). fp16 matmul-class ops compute in float32 and round
 once, as the NPU's cube unit accumulates in float32.
 """
 from __future__ import annotations
@@ -31,7 +31,6 @@ import torch
 
 from .. import streams as _streams
 from ..runtime import constants as C
-from ..runtime.observers import HOOKS
 from ..runtime.runtime import RUNTIME
 from ..runtime.tasks import Task
 from . import _dlpack, memory
@@ -132,8 +131,6 @@ class OpTask(Task):
         self.reads, self.writes, self.post = reads, writes, post
 
     def run(self) -> None:
-        if HOOKS.active:
-            self._report()
         writes = self.writes
         args = [_host(a, writes) for a in self.args]
         kwargs = {k: _host(v, writes) for k, v in self.kwargs.items()} if self.kwargs else {}
@@ -141,16 +138,9 @@ class OpTask(Task):
         if self.post is not None:
             self.post(result)
 
-    def accesses(self) -> list[tuple[int, int, bool]]:
-        """(device address, bytes, is_write) of every range the op touches."""
-        out = [(*r.span(), False) for r in self.reads]
-        out += [(*r.span(), True) for r in self.writes]
-        return out
-
-    def _report(self) -> None:
-        device = self.stream.device
-        for addr, nbytes, write in self.accesses():
-            HOOKS.emit("mem_access", device=device, addr=addr, nbytes=nbytes, task=self, write=write)
+    def accesses(self) -> tuple:
+        """(device address, bytes, "r" or "w") of every range the op touches (Task.accesses)."""
+        return (*((*r.span(), "r") for r in self.reads), *((*r.span(), "w") for r in self.writes))
 
     def describe(self) -> str:
         return f"kernel {self.name}"
@@ -159,7 +149,7 @@ class OpTask(Task):
         """For tools (the profiler): the aten op's name and the bytes it reads and writes."""
         acc = self.accesses()
         return {"name": self.name, "bytes": sum(n for _, n, _ in acc),
-                "bytes_written": sum(n for _, n, w in acc if w)}
+                "bytes_written": sum(n for _, n, mode in acc if mode == "w")}
 
 
 def _host(a, writes):

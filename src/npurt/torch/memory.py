@@ -80,7 +80,7 @@ def release(owner: tuple) -> None:
     _, mem, ptr, block = owner
     if mem.live.get(ptr) is block:
         if HOOKS.active:
-            rt.free(ptr)
+            rt.free(ptr, managed=True)  # stream-ordered by design: tools do not report a free in use
         else:
             mem.free(ptr)
 
@@ -110,7 +110,7 @@ def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> to
     """A new npu tensor of `nbytes` on the device of `inf` (the hot path of every op)."""
     mem = inf.memory
     if HOOKS.active:
-        ptr = rt.malloc_on(inf.device, nbytes or 1)
+        ptr = rt.malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
     else:
         ptr = mem.malloc(nbytes or 1, 0)
     return _dlpack.tensor_at(ptr, shape, stride, dtype, inf.index, (release, mem, ptr, mem.live[ptr]))

@@ -317,9 +317,11 @@ class Sanitizer:
                 self.watch.finished(info, lo, hi, write)
 
     # ------------------------------------------------------------ kernel views
-    def _on_mem_access(self, device, addr, nbytes, task, mode="rw", **_) -> None:
+    def _on_mem_access(self, device, addr, nbytes, task, mode="rw", write=None, **_) -> None:
         if nbytes <= 0:
             return
+        if write is not None:  # an observer event in the older form: write=True/False
+            mode = "w" if write else "r"
         with self.lock:
             info = self.infos.get(id(task))
             if info is None or info.vc is None:
@@ -686,11 +688,16 @@ class Sanitizer:
                 self.watch.forget(a.addr, a.end)
 
 
-def _accesses(task) -> tuple:
+_MODES = {"r": "r", "w": "w", "rw": "rw", False: "r", True: "w"}  # a bool: "is it a write?"
+
+
+def _accesses(task) -> list:
+    """task.accesses() with each mode made one of "r", "w", "rw"."""
     try:
-        return task.accesses()
+        found = task.accesses()
     except Exception:  # noqa: BLE001 - a task kind that does not say
-        return ()
+        return []
+    return [(a[0], a[1], _MODES.get(a[2], "rw"), *a[3:]) for a in found]
 
 
 def _async_host(task, addr: int, n: int) -> bool:

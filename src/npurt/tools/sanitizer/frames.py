@@ -38,6 +38,19 @@ _internal_files = {os.path.abspath(m.__file__) for m in (contextlib, functools, 
 _verdicts: dict = {}  # code object -> True if internal
 
 
+_FRAMEWORKS = ("torch",)  # packages between a user and npurt: their frames are not the user's line
+
+
+def _add_frameworks() -> None:
+    for name in _FRAMEWORKS:
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path:
+            folder = os.path.dirname(os.path.abspath(path)) + os.sep
+            if folder not in _internal_dirs:
+                _internal_dirs.append(folder)
+
+
 def add_internal(path: str) -> None:
     """Treat frames from files under `path` as library frames, not user code."""
     _internal_dirs.append(os.path.abspath(path).rstrip(os.sep) + os.sep)
@@ -47,6 +60,7 @@ def add_internal(path: str) -> None:
 def _is_internal(code) -> bool:
     verdict = _verdicts.get(code)
     if verdict is None:
+        _add_frameworks()
         name = code.co_filename
         if name.startswith(("<frozen", "<npurt")):  # importlib, runpy, the facade's generated wrappers
             verdict = _verdicts[code] = True
