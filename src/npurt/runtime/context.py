@@ -23,6 +23,7 @@ class Context:
         self.device = device
         self.is_default = is_default
         self.alive = True
+        self.closing = False  # being destroyed: no new stream (set under the device lock)
         self.handle = 0
         self.streams: set[Stream] = set()
         self.stop_on_failure = False

@@ -6,7 +6,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from .errors import ResourceExhaustedError
+from .errors import ContextError, ResourceExhaustedError
 from .memory import DeviceMemory
 from .scheduler import Scheduler
 from .stream import Stream
@@ -48,24 +48,31 @@ class Device:
 
     def new_stream(self, context: "Context", priority: int = 0, flags: int = 0,
                    is_default: bool = False) -> "Stream":
-        with self.lock:
+        stream = Stream(context, priority, flags, is_default)
+        with self.lock:  # checked and counted with the context's teardown excluded
+            if context.closing:
+                raise ContextError("the context was destroyed (or its device reset) while this stream was "
+                                   "being created; set a device or context again")
             if self.stream_count >= self.max_streams:
                 raise ResourceExhaustedError(
                     f"device {self.id} has no stream left: {self.stream_count} of "
                     f"{self.max_streams} are in use (default streams included). Destroy streams "
                     "you no longer need, or raise the limit with NPURT_MAX_STREAMS.")
             self.stream_count += 1
-        stream = Stream(context, priority, flags, is_default)
+            if not is_default:
+                context.streams.add(stream)
         stream.handle = self.runtime.streams.add(stream)
-        if not is_default:
-            context.streams.add(stream)
         return stream
 
     def release_stream(self, stream: "Stream") -> None:
+        """Free a stream's slot and handle, once (racing destroyers, a context's teardown and
+        a garbage-collected Pythonic Stream may all get here)."""
         with self.lock:
+            if stream.destroyed:
+                return
+            stream.destroyed = True
             self.stream_count -= 1
-        stream.destroyed = True
-        stream.context.streams.discard(stream)
+            stream.context.streams.discard(stream)
         self.runtime.streams.remove(stream.handle)
 
     def all_streams(self) -> list["Stream"]:

@@ -25,8 +25,8 @@ import time
 from typing import TYPE_CHECKING
 
 from . import constants as C
-from .errors import (EventError, FeatureNotSupportedError, ParamInvalidError, SyncTimeoutError,
-                     TaskError)
+from .errors import (EventError, FeatureNotSupportedError, InvalidHandleError, ParamInvalidError,
+                     SyncTimeoutError, TaskError)
 from .scheduler import Blocker, Callback
 from .watchdog import WATCHDOG
 from .tasks import NopTask, StreamProgress, Task
@@ -196,6 +196,10 @@ class Event:
                 + (f" because the stream stopped on failure ({stop.message})" if stop else " by an abort"),
                 C.ACL_ERROR_RT_EVENT_NOT_COMPLETE)
 
+    def _destroyed_unrecorded(self) -> InvalidHandleError:
+        return InvalidHandleError(f"event {self.event_id} was destroyed before the record this wait needs; "
+                                  "a wait for it can never end")
+
     def timestamp_ns(self) -> int:
         return self._timed_record("get a timestamp from").t_ns
 
@@ -291,6 +295,8 @@ class WaitTask(Task):
         if rec is None:
             rec = self.event.record
             if rec is None or rec is self.stale:
+                if self.event.destroyed:  # nothing can record it any more
+                    raise self.event._destroyed_unrecorded()
                 return self._armed(EventNextRecord(self.event, self.stale))
             self.rec = rec
         if rec.stream.completed_seq >= rec.seq:

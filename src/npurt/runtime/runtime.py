@@ -231,6 +231,9 @@ class Runtime:
     def _release_device(self, device: Device, reason: str, timeout_s: float) -> None:
         """Wait for the device's work (at most `timeout_s` in all), then free all it holds."""
         deadline = time.monotonic() + timeout_s
+        with device.lock:  # no new streams in contexts that are going away
+            for ctx in device.contexts:
+                ctx.closing = True
         for hook in list(self.release_hooks):
             try:
                 hook(device, reason)

@@ -63,6 +63,7 @@ class Stream:
         self._failure_mode = C.ACL_CONTINUE_ON_FAILURE
         self.abort_epoch = 0
         self.destroyed = False
+        self.closing = False                 # destroy_stream in progress (one destroyer wins)
         self.attributes = {"overflowSwitch": 0, "userCustomTag": 0}
         self.subscriber = None               # report thread id for launch_callback
         settings = device.runtime.settings

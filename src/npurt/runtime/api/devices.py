@@ -190,10 +190,13 @@ def create_context(device_id: int) -> Context:
 def destroy_context(ctx: Context) -> None:
     if ctx.is_default:
         raise InvalidValueError("the default context of a device cannot be destroyed; use reset_device")
-    if not ctx.alive:
-        raise InvalidHandleError("this context was already destroyed")
     device = ctx.device
-    for stream in [ctx.default_stream, *ctx.streams]:
+    with device.lock:  # from here on no stream can be created in it, and one destroyer wins
+        if not ctx.alive or ctx.closing:
+            raise InvalidHandleError("this context was already destroyed")
+        ctx.closing = True
+        streams = [ctx.default_stream, *ctx.streams]
+    for stream in streams:
         try:
             stream.synchronize(report_errors=False)
         except NpuError:

@@ -62,15 +62,19 @@ def _check_flags(flags, ex: bool) -> None:
 
 
 def destroy_event(event: Event) -> None:
-    """Destroy an event; never blocks (queued records of it still complete)."""
+    """Destroy an event; never blocks (queued records of it still complete). Waits that
+    need a record it will now never get fail instead of waiting forever."""
     _live(event)
-    event.destroyed = True
     device = event.device
-    with device.lock:
+    with device.lock:  # one destroyer wins
+        if event.destroyed:
+            raise InvalidHandleError(f"event {event.event_id} was destroyed")
+        event.destroyed = True
         if event.counted:
             device.event_count -= 1
         device.events.discard(event)
     rt.events.remove(event.handle)
+    event.fire_watchers()  # host threads and streams waiting for a first record of it
 
 
 def _live(event: Event) -> Event:

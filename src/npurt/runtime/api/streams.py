@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import constants as C
 from ..context import current_context, peek_context
-from ..errors import ContextError, InvalidHandleError, InvalidValueError, ParamInvalidError
+from ..errors import ContextError, DeadlockError, InvalidHandleError, InvalidValueError, ParamInvalidError
 from ..observers import HOOKS
 from ..runtime import RUNTIME
 from ..stream import Stream
@@ -40,17 +40,25 @@ def destroy_stream(stream: Stream, force: bool = False) -> None:
         raise InvalidHandleError(f"expected a stream, got {type(stream).__name__}")
     if stream.is_default:
         raise InvalidValueError("a default stream cannot be destroyed; it lives as long as its context")
-    if stream.destroyed:
-        raise InvalidHandleError(f"stream {stream.stream_id} was already destroyed")
     ctx = peek_context()
-    if ctx is not stream.context:
+    if ctx is not stream.context and not stream.destroyed:
         raise ContextError(f"stream {stream.stream_id} belongs to another context; make that context "
                            "current (set_context) before destroying it", C.ACL_ERROR_RT_STREAM_CONTEXT)
-    if force:
-        stream.abort()
-    else:
-        stream.synchronize(report_errors=False)
-    stream.device.release_stream(stream)
+    with stream.device.lock:  # one destroyer wins; the others see a destroyed handle
+        if stream.destroyed or stream.closing:
+            raise InvalidHandleError(f"stream {stream.stream_id} was already destroyed")
+        stream.closing = True
+    try:
+        if force:
+            stream.abort()
+        else:
+            stream.synchronize(report_errors=False)
+    except DeadlockError:  # destroying the stream from its own task: refused, nothing changed
+        stream.closing = False
+        raise
+    finally:
+        if stream.closing:
+            stream.device.release_stream(stream)
 
 
 def synchronize_stream(stream: Stream | None, timeout_ms: int = -1) -> None:

@@ -1,0 +1,135 @@
+"""Teardown racing with use (issue 11): destroying one stream from two threads, destroying a
+context while another thread creates streams in it, destroying an event a thread waits on."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from npurt.runtime import constants as C
+from npurt.runtime.errors import ContextError, EventError, InvalidHandleError, NpuError
+
+
+def _in_threads(n: int, fn) -> list:
+    """Run fn() in n threads released together; their results or exceptions."""
+    barrier = threading.Barrier(n)
+    out = [None] * n
+
+    def run(i):
+        barrier.wait()
+        try:
+            out[i] = fn()
+        except Exception as exc:  # noqa: BLE001 - the outcome is what the test checks
+            out[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return out
+
+
+def test_two_threads_destroying_one_stream_get_one_success_and_one_invalid_handle(rt):
+    ctx = rt.get_context()
+    available = rt.get_stream_available_num()
+    for _ in range(10):
+        s = rt.create_stream()
+        rt.launch_host_func(s, time.sleep, 0.01)  # both destroyers get past the first checks
+
+        def destroy():
+            rt.set_context(ctx)
+            rt.destroy_stream(s)
+            return "ok"
+
+        outcomes = _in_threads(2, destroy)
+        assert outcomes.count("ok") == 1, outcomes
+        assert any(isinstance(o, InvalidHandleError) for o in outcomes), outcomes
+    assert rt.get_stream_available_num() == available
+
+
+def test_destroy_context_racing_create_stream_leaves_no_stream_behind(rt):
+    available = rt.get_stream_available_num()
+    ctx = rt.create_context(0)
+    rt.launch_host_func(None, time.sleep, 0.05)  # destroy_context waits on the default stream
+    made, stop = [], threading.Event()
+
+    def create():
+        rt.set_context(ctx)
+        while not stop.is_set():
+            try:
+                made.append(rt.create_stream())
+            except (ContextError, InvalidHandleError):
+                return
+        return
+
+    creator = threading.Thread(target=create)
+    creator.start()
+    time.sleep(0.01)
+    rt.destroy_context(ctx)
+    stop.set()
+    creator.join(30)
+    assert made and all(s.destroyed for s in made)
+    rt.set_device(0)
+    assert rt.get_stream_available_num() == available
+
+
+def test_a_thread_waiting_on_an_event_that_is_destroyed_is_woken(rt):
+    ev = rt.create_event()
+    outcome = []
+
+    def wait():
+        try:
+            rt.synchronize_event(ev)
+            outcome.append("returned")
+        except NpuError as exc:
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    time.sleep(0.05)
+    rt.destroy_event(ev)
+    waiter.join(10)
+    assert not waiter.is_alive(), "the waiter was never woken"
+    assert outcome == ["returned"] or isinstance(outcome[0], (InvalidHandleError, EventError)), outcome
+
+
+def test_a_stream_waiting_on_an_event_that_is_destroyed_goes_on(rt):
+    s = rt.create_stream()
+    ev = rt.create_event(C.ACL_EVENT_SYNC)  # a semaphore: a wait blocks until a record of it completes
+    rt.stream_wait_event(s, ev)
+    out = []
+    rt.launch_host_func(s, out.append, 1)
+    time.sleep(0.05)
+    rt.destroy_event(ev)
+    with pytest.raises(NpuError, match="destroyed"):
+        rt.synchronize_stream(s, 10_000)  # the wait fails: its event is gone
+    assert out == [1]  # and the stream went on
+
+
+def test_two_threads_destroying_one_event_get_one_success_and_one_invalid_handle(rt):
+    available = rt.get_event_avail_num()
+    for _ in range(20):
+        ev = rt.create_event()
+
+        def destroy():
+            rt.destroy_event(ev)
+            return "ok"
+
+        outcomes = _in_threads(2, destroy)
+        assert outcomes.count("ok") == 1, outcomes
+        assert any(isinstance(o, InvalidHandleError) for o in outcomes), outcomes
+    assert rt.get_event_avail_num() == available
+
+
+def test_two_threads_destroying_one_context_get_one_success(rt):
+    available = rt.get_stream_available_num()
+    for _ in range(5):
+        ctx = rt.create_context(0)
+        rt.launch_host_func(None, time.sleep, 0.01)
+        rt.set_device(0)
+        outcomes = _in_threads(2, lambda: rt.destroy_context(ctx) or "ok")
+        assert outcomes.count("ok") == 1, outcomes
+        rt.reset_device(0)
+    assert rt.get_stream_available_num() == available
