@@ -5,6 +5,7 @@ mistaken for one:  va = VA_BASE + (physical_id << 40) + offset. Translation is a
 """
 from __future__ import annotations
 
+import itertools
 import os
 import queue
 import threading
@@ -15,6 +16,7 @@ import numpy as np
 from .hbm import HbmArena
 from .soc import SocSpec
 
+_GENERATIONS = itertools.count()  # driver instances of this process (see SimulatedDevice)
 VA_BASE = 1 << 48
 DEVICE_WINDOW = 1 << 40
 HOST_ALIAS_OFFSET = 1 << 39  # inside each device window: aliases of registered host memory
@@ -28,15 +30,21 @@ def device_of_address(va: int) -> int:
 
 
 class SimulatedDevice:
-    """One simulated NPU: its SoC facts, its memory arena and its address window."""
+    """One simulated NPU: its SoC facts, its memory arena and its address window.
 
-    def __init__(self, physical_id: int, spec: SocSpec):
+    `generation` (one per driver instance) moves the arena inside the lower half of the
+    window, so that a device address kept from an earlier driver (before a finalize and a new
+    init, or from the parent of a forked process) never points into memory allocated now."""
+
+    def __init__(self, physical_id: int, spec: SocSpec, generation: int = 0):
         if spec.memory_bytes >= HOST_ALIAS_OFFSET:
             raise ValueError(f"{spec.name}: capacity does not fit the device address window")
         self.physical_id = physical_id
         self.spec = spec
-        self.va_base = VA_BASE + physical_id * DEVICE_WINDOW
-        self.alias_base = self.va_base + HOST_ALIAS_OFFSET
+        window = VA_BASE + physical_id * DEVICE_WINDOW
+        slot = 1 << max(spec.memory_bytes - 1, 1).bit_length()  # a power of two >= the capacity
+        self.va_base = window + generation % (HOST_ALIAS_OFFSET // slot) * slot
+        self.alias_base = window + HOST_ALIAS_OFFSET
         self.arena = HbmArena(spec.memory_bytes, spec.system_reserved)
         self.uuid = bytes((physical_id * 37 + i * 11) & 0xFF for i in range(16))
 
@@ -184,6 +192,7 @@ class SimulatedNpu:
     def __init__(self, spec: SocSpec, physical_count: int):
         self.spec = spec
         self.physical_count = physical_count
+        self.generation = next(_GENERATIONS)
         self._devices: dict[int, SimulatedDevice] = {}
         self._lock = threading.Lock()
         self.cores = CorePool()
@@ -194,7 +203,7 @@ class SimulatedNpu:
             with self._lock:
                 dev = self._devices.get(physical_id)
                 if dev is None:
-                    dev = self._devices[physical_id] = SimulatedDevice(physical_id, self.spec)
+                    dev = self._devices[physical_id] = SimulatedDevice(physical_id, self.spec, self.generation)
         return dev
 
     def close(self) -> None:

@@ -73,6 +73,9 @@ class NotInitializedError(NpuError, RuntimeError):
 
     code = C.ACL_ERROR_UNINITIALIZE
 
+    def __init__(self, message: str, code: int | None = None):
+        super().__init__(message + fork_hint(), code)
+
 
 class InvalidDeviceError(InvalidValueError):
     """A device id that is not in [0, device_count)."""
@@ -90,6 +93,22 @@ class InvalidHandleError(InvalidValueError):
     """A stream, event, context, binary or function handle that is destroyed or foreign."""
 
     code = C.ACL_ERROR_RT_INVALID_HANDLE
+
+    def __init__(self, message: str, code: int | None = None):
+        super().__init__(message + fork_hint(), code)
+
+
+FORKED_FROM: int | None = None  # in a child of os.fork() of a process that used npurt: the parent
+
+
+def fork_hint() -> str:
+    """In a forked child: what happened to the parent's runtime, for error messages."""
+    if FORKED_FROM is None:
+        return ""
+    return (f" (this process is a child of process {FORKED_FROM}, made by os.fork(): streams, events, "
+            "memory and handles from before the fork do not exist here, and the runtime starts fresh, so "
+            "call acl.init() and set_device again; to start worker processes that share nothing by "
+            "accident, use multiprocessing's 'spawn' start method: multiprocessing.get_context('spawn'))")
 
 
 class AddressUnalignedError(InvalidValueError):

@@ -31,7 +31,7 @@ import numpy as np
 from . import address
 from . import constants as C
 from .errors import (AddressUnalignedError, FeatureNotSupportedError, InvalidValueError, MemcpyKindWarning,
-                     ParamInvalidError, as_int)
+                     ParamInvalidError, as_int, fork_hint)
 from .context import current_context
 from .memory import LIVE, note_use, usable_size
 from .observers import HOOKS
@@ -176,7 +176,7 @@ def dead_address_message(device, addr: int, block, role: str) -> str:
     if released:
         return f"the {role} address 0x{addr:x} was released by {released}"
     if block is None:
-        return f"the {role} address 0x{addr:x} is not inside any allocation of device {device.id}"
+        return f"the {role} address 0x{addr:x} is not inside any allocation of device {device.id}{fork_hint()}"
     return f"the {role} address 0x{addr:x} lies in device memory that was freed (use after free)"
 
 

@@ -25,6 +25,7 @@ from .errors import (InvalidDeviceError, InvalidValueError, NpuError,
 from .handles import table
 from .hostmem import HostMemory
 from .observers import HOOKS
+from .watchdog import WATCHDOG
 
 log = logging.getLogger("npurt")
 
@@ -154,28 +155,52 @@ class Runtime:
                 HOOKS.emit("runtime_finalize")
             self.host.release_all()
             self.driver.close()
-            address.backends.clear()
-            for binary in self.binaries.values():  # loaded kernel binaries are modules
-                sys.modules.pop(getattr(getattr(binary, "module", None), "__name__", ""), None)
-            kernel_args = sys.modules.get("npurt.runtime.kernel_args")
-            if kernel_args is not None:
-                kernel_args.forget_user_mem()
-            for tbl in (self.contexts, self.streams, self.events, self.binaries, self.functions,
-                        self.args, self.exception_infos, self.allocator_descs):
-                tbl.clear()
-            self.stream_allocators.clear()
-            self.report_queues.clear()
-            self.exception_callback = None
-            # process-wide settings too: a later init() starts fresh
-            self.op_wait_timeout_s = 0
-            self.op_execute_timeout_us = 0
-            self.sys_params = {}
-            self.device_limits = {}
-            self.devices = []
-            self.device_by_physical = {}
-            self.initialized = False
-            self.init_count = 0
-            bind(None)
+            self._forget()
+
+    def _forget(self) -> None:
+        """Back to the uninitialized state (finalize, and a forked child)."""
+        address.backends.clear()
+        for binary in self.binaries.values():  # loaded kernel binaries are modules
+            sys.modules.pop(getattr(getattr(binary, "module", None), "__name__", ""), None)
+        kernel_args = sys.modules.get("npurt.runtime.kernel_args")
+        if kernel_args is not None:
+            kernel_args.forget_user_mem()
+        for tbl in (self.contexts, self.streams, self.events, self.binaries, self.functions,
+                    self.args, self.exception_infos, self.allocator_descs):
+            tbl.clear()
+        self.stream_allocators.clear()
+        self.report_queues.clear()
+        self.exception_callback = None
+        # process-wide settings too: a later init() starts fresh
+        self.op_wait_timeout_s = 0
+        self.op_execute_timeout_us = 0
+        self.sys_params = {}
+        self.device_limits = {}
+        self.devices = []
+        self.device_by_physical = {}
+        self.initialized = False
+        self.init_count = 0
+        bind(None)
+
+    def reset_after_fork(self) -> None:
+        """In a child of os.fork() (see forking.py): the parent's threads do not exist here
+        and its locks may be held forever, so forget its runtime without waiting for or
+        locking anything. Its objects are marked destroyed: using one is a clear error."""
+        self.lock = threading.RLock()
+        for stream in self.streams.values():
+            stream.destroyed = True
+        for event in self.events.values():
+            event.destroyed = True
+        for ctx in self.contexts.values():
+            ctx.alive = False
+        for device in self.devices:
+            if device is not None:
+                device.scheduler.stopping = True
+        self.host = HostMemory()  # the parent's pinned buffers stay mapped while referenced
+        self.driver = None
+        self.settings = None
+        WATCHDOG.__init__()  # its thread is gone; a new one starts on first use
+        self._forget()
 
     def finalize_reference(self) -> int:
         """acl.cpp aclFinalizeReferenceImpl: drop one acl.init reference, finalize at the last."""
@@ -357,3 +382,5 @@ def _read_config(path) -> dict:
 
 
 RUNTIME = Runtime()
+
+from . import forking  # noqa: E402,F401 - registers the fork handlers (it imports RUNTIME lazily)

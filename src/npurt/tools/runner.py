@@ -3,9 +3,12 @@ unmodified pyACL script on npurt.
 
 Inside this command only, `import acl` (and `import acl.rt`, `from acl import util`, ...)
 resolves to `npurt.acl`: the `acl*` entries are aliases in `sys.modules` made before the
-script starts. Nothing named `acl` is installed, so a real CANN pyACL stays importable
-everywhere else. With `--torch-npu`, `import torch_npu` (and its submodules) resolves to
-npurt's shim the same way, and the "npu" torch device is registered before the script runs.
+script starts. Processes the script starts get the same: a directory with an `acl` shim
+package (npurt/tools/acl_path) is on PYTHONPATH during the run, so multiprocessing workers
+('spawn', 'forkserver') and `python` subprocesses can `import acl` too. Nothing named `acl`
+is installed, so a real CANN pyACL stays importable everywhere else. With `--torch-npu`,
+`import torch_npu` (and its submodules) resolves to npurt's shim the same way, and the "npu"
+torch device is registered before the script runs.
 
 The script runs as `python script.py args...` would run it: `sys.argv` is
 [script, args...], `__name__ == "__main__"`, the script's directory is first on `sys.path`,
@@ -22,6 +25,8 @@ import os
 import sys
 import traceback
 import types
+
+ACL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "acl_path")  # holds the `acl` shim
 
 USAGE = """usage: npurt run [-v] [--torch-npu] [--profile OUT_DIR] [--sanitize [--tools LIST]
                  [--sanitize-report FILE]] script.py [args...]
@@ -197,6 +202,8 @@ def main(argv: list[str]) -> int:
         print(f"npurt run: {args[0]} with acl -> npurt.acl{shim} ({', '.join(aliases)}); simulated {settings.soc}, "
               f"{len(settings.visible_devices)} device(s)", file=sys.stderr)
 
+    saved_pythonpath = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ACL_PATH, saved_pythonpath]))
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [args[0], *args[1:]]
     script_dir = os.path.dirname(script)
@@ -204,6 +211,7 @@ def main(argv: list[str]) -> int:
         sys.path[0] = script_dir
     else:
         sys.path.insert(0, script_dir)
+    sys.path.insert(1, ACL_PATH)  # 'spawn' workers take sys.path from the parent, not PYTHONPATH
     status = 0
     saved_main = sys.modules.get("__main__")
     try:
@@ -230,12 +238,18 @@ def main(argv: list[str]) -> int:
             print(f"\n{profile.report()}npurt run: profile of {len(profile.timeline.tasks)} tasks and "
                   f"{len(profile.timeline.calls)} API calls written to {profile.out_dir} (msprof.json, *.csv, "
                   f"summary.txt; draw it with `npurt plot {profile.out_dir}`)", file=sys.stderr)
+        if saved_pythonpath is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved_pythonpath
         sys.argv = saved_argv
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
         for alias in aliases:  # leave sys.modules as it was (matters when called in-process)
             sys.modules.pop(alias, None)
         sys.modules.update(before)
+        if ACL_PATH in sys.path:
+            sys.path.remove(ACL_PATH)
         if saved_path0 is not None and sys.path and sys.path[0] == script_dir:
             sys.path[0] = saved_path0
         sys.stdout.flush()
