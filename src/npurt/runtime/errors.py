@@ -88,6 +88,9 @@ class ContextError(NpuError, RuntimeError):
 
     code = C.ACL_ERROR_RT_CONTEXT_NULL
 
+    def __init__(self, message: str, code: int | None = None):
+        super().__init__(message + fork_hint(), code)
+
 
 class InvalidHandleError(InvalidValueError):
     """A stream, event, context, binary or function handle that is destroyed or foreign."""
