@@ -4,8 +4,8 @@ A host thread writes a numpy array, a pinned buffer (`empty_pinned`, a `ptr_to_n
 view) or a registered buffer with plain Python or numpy, which no hook sees. While an
 asynchronous copy that reads or writes such host memory is not yet ordered before the host
 (no synchronize since its enqueue), the sanitizer keeps a copy of the bytes as the host left
-them. It compares when the copy starts, when the host next learns the copy finished, and
-before the device writes the memory; a difference the device did not make is a host write
+them. It compares when the host next learns the copy finished, and before the device writes
+the memory; a difference the device did not make is a host write
 racing the copy. The result does not depend on timing: a write made after the copy ran
 but before the synchronize is found too, at that synchronize.
 
@@ -27,6 +27,27 @@ def _view(lo: int, hi: int) -> np.ndarray:
     return address.host_view(lo, hi - lo)
 
 
+# Snapshot buffers are reused: a copy into freshly allocated memory pays a page fault per
+# 4 KiB (measured here: 25 ms for 8 MiB, against 2 ms into memory already touched).
+_spare: dict[int, list] = {}
+_SPARE_LIMIT = 256 << 20
+_spare_bytes = [0]
+
+
+def _buffer(n: int) -> np.ndarray:
+    lst = _spare.get(n)
+    if lst:
+        _spare_bytes[0] -= n
+        return lst.pop()
+    return np.empty(n, np.uint8)
+
+
+def _give_back(buf: np.ndarray) -> None:
+    if _spare_bytes[0] + buf.size <= _SPARE_LIMIT:
+        _spare.setdefault(buf.size, []).append(buf)
+        _spare_bytes[0] += buf.size
+
+
 class Snapshot:
     """The bytes of a host range (or, for big ranges, per-chunk sums of them)."""
 
@@ -34,16 +55,30 @@ class Snapshot:
 
     def __init__(self, lo: int, hi: int):
         self.lo, self.hi = lo, hi
-        view = _view(lo, hi)
-        if hi - lo <= SNAPSHOT_LIMIT:
-            self.data, self.sums = view.copy(), None
+        self.data = self.sums = None
+        self.take()
+
+    def take(self) -> None:
+        """(Re)capture the range as it is now."""
+        view = _view(self.lo, self.hi)
+        if self.hi - self.lo <= SNAPSHOT_LIMIT:
+            if self.data is None:
+                self.data = _buffer(view.size)
+            np.copyto(self.data, view)
         else:
-            self.data, self.sums = None, _sums(view)
+            self.sums = _sums(view)
+
+    def release(self) -> None:
+        if self.data is not None:
+            _give_back(self.data)
+            self.data = None
 
     def changed(self) -> tuple[int, int] | None:
         """The [lo, hi) span of bytes that differ now, or None."""
         view = _view(self.lo, self.hi)
         if self.data is not None:
+            if _same(view, self.data):
+                return None
             diff = np.flatnonzero(view != self.data)
             if not diff.size:
                 return None
@@ -54,6 +89,14 @@ class Snapshot:
             return None
         return (self.lo + int(diff[0]) * CHUNK,
                 min(self.hi, self.lo + (int(diff[-1]) + 1) * CHUNK))
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Byte-equal, compared 8 bytes at a time where the length allows (8x less work)."""
+    n = a.size // 8 * 8
+    if n and not np.array_equal(a[:n].view(np.uint64), b[:n].view(np.uint64)):
+        return False
+    return bool(np.array_equal(a[n:], b[n:]))
 
 
 def _sums(view: np.ndarray) -> np.ndarray:
@@ -105,7 +148,7 @@ class HostWatch:
             return None
         span = w.snap.changed()
         if span is not None:
-            w.snap = Snapshot(w.lo, w.hi)
+            w.snap.take()
         if now is not None:
             w.since = now
         if span is None:
@@ -114,15 +157,18 @@ class HostWatch:
         return max(w.lo, lo - (lo - w.lo) % 16), min(w.hi, hi + (-(hi - w.lo)) % 16)
 
     def started(self, info, lo: int, hi: int, write: bool, now) -> list:
-        """A task touching [lo, hi) starts: changes found before it (w, span) are returned."""
+        """A task touching [lo, hi) starts: a task that writes it would hide a host write made
+        before it, so the bytes are compared first (a read hides nothing: the comparison when
+        the host learns the task finished sees the same change)."""
         found = []
+        if not write:
+            return found
         for w in self.overlapping(lo, hi):
             since = w.since
             span = self.check(w, now)
             if span is not None:
                 found.append((list(w.pending), span, since))
-            if write:
-                w.writing += 1
+            w.writing += 1
         return found
 
     def finished(self, info, lo: int, hi: int, write: bool) -> None:
@@ -130,8 +176,11 @@ class HostWatch:
             return
         for w in self.overlapping(lo, hi):
             w.writing = max(0, w.writing - 1)
-            if not w.writing:
-                w.snap = Snapshot(w.lo, w.hi)  # the device's bytes are the new reference
+            if not w.writing:  # the device's bytes are the new reference
+                if w.snap is None:
+                    w.snap = Snapshot(w.lo, w.hi)
+                else:
+                    w.snap.take()
 
     def ordered(self, is_ordered, now) -> list:
         """The host learned that some work finished: compare, then stop watching what is
@@ -147,12 +196,16 @@ class HostWatch:
             w.pending = [(info, write) for info, write in w.pending if not is_ordered(info)]
             if not w.pending:
                 del self.watches[key]
+                if w.snap is not None:
+                    w.snap.release()
         return found
 
     def forget(self, lo: int, hi: int) -> None:
         """The memory is gone (free_host, unregister): stop watching it."""
         for w in self.overlapping(lo, hi):
             self.watches.pop((w.lo, w.hi), None)
+            if w.snap is not None:
+                w.snap.release()
 
 
 def host_write_report(pending: list, span: tuple[int, int], since, now, host_actor: Actor) -> Report:
