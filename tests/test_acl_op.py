@@ -184,6 +184,11 @@ CASES = [
          [("ksize", "list_int", [1, 1, 3, 3]), ("strides", "list_int", [1, 1, 2, 2]), ("padding", "string", "SAME"),
           ("data_format", "string", "NCHW")], in_formats=["NCHW"], name="AvgPool-SAME"),
     case("BiasAdd", [img, f32(3)], None, [("data_format", "string", "NCHW")], in_formats=["NCHW", "ND"]),
+    case("ArgMaxV2", [x3, np.array([1], np.int32)], x3.argmax(axis=1).astype(np.int32), consts=[1]),
+    case("ArgMaxD", [x3], x3.argmax(axis=2).astype(np.int64), [("dimension", "int", -1), ("dtype", "data_type", C.ACL_INT64)]),
+    case("Slice", [x3, np.array([1, 0, 1], np.int32), np.array([1, -1, 2], np.int32)], x3[1:2, :, 1:3],
+         consts=[1, 2]),
+    case("SliceD", [x3], x3[:, 1:3, :2], [("offsets", "list_int", [0, 1, 0]), ("size", "list_int", [2, 2, 2])]),
 ]
 # cases whose reference needs the inputs drawn above
 for c in CASES:
@@ -237,6 +242,7 @@ def fresh_registry(monkeypatch):
     monkeypatch.setattr(registry, "_models", [])
     monkeypatch.setattr(registry, "_cache", registry.OrderedDict())
     monkeypatch.setattr(registry, "_dir_set", False)
+    monkeypatch.setattr(registry, "cast_has_truncate", False)
     from npurt.ge.ops import kernels
     for name in ("_selectors", "_kernels", "_chosen"):
         monkeypatch.setattr(kernels, name, {})
@@ -272,7 +278,8 @@ def tensor_desc(arr, fmt, const=False) -> int:
 def make_attr(attrs) -> int:
     attr = acl.op.create_attr()
     setters = {"bool": acl.op.set_attr_bool, "int": acl.op.set_attr_int, "float": acl.op.set_attr_float,
-               "string": acl.op.set_attr_string, "list_int": acl.op.set_attr_list_int}
+               "string": acl.op.set_attr_string, "list_int": acl.op.set_attr_list_int,
+               "data_type": lambda a, n, v: acl.op.set_attr_data_type(a, n, v)[1]}  # returns (attr, ret)
     for name, kind, value in attrs:
         assert setters[kind](attr, name, value) == OK
     return attr
@@ -408,6 +415,26 @@ def test_cast_and_a_handle_for_cast(dev, tmp_path):
     assert ret == OK and acl.op.execute_with_handle(handle, [x], [y], dev) == OK
     wrong = acl.create_tensor_desc(C.ACL_INT32, [3], G.ACL_FORMAT_ND)
     assert acl.op.cast(src, x, wrong, y, 0, dev) == C.ACL_ERROR_OP_NOT_FOUND
+
+
+def test_cast_finds_a_model_compiled_with_truncate_once_one_is_registered(dev, tmp_path):
+    # acl_op_resource_manager.cpp: a registered Cast with "truncate" makes aclopCast add it
+    acl.op.set_model_dir(_compile(tmp_path, [{
+        "op": "Cast", "input_desc": [{"format": "ND", "shape": [3], "type": "float"}],
+        "output_desc": [{"format": "ND", "shape": [3], "type": "int32"}],
+        "attr": [{"name": "dst_type", "type": "int", "value": 3}, {"name": "truncate", "type": "bool",
+                                                                   "value": False}]}]))
+    (src, (x, _)) = _vec([1.75, 2.5, -3.25])
+    dst = acl.create_tensor_desc(C.ACL_INT32, [3], G.ACL_FORMAT_ND)
+    y, y_ptr = device_buffer(np.zeros(3, np.int32))
+    assert acl.op.cast(src, x, dst, y, 0, dev) == OK, acl.get_recent_err_msg()
+    assert acl.rt.synchronize_stream(dev) == OK
+    out = np.zeros(3, np.int32)
+    acl.rt.memcpy(out.ctypes.data, 12, y_ptr, 12, 2)
+    np.testing.assert_array_equal(out, [1, 2, -3])
+    handle, ret = acl.op.create_handle_for_cast(src, dst, 0)
+    assert ret == OK and acl.op.execute_with_handle(handle, [x], [y], dev) == OK
+    assert acl.op.cast(src, x, dst, y, 1, dev) == C.ACL_ERROR_OP_NOT_FOUND  # truncate=True: not compiled
 
 
 def test_optional_input_left_out_with_an_undefined_desc_and_an_empty_buffer(dev, tmp_path):

@@ -151,7 +151,8 @@ def test_static_aipp_input_is_the_yuv420sp_image(dev, aipp_models):
     assert acl.mdl.get_input_format(desc, 0) == G.ACL_FORMAT_NHWC
     assert acl.mdl.get_input_size_by_index(desc, 0) == SRC_W * SRC_H * 3 // 2
     assert acl.mdl.get_input_dims_v2(desc, 0)[0]["dims"] == [1, SRC_H * 3 // 2, SRC_W, 1]
-    assert acl.mdl.get_input_dims(desc, 0)[0]["dims"] == [1, 3, 16, 16]  # the model input after AIPP
+    # aclmdlGetInputDims with static AIPP: NHWC, the source image's H and W, the model's C
+    assert acl.mdl.get_input_dims(desc, 0)[0]["dims"] == [1, SRC_H, SRC_W, 3]
     assert acl.mdl.get_aipp_type(model_id, 0) == (G.ACL_DATA_WITH_STATIC_AIPP, G.ACL_INVALID_NODE_INDEX, OK)
 
 

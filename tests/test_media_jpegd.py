@@ -212,6 +212,19 @@ def test_decode_keeps_the_strides_the_description_sets_when_they_hold_the_pictur
     assert _close(y, _reference(data)[..., 0])
 
 
+def test_decode_on_ascend310p3_picks_64_aligned_strides_whatever_the_description_asks(fresh_runtime, monkeypatch):
+    monkeypatch.setenv("NPURT_SOC", "Ascend310P3")
+    data = jpeg(gradient_rgb(150, 50))
+    dvpp = Dvpp()
+    src, n = dvpp.upload(data)
+    desc, out, size = dvpp.pic(NV12, 150, 50, ws=256, hs=64)  # acllite's ALIGN_UP(w, 128) request
+    assert m.dvpp_jpeg_decode_async(dvpp.channel, src, n, desc, dvpp.stream) == 0
+    assert dvpp.sync() == 0
+    assert (m.dvpp_get_pic_desc_width_stride(desc), m.dvpp_get_pic_desc_height_stride(desc)) == (192, 64)
+    y, _, _ = semiplanar(dvpp.download(out, size), 150, 50, 192, 64)
+    assert _close(y, _reference(data)[..., 0])
+
+
 def test_decode_of_a_grey_jpeg_to_420_fills_chroma_with_0x80(dvpp):
     grey = gradient_rgb(64, 48)[..., 1]
     ret, sync, _, raw = _decode(dvpp, jpeg(grey), NV12)

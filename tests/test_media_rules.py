@@ -47,7 +47,7 @@ CASES = [
     ("output narrower than 10", dict(fmt=NV12, w=64, h=48), dict(fmt=NV12, w=8, h=24, ws=32), INVALID),
     ("odd output width for 4:2:0", dict(fmt=NV12, w=64, h=48), dict(fmt=NV12, w=33, h=24), INVALID),
     ("odd output height for 4:2:0", dict(fmt=NV12, w=64, h=48), dict(fmt=NV12, w=32, h=25, hs=26), INVALID),
-    ("odd input width for 4:2:0", dict(fmt=NV12, w=63, h=48), dict(fmt=NV12, w=32, h=24), INVALID),
+    ("odd input width for 4:2:0, taken aligned down", dict(fmt=NV12, w=63, h=48), dict(fmt=NV12, w=32, h=24), OK),
     ("width stride below ALIGN_UP(width, 16)", dict(fmt=NV12, w=64, h=48), dict(fmt=NV12, w=40, h=24, ws=32),
      INVALID),
     ("width stride not a multiple of 16", dict(fmt=NV12, w=64, h=48, ws=72), dict(fmt=NV12, w=32, h=24), INVALID),

@@ -220,8 +220,13 @@ def destroy_handle(handle):
         H.op_handles.drop(H.op_handles.get(handle))
 
 
-def _cast_attr(dst_desc) -> _OpAttr:
+def _cast_attr(dst_desc, truncate) -> _OpAttr:
+    """The attributes aclopCast builds: dst_type, and truncate once a registered Cast model
+    has that attribute (cast_op.cpp, GetIfCastHasTruncateAttr)."""
+    from ..ge.ops import registry
     attr = _OpAttr()
+    if registry.cast_has_truncate:
+        attr.set("truncate", "bool", bool(truncate))
     attr.set("dst_type", "int", _acl_to_ge_type(_descs.get(dst_desc).data_type))
     return attr
 
@@ -232,7 +237,7 @@ def cast(src_desc, src_buffer, dst_desc, dst_buffer, truncate, stream):
     if not dst_desc:
         raise _InvalidValueError("the destination tensor desc is null")
     X.execute("Cast", [_descs.get(src_desc)], [_buffers.get(src_buffer)], [_descs.get(dst_desc)],
-              [_buffers.get(dst_buffer)], _cast_attr(dst_desc), _stream_of(stream))
+              [_buffers.get(dst_buffer)], _cast_attr(dst_desc, truncate), _stream_of(stream))
 
 
 @op.fn("kkB", "one", 0)
@@ -240,7 +245,7 @@ def create_handle_for_cast(src_desc, dst_desc, truncate):
     if not dst_desc:
         raise _InvalidValueError("the destination tensor desc is null")
     return H.op_handles.register(X.OpHandle("Cast", [_descs.get(src_desc)], [_descs.get(dst_desc)],
-                                            _cast_attr(dst_desc)))
+                                            _cast_attr(dst_desc, truncate)))
 
 
 @op.fn("sOOk", "ret")

@@ -180,10 +180,12 @@ def first_aipp_info(model_id: int, index: int) -> dict:
     out = []
     for g in gears:
         n = g[0]
-        src = io.image_dims(n) if io.aipp is not None else [io.size]
-        src_size = io.size if io.aipp is None else n * A.image_bytes(io.aipp["input_format"],
-                                                                      io.aipp["src_image_size_h"],
-                                                                      io.aipp["src_image_size_w"])
+        if io.aipp is not None:
+            h, w = io.source_hw(g)
+            src = A.image_dims(io.aipp["input_format"], n, h, w)
+            src_size = n * A.image_bytes(io.aipp["input_format"], h, w)
+        else:
+            src, src_size = [io.size], io.size
         out.append({"srcDims": {"name": io.name, "dimCount": len(src), "dims": src}, "srcSize": src_size,
                     "aippOutdims": {"name": io.name, "dimCount": len(g), "dims": list(g)},
                     "aippOutSize": n and _prod(g) * 2})

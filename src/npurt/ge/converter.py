@@ -344,13 +344,21 @@ def convert(model: str, output: str, soc_version: str, input_shape: str | None =
             raise ConversionError(f"AIPP needs a 4-D image input; {name!r} has dims {d}")
         nchw = fmt_name == "NCHW"
         mh, mw, mc = (d[2], d[3], d[1]) if nchw else (d[1], d[2], d[3])
-        if min(mh, mw, mc) < 0:
-            raise ConversionError(f"AIPP input {name!r} needs fixed C, H and W (dims {d}); only N may be a gear")
+        # A static AIPP may feed an input whose H and W are --dynamic_image_size gears (the
+        # official resnet50_imagenet_dynamic_hw sample): its source image is then the gear's size.
+        hw_gears = g is not None and dynamic and dynamic["kind"] == "hw" and cfg["aipp_mode"] == "static" \
+            and min(mh, mw) < 0 <= mc
+        if min(mh, mw, mc) < 0 and not hw_gears:
+            raise ConversionError(f"AIPP input {name!r} needs fixed C, H and W (dims {d}); only N, or H and W with "
+                                  "--dynamic_image_size and a static AIPP, may be gears")
         if cfg["aipp_mode"] is None:
             raise ConversionError("--insert_op_conf: aipp_mode must be static or dynamic")
         if cfg["aipp_mode"] == "static":
             try:
-                A.finish_static(cfg, mh, mw, mc)
+                if hw_gears:
+                    _finish_static_per_gear(cfg, g, nchw, mc)
+                else:
+                    A.finish_static(cfg, mh, mw, mc)
             except A.AippConfigError as exc:
                 raise ConversionError(f"--insert_op_conf: {exc}") from None
             cfg["_nchw"] = nchw
@@ -397,6 +405,20 @@ def convert(model: str, output: str, soc_version: str, input_shape: str | None =
     with open(path, "wb") as f:
         f.write(image)
     return path
+
+
+def _finish_static_per_gear(cfg: dict, gears: list[list[int]], nchw: bool, channels: int) -> None:
+    """A static AIPP over an input of image-size gears: the config must fit every gear with
+    the source image the size of the gear (src_image_size, crop and padding unset); the
+    source size stays 0 in the model, as ATC leaves it, and is the gear's at run time."""
+    if cfg["src_image_size_w"] or cfg["src_image_size_h"] or cfg["crop"] or cfg["padding"]:
+        raise A.AippConfigError("with --dynamic_image_size the source image is the gear's size: leave "
+                                "src_image_size_w/h, crop and padding unset")
+    for gear in gears:
+        h, w = (gear[2], gear[3]) if nchw else (gear[1], gear[2])
+        trial = dict(cfg)
+        A.finish_static(trial, h, w, channels)
+    cfg.update(trial, src_image_size_w=0, src_image_size_h=0)
 
 
 def _gear_dims(kind, gears, order, dims, fmt_name) -> dict[str, list[list[int]]]:

@@ -72,7 +72,7 @@ class ModelDesc:
 
     def dims(self, index: int, output: bool, v2: bool = False) -> dict:
         io = self._io(index, output)
-        dims = io.image_dims() if v2 and not output else io.dims
+        dims = io.dims if output else io.image_dims() if v2 else io.reported_dims()
         return {"name": self.name(index, output), "dimCount": len(dims), "dims": list(dims)}
 
     def cur_output_dims(self, index: int) -> dict:

@@ -19,6 +19,7 @@ Model ids are process-wide; an unknown id is ACL_ERROR_GE_EXEC_MODEL_ID_INVALID 
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from collections import OrderedDict
 from math import prod
@@ -42,6 +43,7 @@ from .modeldef import ROLE_AIPP_DATA, ROLE_DATA, ROLE_MBATCH, IODef, ModelDef
 from .tensor import TensorDesc
 
 WEIGHT_ALIGN = 64
+_log = logging.getLogger("npurt.ge")
 _models: dict[int, "Model"] = {}
 _ids = itertools.count(1)
 _lock = threading.Lock()
@@ -136,6 +138,7 @@ class Model:
         self.cur_gear: int | None = None    # the gear the latest dynamic setter chose
         self.aipp_buffers: dict[int, int] = {}  # input index -> work-memory address of its AIPP output
         self._plans: dict = {}
+        self._warned: set = set()  # (input index, size) warned of a buffer bigger than the input
         self._no_dims = (None,) * len(mdef.inputs)
         spec = self.device.spec
         if mdef.soc != spec.name:
@@ -170,6 +173,8 @@ class Model:
                 view = self.device.backend.view(self.weight_ptr + off, nbytes)
                 typed = view.view(arr.dtype).reshape(arr.shape)
                 typed[...] = arr
+                if _graph_reads_value(t):
+                    continue  # ORT's shape inference reads it while building the graph: it stays inline
                 names.append(t.name)
                 values.append(engine.import_ort().OrtValue.ortvalue_from_numpy(typed))
                 _externalise(onnx, t, off, nbytes)
@@ -303,7 +308,9 @@ class Model:
                 need = io.bytes_of(dims)
             else:
                 need = self._input_need(io, gear)
-            self._check_buffer(buf, need, io, i, "input", blocks, limit=io.size if io.size else None)
+            self._check_buffer(buf, need, io, i, "input", blocks)
+            if io.size and buf.size > io.size:
+                self._warn_bigger(i, io, buf.size)
             ins.append((buf.data, buf.size))
             in_dims.append(tuple(dims) if dims is not None else None)
         outs = []
@@ -323,8 +330,8 @@ class Model:
     def _input_need(self, io: IODef, gear) -> int:
         """Bytes input `io` must hold at `gear` (its full size for the inputs GE adds)."""
         if io.role == ROLE_DATA and io.aipp is not None:
-            n = io.shape_at(gear)[0]
-            return n * A.image_bytes(io.aipp["input_format"], io.aipp["src_image_size_h"], io.aipp["src_image_size_w"])
+            shape = io.shape_at(gear)
+            return shape[0] * A.image_bytes(io.aipp["input_format"], *io.source_hw(shape))
         if io.role == ROLE_DATA and io.dyn_aipp is None:
             return io.bytes_of(io.shape_at(gear))
         return io.size if io.role != ROLE_MBATCH else 4
@@ -339,7 +346,7 @@ class Model:
                    any(d < 0 for d in io.dims) for io in mdef.inputs):
                 plan = None
             else:
-                ins = tuple((self._input_need(io, gear), io.size or None) for io in mdef.inputs)
+                ins = tuple((self._input_need(io, gear), io.size or None) for io in mdef.inputs)  # need, model size
                 outs = tuple((io.bytes_of(io.shape_at(gear)), True) if all(d >= 0 for d in io.shape_at(gear))
                              else (0, False) for io in mdef.outputs)
                 plan = (ins, outs)
@@ -356,7 +363,7 @@ class Model:
             data, size = buf.data, buf.size
             block = live.get(data)
             if block is None or size < need or need > block.requested or (limit is not None and size > limit):
-                return None
+                return None  # the full path checks it (and warns of a buffer bigger than the model's input)
             blocks.append(block)
             ins.append((data, size))
         for buf, (need, known) in zip(outputs.buffers, plan[1]):
@@ -399,15 +406,20 @@ class Model:
             raise InvalidValueError(f"input {index} ({io.name!r}): the tensor desc's dims {dims} are not concrete")
         return dims
 
-    def _check_buffer(self, buf, need: int, io: IODef, i: int, what: str, blocks: list, limit=None) -> None:
+    def _warn_bigger(self, i: int, io: IODef, size: int) -> None:
+        # GE's DavinciModel::CheckUserAndModelSize only warns here ("may cause inference
+        # problem"): the model reads the first get_input_size_by_index bytes of the buffer.
+        if (i, size) not in self._warned:
+            self._warned.add((i, size))
+            _log.warning("model %d input %d (%r): the data buffer holds %d bytes, more than the model's input size "
+                         "%d; the model reads the first %d", self.id, i, io.name, size, io.size, io.size)
+
+    def _check_buffer(self, buf, need: int, io: IODef, i: int, what: str, blocks: list) -> None:
         if not buf.data:
             raise InvalidValueError(f"{what} {i} ({io.name!r}): the data buffer has no memory (address 0)")
         if buf.size < need:
             raise InvalidValueError(f"{what} {i} ({io.name!r}): the data buffer holds {buf.size} bytes, the model "
                                     f"needs {need}")
-        if limit is not None and buf.size > limit:
-            raise InvalidValueError(f"{what} {i} ({io.name!r}): input data size ({buf.size}) is bigger than the "
-                                    f"model's input size ({limit}, get_input_size_by_index)")
         span = locate(RUNTIME, buf.data, max(need, 1), f"{what} {i}")
         if span.device is None:
             raise InvalidValueError(f"{what} {i} ({io.name!r}) at 0x{buf.data:x} is host memory; model inputs and "
@@ -447,7 +459,7 @@ class Model:
             shape = io.shape_at(task.gear)
             out = _typed(out_addr, shape, io_numpy(io.model_dtype))
             if io.aipp is not None:
-                A.run(io.aipp, address.view(addr, size), shape[0], out, nchw=io.aipp["_nchw"])
+                A.run(io.aipp_at(task.gear), address.view(addr, size), shape[0], out, nchw=io.aipp["_nchw"])
             else:
                 p_addr, p_size = task.ins[io.dyn_aipp["param"]]
                 cfg, batches = A.unpack(bytes(address.view(p_addr, p_size)))
@@ -558,6 +570,18 @@ def _set_output_desc(dataset: Dataset, k: int, io: IODef, dims) -> None:
     else:
         desc.dims = list(dims)
         desc.data_type, desc.format = io.dtype, io.format
+
+
+# Integer tensors and small constants are what shape inference reads (Reshape / Expand / Tile
+# shapes, Pad pads, Slice bounds, Resize scales, Split sizes, TopK k, reduction axes): ONNX
+# shape inference needs their values when ORT builds the graph, before external initializers
+# are bound, so they stay in the graph (GE folds such constants into the model the same way).
+_INTEGER_TYPES = {2, 3, 4, 5, 6, 7, 9, 12, 13}  # uint8, int8, uint16, int16, int32, int64, bool, uint32, uint64
+_INLINE_ELEMENTS = 64
+
+
+def _graph_reads_value(t) -> bool:
+    return t.data_type in _INTEGER_TYPES or prod(t.dims) <= _INLINE_ELEMENTS
 
 
 def _externalise(onnx, t, offset: int, length: int) -> None:

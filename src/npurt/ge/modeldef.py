@@ -40,9 +40,8 @@ class IODef:
         if self.dyn_aipp is not None:
             return int(self.dyn_aipp["max_size"])
         if self.aipp is not None:
-            n = max(g[0] for g in self.gear_dims) if self.gear_dims else self.model_dims[0]
-            return n * A.image_bytes(self.aipp["input_format"], self.aipp["src_image_size_h"],
-                                     self.aipp["src_image_size_w"])
+            shapes = self.gear_dims or [self.model_dims]
+            return max(g[0] * A.image_bytes(self.aipp["input_format"], *self.source_hw(g)) for g in shapes)
         if self.gear_dims:
             return max(self.bytes_of(g) for g in self.gear_dims)
         if any(d < 0 for d in self.dims):
@@ -62,13 +61,40 @@ class IODef:
             return self.gear_dims[gear]
         return self.dims
 
+    def source_hw(self, dims) -> tuple[int, int]:
+        """(H, W) of the source image of a static AIPP input whose model input has `dims`:
+        the config's src_image_size, or (image-size gears, which leave it 0) the gear's H x W."""
+        a = self.aipp
+        if a["src_image_size_w"]:
+            return a["src_image_size_h"], a["src_image_size_w"]
+        return (dims[2], dims[3]) if a["_nchw"] else (dims[1], dims[2])
+
+    def aipp_at(self, gear: int | None) -> dict:
+        """The static AIPP config as it runs at `gear` (the source size filled in)."""
+        a = self.aipp
+        if a["src_image_size_w"]:
+            return a
+        h, w = self.source_hw(self.shape_at(gear))
+        return {**a, "src_image_size_h": h, "src_image_size_w": w}
+
     def image_dims(self, n: int | None = None) -> list[int]:
         """get_input_dims_v2: the image an AIPP input is fed (else the dims)."""
         if self.aipp is not None:
-            a = self.aipp
-            return A.image_dims(a["input_format"], n or self.dims[0], a["src_image_size_h"], a["src_image_size_w"])
+            h, w = self.source_hw(self.dims)
+            dims = A.image_dims(self.aipp["input_format"], n or self.dims[0], max(h, 2), max(w, 2))
+            return dims if h > 0 else [dims[0], -1, -1, dims[3]]  # image-size gears: -1 as for any gear
         if self.dyn_aipp is not None:
             return [self.size]
+        return self.dims
+
+    def reported_dims(self) -> list[int]:
+        """get_input_dims: a static AIPP input is reported in NHWC with the source image's H
+        and W and the model's C (aclmdlGetInputDims' table for static AIPP: n, h, w, c; the C++
+        samples read W from dims[2] and H from dims[1]); -1 where a gear decides."""
+        if self.aipp is not None:
+            h, w = self.source_hw(self.dims)
+            c = self.dims[1] if self.aipp["_nchw"] else self.dims[3]
+            return [self.dims[0], h, w, c]
         return self.dims
 
     @property

@@ -11,7 +11,7 @@ operation's list is ACL_ERROR_FORMAT_NOT_MATCH, 100027), never a corrupted image
 | height stride | >= height, even, in [6, 4096] (input pictures: up to 8192) |
 | input size | width in [10, 8192], height in [6, 8192] |
 | output size | width in [10, 4096], height in [6, 4096]; even for YUV 4:2:0 output |
-| subsampled formats | width (4:2:x) and height (4:2:0, 4:4:0) multiples of the chroma factors |
+| subsampled formats | output: width (4:2:x) and height (4:2:0, 4:4:0) multiples of the chroma factors; an input of odd size is processed aligned down to them |
 | buffer | the description's size >= the layout's bytes for its strides; the data is a live dvpp_malloc range |
 | ROI | left/top even, right/bottom odd, inside the picture, at least 10 x 6 |
 | scale | output / crop in [1/32, 16] on each axis |
@@ -46,8 +46,11 @@ def check_format(fmt: int, allowed, role: str) -> Layout:
     return LAYOUTS[fmt]
 
 
-def picture(desc: PicDesc, role: str, allowed, device, *, output: bool, even: bool = False) -> Picture:
-    """Check a description against the rules above and locate its memory."""
+def picture(desc: PicDesc, role: str, allowed, device, *, output: bool, even: bool = False,
+            align_down: bool = True) -> Picture:
+    """Check a description against the rules above and locate its memory. An input of odd
+    size for its subsampling is processed aligned down (`align_down`; operations whose output
+    size follows the input's refuse it instead)."""
     layout = check_format(desc.format, allowed, role)
     w, h, ws, hs = desc.width, desc.height, desc.width_stride, desc.height_stride
     max_w, max_h = (MAX_OUT_WIDTH, MAX_OUT_HEIGHT) if output else (MAX_IN_WIDTH, MAX_IN_HEIGHT)
@@ -57,10 +60,15 @@ def picture(desc: PicDesc, role: str, allowed, device, *, output: bool, even: bo
     sx, sy = layout.sub or (1, 1)
     if even:
         sx, sy = max(sx, 2), max(sy, 2)
-    if w % sx or h % sy:
+    if (w % sx or h % sy) and (output or not align_down):
         raise InvalidValueError(f"the {role} picture is {w} x {h}; {layout.name} needs the width to be a multiple "
                                 f"of {sx} and the height of {sy}")
     check_strides(layout, w, h, ws, hs, role, MAX_HEIGHT_STRIDE if output else MAX_IN_HEIGHT_STRIDE)
+    if not output:
+        # An input of odd size is taken, aligned down to its chroma grid: acllite (and the
+        # official samples with their 1024 x 683 test picture) give VPC the JPEG's own size,
+        # odd height and all, after JPEGD wrote the picture aligned down to even.
+        w, h = w - w % sx, h - h % sy
     return locate(desc, layout, w, h, ws, hs, role, device)
 
 

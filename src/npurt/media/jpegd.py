@@ -13,8 +13,9 @@ JPEG gives YUV 4:0:0). A grey JPEG decoded to 4:2:0 gets chroma bytes 0x80. Chro
 subsampled by averaging 2x2 (or 2x1) blocks of libjpeg's upsampled chroma. For 4:2:x
 output an odd width or height is aligned down to even. The output strides are
 ALIGN_UP(width, 128) x ALIGN_UP(height, 16), unless the description sets strides of its
-own that hold the picture (a multiple of 16 >= width, an even number >= height); the
-decoded width, height and strides are written back into the description. Only baseline
+own that hold the picture (a multiple of 16 >= width, an even number >= height); on
+Ascend310P3 they are always ALIGN_UP(width, 64) x ALIGN_UP(height, 16). The decoded width,
+height and strides are written back into the description. Only baseline
 and extended sequential Huffman JPEGs decode; progressive, lossless and arithmetic-coded
 ones fail with ACL_ERROR_UNSUPPORTED_JPEG (148052), as do CMYK/RGB-coded ones.
 """
@@ -304,6 +305,14 @@ def decode_planes(data: bytes, info: JpegInfo, target: int) -> Planes:
     return Planes("yuv", [y, small[..., 1], small[..., 2]], sub)
 
 
+# The JPEGD of Ascend310P3 (V200) picks its output strides itself: ALIGN_UP(width, 64) x
+# ALIGN_UP(height, 16), written back into the description. The official C++ samples read the
+# stride back after decoding ("128-byte alignment on 310, 64-byte alignment on 310P"), and
+# acllite's Python jpegd sets a 128-aligned stride in the description but sizes the buffer
+# for, and reads the picture at, the 64-aligned one on Ascend310P3.
+HARDWARE_STRIDE_SOCS = {"Ascend310P3"}
+
+
 def decode(channel: ChannelDesc, data, size, out: PicDesc, stream=None) -> int:
     """Queue the decoding of the `size`-byte JPEG at `data` (DVPP memory) into `out`."""
     from .vpc import _stream_and_channel
@@ -345,6 +354,9 @@ def _jpeg_work(task, encoded: bytes, out: PicDesc, dst, snap) -> None:
     _check_size(info)
     target = _target_format(info, fmt)
     pic = decode_planes(encoded, info, target)
+    if task.stream.device.spec.name in HARDWARE_STRIDE_SOCS:
+        store(task, pic, target, out, dst, capacity, 0, 0, 64)  # its own strides, whatever the desc asked
+        return
     store(task, pic, target, out, dst, capacity, want_ws, want_hs, 128)
 
 

@@ -221,7 +221,7 @@ def convert_color(channel: ChannelDesc, src: PicDesc, dst: PicDesc, stream=None)
     if dst.width not in (0, src.width) or dst.height not in (0, src.height):
         raise InvalidValueError(f"convert colour keeps the size: the output is {dst.width} x {dst.height}, the input "
                                 f"{src.width} x {src.height} (set the output's width and height to 0 or to the input's)")
-    src_pic = geometry.picture(src, "input", INPUT_FORMATS, s.device, output=False)
+    src_pic = geometry.picture(src, "input", INPUT_FORMATS, s.device, output=False, align_down=False)
     w, h = src.width, src.height
     ws = dst.width_stride or out_layout.min_width_stride(w)
     hs = dst.height_stride or h + h % 2
@@ -271,7 +271,7 @@ def make_border(channel: ChannelDesc, src: PicDesc, dst: PicDesc, border: Border
     geometry.check_format(src.format, BORDER_INPUT_FORMATS, "input")
     out_layout = geometry.check_format(dst.format, BORDER_OUTPUT_FORMATS, "output")
     _check_border(border, out_layout)
-    src_pic = geometry.picture(src, "input", BORDER_INPUT_FORMATS, s.device, output=False)
+    src_pic = geometry.picture(src, "input", BORDER_INPUT_FORMATS, s.device, output=False, align_down=False)
     want = (src.width + border.left + border.right, src.height + border.top + border.bottom)
     if (dst.width, dst.height) != want:
         raise InvalidValueError(f"make border of a {src.width} x {src.height} picture with borders (top {border.top}, "

@@ -321,7 +321,46 @@ def _cast(xs, attrs):
     return [x.astype(to_numpy(ge_to_acl_type(attrs["dst_type"])))]
 
 
+def _arg_max(dimension_attr: bool):
+    """ArgMaxV2 (the axis is input `dimension`) / ArgMaxD (attribute `dimension`): index of
+    the first maximum along the axis, in the `dtype` attribute's type (int32 by default)."""
+    def compute(xs, attrs):
+        from ..dtypes import to_numpy
+        from .attrs import ge_to_acl_type
+        x = xs[0]
+        axis = attrs["dimension"] if dimension_attr else np.ravel(xs[1])
+        if not dimension_attr and axis.size != 1:
+            raise ValueError(f"ArgMaxV2: dimension must hold one axis, got {axis.tolist()}")
+        y = np.argmax(_calc(x), axis=_axis(int(np.ravel(axis)[0]), x.ndim))
+        return [np.asarray(y).astype(to_numpy(ge_to_acl_type(attrs["dtype"])))]
+    return compute
+
+
+def _slice_bounds(x, offsets, size) -> tuple:
+    offsets, size = [int(v) for v in np.ravel(offsets)], [int(v) for v in np.ravel(size)]
+    if len(offsets) != x.ndim or len(size) != x.ndim:
+        raise ValueError(f"Slice: offsets {offsets} and size {size} need one value per dim of {list(x.shape)}")
+    out = []
+    for d, (o, n) in enumerate(zip(offsets, size)):
+        n = x.shape[d] - o if n == -1 else n  # -1: to the end of the dim
+        if o < 0 or n < 0 or o + n > x.shape[d]:
+            raise ValueError(f"Slice: offset {o} and size {n} run outside dim {d} ({x.shape[d]})")
+        out.append(slice(o, o + n))
+    return tuple(out)
+
+
+def _slice(xs, attrs):
+    x, offsets, size = xs
+    return [np.ascontiguousarray(x[_slice_bounds(x, offsets, size)])]
+
+
+def _slice_d(xs, attrs):
+    (x,) = xs
+    return [np.ascontiguousarray(x[_slice_bounds(x, attrs["offsets"], attrs["size"])])]
+
+
 F, I, B, S, LI, LF = "float", "int", "bool", "string", "list_int", "list_float"
+DT = "data_type"
 
 OPS: dict[str, Op] = {
     # element-wise, two inputs (broadcasting)
@@ -382,7 +421,11 @@ OPS: dict[str, Op] = {
                   compute=_split_v),
     "Fill": Op(("dims", "value"), ("y",), compute=_fill, shape_inputs=(0,)),
     "FillD": Op(("value",), ("y",), {"dims": (LI, None)}, compute=_fill_d),
+    "Slice": Op(("x", "offsets", "size"), ("y",), compute=_slice, shape_inputs=(1, 2)),
+    "SliceD": Op(("x",), ("y",), {"offsets": (LI, None), "size": (LI, None)}, compute=_slice_d),
     # reductions
+    "ArgMaxV2": Op(("x", "dimension"), ("y",), {"dtype": (DT, 3)}, compute=_arg_max(False), shape_inputs=(1,)),
+    "ArgMaxD": Op(("x",), ("indice",), {"dimension": (I, None), "dtype": (DT, 3)}, compute=_arg_max(True)),
     "ReduceSum": Op(("x", "axes"), ("y",), {"keep_dims": (B, False)}, compute=_reduce(np.sum, False),
                     shape_inputs=(1,)),
     "ReduceSumD": Op(("x",), ("y",), {"axes": (LI, None), "keep_dims": (B, False)}, compute=_reduce(np.sum, True)),

@@ -43,10 +43,19 @@ def parse(data, where: str) -> OpModel:
         raise NpuError(f"{where}: the operator description cannot be read ({exc})", C.ACL_ERROR_PARSE_MODEL) from None
 
 
+# acl_op_resource_manager.cpp: registering a Cast model whose attributes include "truncate"
+# sets a process-wide flag; from then on aclopCast / aclopCreateHandleForCast add truncate to
+# the attributes they build (cast_op.cpp), so models compiled with it are found.
+cast_has_truncate = False
+
+
 def register(model: OpModel) -> None:
+    global cast_has_truncate
     with _lock:
         _models.append(model)
         _cache.clear()
+        if model.op_type == "Cast" and "truncate" in model.attr.values:
+            cast_has_truncate = True
 
 
 def set_model_dir(path: str) -> int:
