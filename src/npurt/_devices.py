@@ -11,7 +11,7 @@ import contextlib
 from dataclasses import dataclass
 
 from .runtime import api as rt
-from .runtime.context import Context, bind, peek_context
+from .runtime.context import Context, _thread, bind, peek_context
 from .runtime.runtime import RUNTIME
 
 
@@ -24,6 +24,17 @@ def _context() -> Context:
     RUNTIME.ensure_initialized()
     _bind_device(0)
     return peek_context()
+
+
+def _current_device():
+    """The runtime Device of the calling thread's context (device 0 in a new thread)."""
+    try:
+        ctx = _thread.context
+        if ctx.alive:
+            return ctx.device
+    except AttributeError:  # a thread that never bound a context (or bound None)
+        pass
+    return _context().device
 
 
 def _bind_device(device_id: int) -> Context:

@@ -32,6 +32,7 @@ from .exceptions import ArrayIndexError, HostConversionError, InvalidValueError
 from .runtime import address, memops
 from .runtime import api as rt
 from .runtime import constants as C
+from .runtime.observers import HOOKS
 from .runtime.runtime import RUNTIME
 from .runtime.tasks import Task
 
@@ -79,6 +80,32 @@ def _shape(shape) -> tuple[int, ...]:
     return shape
 
 
+# (shape argument, dtype argument) -> (shape, dtype, nbytes, strides): the checks and
+# arithmetic of a new array, done once per distinct layout (an array made per step of a
+# loop costs a dict look-up). Keys are exact ints or tuples of exact ints (a float that
+# equals an int would hash alike, so other shapes take the checked path every time).
+_LAYOUTS: dict = {}
+_LAYOUTS_MAX = 4096
+
+
+def _layout(shape, dtype) -> tuple:
+    if type(shape) is int or (type(shape) is tuple and all(type(n) is int for n in shape)):
+        try:
+            return _LAYOUTS[shape, dtype]
+        except (KeyError, TypeError):  # new, or an unhashable dtype argument
+            pass
+    shp, dt = _shape(shape), as_dtype(dtype)
+    layout = (shp, dt, math.prod(shp) * dt.itemsize, c_strides(shp, dt.itemsize))
+    if type(shape) is int or type(shape) is tuple:
+        if len(_LAYOUTS) >= _LAYOUTS_MAX:
+            _LAYOUTS.clear()
+        try:
+            _LAYOUTS[shape if type(shape) is int else shp, dtype] = layout
+        except TypeError:
+            pass
+    return layout
+
+
 def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     strides, step = [], itemsize
     for n in reversed(shape):
@@ -94,19 +121,26 @@ class _Allocation:
     __slots__ = ("ptr", "nbytes", "device", "block")
 
     def __init__(self, nbytes: int, device):
-        self.ptr = rt.malloc_on(device, max(nbytes, 1), managed=True)
+        memory = device.memory
+        if HOOKS.active:
+            self.ptr = ptr = rt.malloc_on(device, nbytes or 1, managed=True)
+        else:  # the hot path: the pool itself
+            self.ptr = ptr = memory.malloc(nbytes or 1)
         self.device = device
         self.nbytes = nbytes
-        self.block = device.memory.live.get(self.ptr)
+        self.block = memory.live.get(ptr)
 
     def __del__(self) -> None:
-        # Free only the allocation we made: after a device reset or a finalize (and a new
-        # init) the same address may belong to someone else; the pool's Block objects are
-        # new then, so identity tells.
+        # Free only the allocation we made: after a device reset or a finalize (which empty
+        # the live table) and a new init the same address may belong to someone else; the
+        # pool's Block objects are new then, so identity tells.
         try:
-            device = self.device
-            if RUNTIME.initialized and device.memory.live.get(self.ptr) is self.block:
-                rt.free(self.ptr, managed=True)
+            memory = self.device.memory
+            if memory.live.get(self.ptr) is self.block:
+                if HOOKS.active:
+                    rt.free(self.ptr, managed=True)
+                else:
+                    memory.free(self.ptr)
         except Exception:  # noqa: BLE001 - interpreter shutdown, or a runtime torn down
             pass
 
@@ -174,7 +208,7 @@ def _rt_stream(stream, device_id: int):
     if stream is None:
         return _streams._runtime_stream(device_id)
     if isinstance(stream, _streams.Stream):
-        return stream.runtime_stream
+        return stream._s
     raise InvalidValueError(f"stream must be an npurt.Stream or None, got {type(stream).__name__}")
 
 
@@ -198,11 +232,24 @@ class DeviceArray:
     __array_priority__ = 1000
 
     def __init__(self, shape, dtype="float32", device: int | None = None):
-        shape, dtype = _shape(shape), as_dtype(dtype)
-        self._mem = _Allocation(math.prod(shape) * dtype.itemsize, _devices._device_obj(device))
-        self._ptr = self._mem.ptr
-        self.shape, self.dtype = shape, dtype
-        self.strides = c_strides(shape, dtype.itemsize)
+        shape, dtype, nbytes, strides = _layout(shape, dtype)
+        mem = self._mem = _Allocation(nbytes, _devices._current_device() if device is None
+                                      else _devices._device_obj(device))
+        self._ptr = mem.ptr
+        self.shape, self.dtype, self.strides = shape, dtype, strides
+
+    @classmethod
+    def _new(cls, shape: tuple, dtype: np.dtype, device) -> "DeviceArray":
+        """A new contiguous array of a checked shape and dtype on a runtime Device."""
+        try:
+            shape, dtype, nbytes, strides = _LAYOUTS[shape, dtype]  # canonical already: no checks
+        except KeyError:
+            shape, dtype, nbytes, strides = _layout(shape, dtype)
+        obj = cls.__new__(cls)
+        mem = obj._mem = _Allocation(nbytes, device)
+        obj._ptr = mem.ptr
+        obj.shape, obj.dtype, obj.strides = shape, dtype, strides
+        return obj
 
     @classmethod
     def _view(cls, base: "DeviceArray", ptr: int, shape, strides, dtype=None) -> "DeviceArray":
@@ -245,7 +292,10 @@ class DeviceArray:
     def is_contiguous(self) -> bool:
         """True if the elements are laid out C-contiguously (what kernels need). An array
         with no elements is contiguous, as in numpy."""
-        if 0 in self.shape:
+        shape = self.shape
+        if len(shape) == 1:  # the common case, without the loop
+            return self.strides[0] == self.dtype.itemsize or shape[0] <= 1
+        if 0 in shape:
             return True
         expect = self.dtype.itemsize
         for n, st in zip(reversed(self.shape), reversed(self.strides)):
@@ -330,9 +380,8 @@ class DeviceArray:
             raise InvalidValueError("out must be a C-contiguous, writable numpy array")
         s = _rt_stream(stream, self.device)
         src = self.contiguous(stream)
-        if self.nbytes:
-            seq = rt.memcpy_async(out.ctypes.data, out.nbytes, src._ptr, self.nbytes, D2H, s,
-                                  require_aligned=False, keep=out)
+        if out.nbytes:
+            seq = rt.copy_array_async(src._ptr, out, s, to_device=False)
             if blocking:
                 s.synchronize(until=seq)
         elif blocking:
@@ -343,18 +392,21 @@ class DeviceArray:
         """Queue a copy of host data `arr` (same shape; cast to this dtype on the host) into
         this array; returns self. Asynchronous: keep `arr` unchanged until the stream has run
         the copy."""
-        host = np.asarray(arr)
-        if host.shape != self.shape:
-            raise InvalidValueError(f"host array has shape {host.shape}, this array has shape {self.shape}")
-        host = np.ascontiguousarray(host, dtype=self.dtype)
+        # an array of this shape and dtype whose strides are ours (contiguous) is used as it is
+        if type(arr) is np.ndarray and arr.strides == self.strides and arr.shape == self.shape \
+                and arr.dtype == self.dtype:
+            host = arr
+        else:
+            host = np.asarray(arr)
+            if host.shape != self.shape:
+                raise InvalidValueError(f"host array has shape {host.shape}, this array has shape {self.shape}")
+            host = np.ascontiguousarray(host, dtype=self.dtype)
         if not self.is_contiguous():
             tmp = to_device(host, stream=stream, device=self.device)
             _copy_into(self, tmp, stream)
             return self
-        if self.nbytes:
-            s = _rt_stream(stream, self.device)
-            rt.memcpy_async(self._ptr, self.nbytes, host.ctypes.data, self.nbytes, H2D, s,
-                            require_aligned=False, keep=host)
+        if host.nbytes:
+            rt.copy_array_async(self._ptr, host, _rt_stream(stream, self.device))
         return self
 
     # ---------------------------------------------------------- device copies
@@ -478,10 +530,11 @@ class DeviceArray:
 
     # ---------------------------------------------------------- operators (npurt.ops)
     def _op(self, name, *args, **kw):
-        from .ops import array_ops
-        return getattr(array_ops, name)(*args, **kw)
+        return getattr(_array_ops(), name)(*args, **kw)
 
     def __add__(self, other):
+        if type(other) is DeviceArray:  # the common case, one call shorter
+            return _array_ops().add(self, other)
         return self._op("add", self, _operand(other))
 
     def __radd__(self, other):
@@ -537,6 +590,18 @@ class DeviceArray:
 
     def mean(self, axis=None, keepdims=False):
         return self._op("mean", self, axis=axis, keepdims=keepdims)
+
+
+_ops_module = None
+
+
+def _array_ops():
+    """npurt.ops.array_ops, imported on first use (it imports this module)."""
+    global _ops_module
+    if _ops_module is None:
+        from .ops import array_ops
+        _ops_module = array_ops
+    return _ops_module
 
 
 def _operand(other, scalar_ok: bool = True):

@@ -197,7 +197,11 @@ class Stream:
     def synchronize(self) -> None:
         """Block until every task queued so far has finished; raises a failure one of them
         reported."""
-        rt.synchronize_stream(self._s)
+        s = self._s
+        if HOOKS.active or s.destroyed:  # the API call tells tools, and refuses a destroyed stream
+            rt.synchronize_stream(s)
+        else:
+            s.synchronize()
 
     def query(self) -> bool:
         """True if every task queued so far has finished (raises a reported failure)."""

@@ -23,6 +23,7 @@ import numpy as np
 from .. import _devices
 from ..array import DeviceArray, _copy_into, _ints, _rt_stream, as_dtype, broadcast_to, full
 from ..exceptions import InvalidValueError
+from ..runtime.context import peek_context
 from . import launch
 
 __all__ = ["add", "sub", "mul", "div", "maximum", "relu", "gelu", "cast", "astype", "matmul", "sum", "max",
@@ -31,7 +32,7 @@ __all__ = ["add", "sub", "mul", "div", "maximum", "relu", "gelu", "cast", "astyp
 # ---------------------------------------------------------------- helpers
 def _kdt(dtype: np.dtype):
     """dtype as the launchers take it."""
-    return "bfloat16" if dtype.name == "bfloat16" else dtype
+    return "bfloat16" if dtype.kind == "V" and dtype.name == "bfloat16" else dtype
 
 
 def _arrays(fn: str, *xs) -> list[DeviceArray]:
@@ -91,6 +92,9 @@ def _as_array(x, shape, dtype, device, stream) -> DeviceArray:
 
 def _launch(device: int, fn, *args, **kw):
     # launchers may need the device's context current (argument staging allocates)
+    ctx = peek_context()
+    if ctx is not None and ctx.device.id == device:  # already current: no context switch
+        return fn(*args, **kw)
     with _devices._bound(device):
         return fn(*args, **kw)
 
@@ -102,6 +106,21 @@ def contiguous(x: DeviceArray, stream=None) -> DeviceArray:
 
 # ---------------------------------------------------------------- elementwise
 def _binary(op: str, a, b, out, stream) -> DeviceArray:
+    if type(a) is DeviceArray and type(b) is DeviceArray and out is None:
+        shape, dtype = a.shape, a.dtype
+        device = a._mem.device
+        if b.shape == shape and b.dtype == dtype and b._mem.device is device and a.is_contiguous() \
+                and b.is_contiguous():  # the common case: the checks below all pass
+            s = _stream(stream, device.id)
+            result = DeviceArray._new(shape, dtype, device)
+            n = math.prod(shape)
+            if n:
+                ctx = peek_context()
+                if ctx is not None and ctx.device is device:
+                    launch.elementwise(op, result._ptr, a._ptr, b._ptr, n, _kdt(dtype), s)
+                else:
+                    _launch(device.id, launch.elementwise, op, result._ptr, a._ptr, b._ptr, n, _kdt(dtype), stream=s)
+            return result
     arrays = _arrays(op, a, b)
     dtype = _same_dtype(op, arrays)
     dev = arrays[0].device

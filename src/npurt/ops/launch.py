@@ -46,7 +46,7 @@ _FLOAT = {"float32", "float16", "bfloat16", "float64"}
 _SIGNED = {"int8", "int16", "int32", "int64"}
 
 
-def _code(dtype, allowed=None, what="this op") -> int:
+def _code(dtype, allowed=None, what="this op", op="") -> int:
     try:
         code = _codes[dtype]
     except (KeyError, TypeError):
@@ -59,11 +59,14 @@ def _code(dtype, allowed=None, what="this op") -> int:
         except TypeError:
             pass
     if allowed is not None and K.DTYPES[code] not in allowed:
+        what = f"{what} {op}" if op else what  # formatted only for the message
         raise InvalidValueError(f"{what} does not support {K.DTYPES[code]}; supported: {', '.join(sorted(allowed))}")
     return code
 
 
 def _count(value, name: str) -> int:
+    if type(value) is int and value >= 0:
+        return value
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0:
         return int(value)
     raise InvalidValueError(f"{name} must be a non-negative int, got {value!r}")
@@ -88,15 +91,19 @@ def elementwise(op, out, a, b, n, dtype, stream=None, num_blocks=None) -> int:
     """out = a op b (op in add, sub, mul, div, maximum) or out = op(a) (relu, gelu; b=None)."""
     n = _count(n, "n")
     if op in K.BINARY_OPS:
-        code = _code(dtype, _FLOAT if op == "div" else None, f"elementwise {op}")
+        code = _code(dtype, _FLOAT if op == "div" else None, "elementwise", op)
         size = n * K.dtype_of(code).itemsize
-        _need(out=out, a=a, b=b)
-        return _launch(K.binary, _blocks(num_blocks, n), (out, a, b, n, K.BINARY_OPS.index(op), code), stream,
-                       extents=(size, size, size))
+        if type(out) is int and type(a) is int and type(b) is int and out > 0 and a > 0 and b > 0:
+            args, canonical = (out, a, b, n, K.BINARY_OPS.index(op), code), n < 1 << 63
+        else:
+            _need(out=out, a=a, b=b)
+            args, canonical = (out, a, b, n, K.BINARY_OPS.index(op), code), False
+        return _launch(K.binary, _blocks(num_blocks, n), args, stream, extents=(size, size, size),
+                       canonical=canonical)
     if op in K.UNARY_OPS:
         if b not in (None, 0):
             raise InvalidValueError(f"elementwise {op} is unary: pass b=None")
-        code = _code(dtype, _FLOAT | (_SIGNED if op == "relu" else set()), f"elementwise {op}")
+        code = _code(dtype, _FLOAT | (_SIGNED if op == "relu" else set()), "elementwise", op)
         size = n * K.dtype_of(code).itemsize
         _need(out=out, a=a)
         return _launch(K.unary, _blocks(num_blocks, n), (out, a, n, K.UNARY_OPS.index(op), code), stream,

@@ -21,6 +21,7 @@ class Context:
 
     def __init__(self, device: "Device", is_default: bool):
         self.device = device
+        self.memory = device.memory   # the malloc fast path's shortcut
         self.is_default = is_default
         self.alive = True
         self.closing = False  # being destroyed: no new stream (set under the device lock)
@@ -35,16 +36,15 @@ class Context:
         return f"<npurt {kind} context of device {self.device.id}{'' if self.alive else ' (destroyed)'}>"
 
 
-class _ThreadState(threading.local):
-    context: Context | None = None
-
-
-_thread = _ThreadState()
+# `_thread.context`: the calling thread's current context (unset in a thread that never bound
+# one). A plain threading.local: reading an attribute of a subclass of it costs a third more,
+# and malloc reads it on every call.
+_thread = threading.local()
 
 
 def current_context() -> Context:
     """The calling thread's current context; a clear error if there is none."""
-    ctx = _thread.context
+    ctx = getattr(_thread, "context", None)
     if ctx is not None and ctx.alive:
         return ctx
     from .runtime import RUNTIME
@@ -63,7 +63,7 @@ def current_context() -> Context:
 
 
 def peek_context() -> Context | None:
-    ctx = _thread.context
+    ctx = getattr(_thread, "context", None)
     return ctx if ctx is not None and ctx.alive else None
 
 

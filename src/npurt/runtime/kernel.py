@@ -66,6 +66,7 @@ from .memory import LIVE, PENDING, note_use, usable_size
 from .observers import HOOKS
 from .runtime import RUNTIME
 from .scheduler import TLS, thread_token
+from .stream import Stream
 from .tasks import Task
 from .watchdog import WATCHDOG, abort_bodies, enter_body, leave_body
 
@@ -534,6 +535,8 @@ def _default_timeout_ns() -> int:
 
 # ---------------------------------------------------------------- validation at enqueue
 def check_blocks(num_blocks, device, offset: int = 0) -> int:
+    if type(num_blocks) is int and 1 <= num_blocks <= 32 and not offset:  # every SoC allows 32
+        return num_blocks
     limit = device.spec.max_block_dim
     if type(num_blocks) is not int:
         if isinstance(num_blocks, (int, np.integer)) and not isinstance(num_blocks, bool):
@@ -610,15 +613,6 @@ def _slow_gm_block(func: KernelFunction, i: int, ptr: int, device):
     return block
 
 
-def _recorder(blocks: list, stream):
-    """on_seq callback: record that task `seq` of `stream` uses these blocks, so a free
-    while it is queued does not let the memory be reused before it ran."""
-    def record(seq: int) -> None:
-        for block in blocks:
-            note_use(block, stream, seq)
-    return record
-
-
 def enqueue_launch(func: KernelFunction, num_blocks: int, stream, values, *, args_ptr: int = 0,
                    extra_blocks=(), cfg=None, extents=None) -> int:
     """Validate and enqueue one launch (values: canonical tuple, or None to read the packed
@@ -629,8 +623,10 @@ def enqueue_launch(func: KernelFunction, num_blocks: int, stream, values, *, arg
     blocks = gm_blocks(func, values, device, extents) if values is not None else []
     if extra_blocks:
         blocks.extend(extra_blocks)
-    task = KernelTask(func, num_blocks, values, args_ptr, offset, timeout_ns)
-    return stream.enqueue(task, _recorder(blocks, stream) if blocks else None)
+    seq = stream.enqueue(KernelTask(func, num_blocks, values, args_ptr, offset, timeout_ns))
+    for block in blocks:  # after the enqueue, as memcpy_async does: a task that already ran
+        note_use(block, stream, seq)  # leaves a use that is no longer pending
+    return seq
 
 
 # ---------------------------------------------------------------- launch config
@@ -688,14 +684,16 @@ def parse_cfg(cfg, num_blocks, device) -> tuple[int, int | None]:
 
 
 # ---------------------------------------------------------------- runtime operations
-def launch(func, num_blocks: int, args=(), stream=None, cfg=None, extents=None) -> int:
+def launch(func, num_blocks: int, args=(), stream=None, cfg=None, extents=None, canonical: bool = False) -> int:
     """Launch a kernel with host-side args (a tuple of values, or the packed bytes) on
     `stream` (None: the current context's default stream). Returns the task's sequence
     number. The Pythonic API and the built-in ops launch through here. `extents`, bytes
-    per GM parameter in order, makes the enqueue also check each buffer is large enough."""
+    per GM parameter in order, makes the enqueue also check each buffer is large enough.
+    `canonical`: the caller guarantees `args` is a tuple of exact ints (and floats) that fit
+    their parameters, so they are not packed and unpacked to check them."""
     f = func if type(func) is KernelFunction else function_of(func)
-    s = stream_of(stream)
-    return enqueue_launch(f, num_blocks, s, f.values(args), cfg=cfg, extents=extents)
+    s = stream if type(stream) is Stream and not stream.destroyed else stream_of(stream)
+    return enqueue_launch(f, num_blocks, s, args if canonical else f.values(args), cfg=cfg, extents=extents)
 
 
 def launch_kernel(func, num_blocks: int, args_ptr: int, args_size: int, stream=None) -> int:

@@ -35,7 +35,7 @@ from .errors import (AddressUnalignedError, FeatureNotSupportedError, InvalidVal
 from .context import current_context
 from .memory import LIVE, note_use, usable_size
 from .observers import HOOKS
-from .tasks import Copy2dTask, CopyTask, MemsetTask, copy2d
+from .tasks import ArrayCopyTask, Copy2dTask, CopyTask, MemsetTask, copy2d
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -437,6 +437,27 @@ def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_a
         # pageable host memory: return once the copy has run, as ACL does (the caller may
         # free the buffer right after); failures stay on the stream for its synchronize
         stream.synchronize(until=seq, report_errors=False)
+    return seq
+
+
+def copy_array_async(rt: "Runtime", dev: int, arr: np.ndarray, stream: "Stream", to_device: bool) -> int:
+    """Enqueue a copy between the device memory at `dev` and the whole of `arr`, a
+    C-contiguous numpy array (writable when it is the destination), which the task holds
+    until the copy ran. Returns the task's sequence number."""
+    n = arr.nbytes
+    quick = _quick(rt, dev, n) if dev >= _VA_BASE else None
+    if quick is not None and quick[0] is not None:  # the start of a live device block
+        block = quick[1]
+    else:
+        span = locate(rt, dev, n, "destination" if to_device else "source")
+        if span.device is None:
+            raise InvalidValueError(f"0x{dev:x} is host memory; a device address is expected here")
+        block = span.block
+    seq = stream.enqueue(ArrayCopyTask(dev, arr, n, "H2D" if to_device else "D2H"))
+    note_use(block, stream, seq)
+    if rt.host.starts:  # the array may lie in pinned memory: its free waits for the copy too
+        host = arr.__array_interface__["data"][0]
+        note_use(rt.host.containing(host), stream, seq)
     return seq
 
 

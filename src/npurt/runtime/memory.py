@@ -47,6 +47,9 @@ SMALL_SEGMENT = 2 * MiB
 
 # block states
 FREE, LIVE, PENDING = 0, 1, 2
+_FAST_MAX = SMALL_REQUEST - 32  # sizes whose block (size + 32, rounded) fits SMALL_REQUEST
+_FAST_ROUND = 32 + SIZE_CLASS - 1
+_CLASS_MASK = ~(SIZE_CLASS - 1)
 
 _BASE_POLICIES = {
     C.ACL_MEM_MALLOC_HUGE_FIRST: ("huge_first", False),
@@ -244,6 +247,7 @@ class DeviceMemory:
         self.lock = threading.RLock()
         self.pools = {p: PagePool(self, p) for p in (NORMAL_PAGE, HUGE_PAGE, HUGE1G_PAGE)}
         self.normal_pool = self.pools[NORMAL_PAGE]
+        self.small_bins = self.normal_pool.bins   # the bins the fast path pops from
         self.live: dict[int, Block] = {}          # start address -> LIVE block
         self.blocks: dict[int, Block] = {}        # start address -> every block
         self.starts: list[int] = []               # sorted keys of `blocks`
@@ -259,7 +263,8 @@ class DeviceMemory:
         self.peak = 0
         self.reserved = 0
         self.peak_reserved = 0
-        self.fast_allocs = 0    # served by the fast path (cache hits)
+        # the fast path counts nothing but frees: num_allocs = frees + live + forgotten at reset
+        self.forgotten = 0      # live blocks dropped by release_all (counted as allocated)
         self.slow_allocs = 0    # served by the slow path
         self.slow_hits = 0      # ... of which from the cache (best fit / coalescing)
         self.num_frees = 0
@@ -268,8 +273,30 @@ class DeviceMemory:
         self.num_ooms = 0
 
     # ------------------------------------------------------------ malloc / free
-    def malloc(self, size: int, policy: int, align32: bool = False) -> int:
+    def malloc(self, size: int, policy: int = 0, align32: bool = False) -> int:
         """Allocate `size` bytes; returns a 64-byte aligned device address."""
+        # The fast path: HUGE_FIRST (0) of a small size whose exact bin has a cached block.
+        # ACL's rounding (up to 32, plus 32 bytes) and the 512-byte size class fold into one
+        # step because 32 divides SIZE_CLASS.
+        if type(size) is int and policy == 0 and 0 < size <= _FAST_MAX and not align32:
+            lst = self.small_bins.get((size + _FAST_ROUND) & _CLASS_MASK)
+            if lst:
+                try:
+                    block = lst.pop()  # atomic: the block is ours (see the module docstring)
+                except IndexError:
+                    block = None
+                if block is not None:
+                    block.state = LIVE
+                    block.requested = size
+                    self.live[block.addr] = block
+                    allocated = self.allocated = self.allocated + block.size
+                    if allocated > self.peak:
+                        self.peak = allocated
+                    return block.addr
+        return self._malloc(size, policy, align32)
+
+    def _malloc(self, size, policy, align32: bool) -> int:
+        """malloc beyond the fast path: checks, other policies and sizes, a cache miss."""
         if type(size) is not int:
             size = as_int(size, "malloc size")
         if size <= 0:
@@ -284,7 +311,7 @@ class DeviceMemory:
         else:
             bsize = (size + 32 + SIZE_CLASS - 1) & ~(SIZE_CLASS - 1)
         if policy == 0 and bsize <= SMALL_REQUEST:
-            pool = self.normal_pool  # the common case, decided without parse_policy
+            pool = self.normal_pool
         else:
             pool = self._pool_for(policy, bsize)
         lst = pool.bins.get(bsize)
@@ -298,7 +325,6 @@ class DeviceMemory:
                 block.requested = size
                 block.align32 = align32
                 self.live[block.addr] = block
-                self.fast_allocs += 1
                 allocated = self.allocated = self.allocated + bsize
                 if allocated > self.peak:
                     self.peak = allocated
@@ -325,11 +351,11 @@ class DeviceMemory:
         pool = block.pool
         pool.dirty.add(block.segment)
         lst = pool.bins.get(size)
-        if lst is None or size in pool.untracked:
-            pool.push(block)  # the bin is made (or searched again) under the lock
-        else:
+        if lst is not None and size not in pool.untracked:
             block.state = FREE
             lst.append(block)
+        else:
+            pool.push(block)  # the bin is made (or searched again) under the lock
 
     def _pool_for(self, policy: int, bsize: int) -> PagePool:
         placement, _p2p = parse_policy(policy, bsize)
@@ -513,6 +539,8 @@ class DeviceMemory:
             for page, pool in self.pools.items():
                 self.pools[page] = PagePool(self, page)
             self.normal_pool = self.pools[NORMAL_PAGE]
+            self.small_bins = self.normal_pool.bins
+            self.forgotten += len(leaked)
             self.allocated = self.reserved = 0
             return leaked
 
@@ -541,6 +569,7 @@ class DeviceMemory:
         """Counters of this device's memory, PyTorch-style names."""
         self.collect_pending()  # a stream-ordered free whose work is done counts as free
         committed = self.backend.arena.committed_bytes if hasattr(self.backend, "arena") else self.reserved
+        allocs = self.num_frees + len(self.live) + self.forgotten
         return {
             "allocated_bytes": self.allocated,
             "peak_allocated_bytes": self.peak,
@@ -549,9 +578,9 @@ class DeviceMemory:
             "committed_bytes": committed,
             "active_blocks": len(self.live),
             "pending_free_blocks": self.pending_count,
-            "num_allocs": self.fast_allocs + self.slow_allocs,
+            "num_allocs": allocs,
             "num_frees": self.num_frees,
-            "pool_hits": self.fast_allocs + self.slow_hits,
+            "pool_hits": allocs - (self.slow_allocs - self.slow_hits),  # all but segment maps
             "segment_maps": self.segment_maps,
             "segment_unmaps": self.segment_unmaps,
             "num_ooms": self.num_ooms,

@@ -13,17 +13,21 @@ from ..stream import Stream
 from .streams import stream_of
 
 rt = RUNTIME
+_VA_BASE = address.VA_BASE
 
 
 # ================================================================ device memory
 def malloc(size: int, policy: int = C.ACL_MEM_MALLOC_HUGE_FIRST, align32: bool = False) -> int:
     """Allocate device memory on the current device; a 64-byte aligned device address."""
-    ctx = _thread.context
+    try:
+        ctx = _thread.context
+    except AttributeError:  # a thread that never bound a context
+        ctx = None
     if ctx is None or not ctx.alive:
         ctx = current_context()
     if HOOKS.active:
         return malloc_on(ctx.device, size, policy, align32)
-    return ctx.device.memory.malloc(size, policy, align32)  # the hot path: one call less
+    return ctx.memory.malloc(size, policy, align32)  # the hot path: one call less
 
 
 def malloc_on(device: Device, size: int, policy: int = C.ACL_MEM_MALLOC_HUGE_FIRST,
@@ -42,9 +46,9 @@ def free(ptr: int, managed: bool = False) -> None:
     queued work still uses is reused only after that work has finished. `managed`: the
     caller relies on that ordering by design (a collected DeviceArray); a plain free, as
     aclrtFree on an NPU, does not wait, so tools report one that unfinished work races."""
-    if type(ptr) is int and ptr >= address.VA_BASE:  # fast path: a device address
-        device = rt.device_by_physical.get((ptr - address.VA_BASE) >> 40)
-        if device is not None and not HOOKS.active:
+    if type(ptr) is int and ptr >= _VA_BASE and not HOOKS.active:  # fast path: a device address
+        device = rt.device_by_physical.get((ptr - _VA_BASE) >> 40)
+        if device is not None:
             device.memory.free(ptr)
             return
     if not HOOKS.active:
@@ -222,6 +226,15 @@ def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int, strea
     if type(stream) is not Stream or stream.destroyed:  # None, a wrong object, destroyed
         stream = stream_of(stream)
     return memops.memcpy_async(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
+
+
+def copy_array_async(dev: int, arr, stream: Stream | None, to_device: bool = True) -> int:
+    """Copy the whole of a C-contiguous numpy array to device memory at `dev` (or, with
+    to_device=False, from there into the array), in stream order; the task holds the array
+    until the copy ran (the Pythonic API's copies)."""
+    if type(stream) is not Stream or stream.destroyed:
+        stream = stream_of(stream)
+    return memops.copy_array_async(rt, dev, arr, stream, to_device)
 
 
 def memcpy2d(dst, dpitch, src, spitch, width, height, kind) -> None:
