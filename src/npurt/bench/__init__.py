@@ -16,7 +16,7 @@ import sys
 import time
 
 from .harness import FULL, QUICK, Profile
-from .report import JSON_KEYS, Results, footer, header, json_figures, table, write_json
+from .report import JSON_KEYS, Results, derived, footer, header, json_figures, table, write_json
 
 __all__ = ["main", "run", "JSON_KEYS"]
 
@@ -57,6 +57,7 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
             except Exception as exc:  # noqa: BLE001 - one failed figure must not lose the run
                 res.errors.append(f"{what}: {type(exc).__name__}: {exc}")
             _progress(f"npurt: {what} took {time.perf_counter() - t0:.1f} s")
+    res.add(derived(res.stats))
     peer_results = []
     if peers:
         from .peers import PEERS, run_peer

@@ -1,5 +1,6 @@
 """The latency figures again through the Pythonic API (npurt.Stream, npurt.Event,
-npurt.DeviceArray), shown beside the pyACL ones in the table (not in the JSON).
+npurt.DeviceArray), shown beside the pyACL ones in the table (not in the JSON), each with
+its ratio to the pyACL row (report.derived), and `c = a + b` on 4 KiB arrays.
 
 The tiny task is a 64-byte host -> device copy into a DeviceArray on a stream: the Pythonic
 API keeps the host array alive until the copy has run, so it stays asynchronous.
@@ -53,12 +54,30 @@ def measure(session, p: Profile) -> dict[str, Stat]:
             empty(1024, f32)  # 4 KiB, dropped at once: freed
         return clock() - t0
 
+    a, b = npurt.empty(1024, f32), npurt.empty(1024, f32)  # 4 KiB each
+    a.copy_from_host(np.ones(1024, f32), stream=stream)
+    b.copy_from_host(np.ones(1024, f32), stream=stream)
+
+    def elementwise(n):  # c = a + b in a loop: each result dropped when c is rebound
+        with npurt.stream(stream):
+            t0 = clock()
+            for _ in range(n):
+                c = a + b  # noqa: F841
+            t = clock() - t0
+        synchronize()
+        return t
+
     calls, reps, warm = p.latency_calls, p.latency_repeats, p.warmup
     try:
-        return {"enqueue_py_us": per_call_us(enqueue, calls, reps, warm),
-                "roundtrip_py_us": per_call_us(roundtrip, calls, reps, warm),
-                "event_sync_py_us": per_call_us(event_sync, calls, reps, warm),
-                "alloc_free_py_us": per_call_us(alloc_free, calls, reps, warm)}
+        figures = {"enqueue_py_us": per_call_us(enqueue, calls, reps, warm),
+                   "roundtrip_py_us": per_call_us(roundtrip, calls, reps, warm),
+                   "event_sync_py_us": per_call_us(event_sync, calls, reps, warm),
+                   "alloc_free_py_us": per_call_us(alloc_free, calls, reps, warm),
+                   "elementwise_py_us": per_call_us(elementwise, calls, reps, warm)}
+        with npurt.stream(stream):
+            if not np.array_equal((a + b).to_host(), np.full(1024, 2, f32)):
+                raise RuntimeError("the Pythonic a + b gave a wrong result")
+        return figures
     finally:
         synchronize()
         del dev

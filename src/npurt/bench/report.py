@@ -37,12 +37,17 @@ SPECS: list[Spec] = [
     Spec("py_call_us", "floor: a bare Python call, same 6 arguments", "us", L),
     Spec("enqueue_us", "async enqueue, tiny copy (memcpy_async 64 B)", "us", L, 2, True),
     Spec("enqueue_py_us", "  Pythonic: Stream + DeviceArray copy", "us", L),
+    Spec("enqueue_py_ratio", "    Pythonic / pyACL", "x", L, 2),
     Spec("roundtrip_us", "tiny copy + synchronize_stream", "us", L, 10, True),
     Spec("roundtrip_py_us", "  Pythonic: copy + Stream.synchronize", "us", L),
+    Spec("roundtrip_py_ratio", "    Pythonic / pyACL", "x", L, 2),
     Spec("event_sync_us", "record_event + synchronize_event", "us", L, 10, True),
     Spec("event_sync_py_us", "  Pythonic: Event.record + .synchronize", "us", L),
+    Spec("event_sync_py_ratio", "    Pythonic / pyACL", "x", L, 2),
     Spec("alloc_free_us", "malloc + free, 4 KiB, cached", "us", L, 1, True),
     Spec("alloc_free_py_us", "  Pythonic: npurt.empty + drop", "us", L),
+    Spec("alloc_free_py_ratio", "    Pythonic / pyACL", "x", L, 2),
+    Spec("elementwise_py_us", "Pythonic: c = a + b, 4 KiB float32 (enqueue)", "us", L, 5),
     Spec("empty_kernel_us", "empty kernel: launch_kernel + synchronize", "us", L),
     Spec("copyto_gbps", "reference: np.copyto {copy}, pinned host", "GB/s", H),
     Spec("memcpy_h2d_ratio", "memcpy H2D {copy} / np.copyto", "x", H, 0.9, True),
@@ -58,6 +63,7 @@ SPECS: list[Spec] = [
     Spec("overlap_speedup", "copy+gelu, 2 streams vs 1 ({batches}x{batch})", "x", H, 1.5, True),
     Spec("overlap_ideal", "  limit: perfect overlap of this work mix", "x", H),
     Spec("overlap_threads_limit", "  the same work on 2 plain threads vs 1 (this machine)", "x", H),
+    Spec("overlap_of_limit", "  2 streams / 2 plain threads", "x", H, 0.95),
     Spec("overlap_kernel_fraction", "  share of each batch the kernel covers (balanced)", "", H),
     Spec("overlap_one_stream_ms", "  one stream", "ms", L),
     Spec("overlap_two_streams_ms", "  two streams + events", "ms", L),
@@ -105,6 +111,24 @@ class Results:
 
     def add(self, figures: dict[str, Stat]) -> None:
         self.stats.update(figures)
+
+
+# figures computed from two others of the same run: id -> (numerator, denominator)
+DERIVED = {"enqueue_py_ratio": ("enqueue_py_us", "enqueue_us"),
+           "roundtrip_py_ratio": ("roundtrip_py_us", "roundtrip_us"),
+           "event_sync_py_ratio": ("event_sync_py_us", "event_sync_us"),
+           "alloc_free_py_ratio": ("alloc_free_py_us", "alloc_free_us"),
+           "overlap_of_limit": ("overlap_speedup", "overlap_threads_limit")}
+
+
+def derived(stats: dict[str, Stat]) -> dict[str, Stat]:
+    """The DERIVED ratios of medians, for the figures this run measured."""
+    out = {}
+    for fid, (num, den) in DERIVED.items():
+        if num in stats and den in stats and stats[den].median:
+            v = stats[num].median / stats[den].median
+            out[fid] = Stat(v, v, v, 1)
+    return out
 
 
 def _fmt(v: float) -> str:

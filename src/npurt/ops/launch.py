@@ -87,17 +87,25 @@ def _blocks(num_blocks, work: int) -> int:
     return max(1, min(cores, work // PER_BLOCK))
 
 
+_BINARY = {op: i for i, op in enumerate(K.BINARY_OPS)}
+
+
 def elementwise(op, out, a, b, n, dtype, stream=None, num_blocks=None) -> int:
     """out = a op b (op in add, sub, mul, div, maximum) or out = op(a) (relu, gelu; b=None)."""
     n = _count(n, "n")
-    if op in K.BINARY_OPS:
-        code = _code(dtype, _FLOAT if op == "div" else None, "elementwise", op)
+    index = _BINARY.get(op) if type(op) is str else None
+    if index is not None:
+        code = _code(dtype, _FLOAT if index == 3 else None, "elementwise", op)
         size = n * K.dtype_of(code).itemsize
-        if type(out) is int and type(a) is int and type(b) is int and out > 0 and a > 0 and b > 0:
-            args, canonical = (out, a, b, n, K.BINARY_OPS.index(op), code), n < 1 << 63
-        else:
+        args = (out, a, b, n, index, code)
+        # exact positive ints are canonical (the kernel's GM and int64 slots hold them as they
+        # are): no packing round trip to check them
+        canonical = type(out) is int and type(a) is int and type(b) is int and out > 0 and a > 0 and b > 0 \
+            and n < 1 << 63
+        if not canonical:
             _need(out=out, a=a, b=b)
-            args, canonical = (out, a, b, n, K.BINARY_OPS.index(op), code), False
+        if num_blocks is None and n < PER_BLOCK * 2:
+            num_blocks = 1
         return _launch(K.binary, _blocks(num_blocks, n), args, stream, extents=(size, size, size),
                        canonical=canonical)
     if op in K.UNARY_OPS:

@@ -62,7 +62,7 @@ from . import constants as C
 from .api import stream_of
 from .errors import InvalidHandleError, InvalidValueError, NpuError, TaskError
 from .memops import dead_address_message, locate, refused
-from .memory import LIVE, PENDING, note_use, usable_size
+from .memory import LIVE, PENDING, note_use, note_uses, usable_size
 from .observers import HOOKS
 from .runtime import RUNTIME
 from .scheduler import TLS, thread_token
@@ -624,8 +624,8 @@ def enqueue_launch(func: KernelFunction, num_blocks: int, stream, values, *, arg
     if extra_blocks:
         blocks.extend(extra_blocks)
     seq = stream.enqueue(KernelTask(func, num_blocks, values, args_ptr, offset, timeout_ns))
-    for block in blocks:  # after the enqueue, as memcpy_async does: a task that already ran
-        note_use(block, stream, seq)  # leaves a use that is no longer pending
+    if blocks:  # after the enqueue, as memcpy_async does: a task that already ran leaves a
+        note_uses(blocks, stream, seq)  # use that is no longer pending
     return seq
 
 

@@ -114,6 +114,19 @@ def note_use(holder, stream, seq: int) -> None:
             prune_uses(uses)
 
 
+def note_uses(holders, stream, seq: int) -> None:
+    """note_use for each of `holders` (one call for the allocations a launch touches)."""
+    for holder in holders:
+        uses = holder.uses
+        if uses is None:
+            holder.uses = {stream: seq}
+        else:
+            uses[stream] = seq
+            n = len(uses)
+            if n >= 8 and not n & (n - 1):
+                prune_uses(uses)
+
+
 def prune_uses(uses: dict) -> None:
     """Forget the streams whose recorded work has retired, so a long-lived buffer does not
     keep every stream that ever touched it alive (a server making a stream per request)."""
@@ -288,6 +301,7 @@ class DeviceMemory:
                 if block is not None:
                     block.state = LIVE
                     block.requested = size
+                    block.align32 = False
                     self.live[block.addr] = block
                     allocated = self.allocated = self.allocated + block.size
                     if allocated > self.peak:
@@ -340,7 +354,7 @@ class DeviceMemory:
         self.num_frees += 1
         size = block.size
         self.allocated -= size
-        if block.uses and block.work_pending():
+        if block.uses and uses_pending(block.uses):
             block.state = PENDING
             with self.lock:
                 if self._park(block):

@@ -33,6 +33,13 @@ _COND_LOCK = threading.Lock()
 class Stream:
     """An in-order queue of device work. Create with `runtime.create_stream()`."""
 
+    # slots: ten thousand streams are ten thousand of these, made and read on hot paths
+    __slots__ = ("device", "context", "scheduler", "is_default", "flags", "priority", "stream_id", "handle",
+                 "queue", "enq_lock", "ticket", "state", "runner", "current", "enqueued_seq", "completed_seq",
+                 "dropped_upto", "_cond", "waiters", "lock", "watchers", "parked_on", "error", "stopped",
+                 "failure_mode_set", "_failure_mode", "abort_epoch", "destroyed", "closing", "_attributes",
+                 "subscriber", "_task_stacks", "_launch_blocking", "__weakref__")
+
     def __init__(self, context: "Context", priority: int = 0, flags: int = 0, is_default: bool = False):
         device = context.device
         self.device = device
@@ -40,7 +47,8 @@ class Stream:
         self.scheduler = device.scheduler
         self.is_default = is_default
         self.flags = flags
-        self.priority = min(max(int(priority), HIGHEST_PRIORITY), LOWEST_PRIORITY)
+        self.priority = priority if priority.__class__ is int and 0 <= priority <= LOWEST_PRIORITY else \
+            min(max(int(priority), HIGHEST_PRIORITY), LOWEST_PRIORITY)
         self.stream_id = next(device.stream_ids)
         self.handle = 0
         self.queue: deque[Task] = deque()
@@ -64,11 +72,19 @@ class Stream:
         self.abort_epoch = 0
         self.destroyed = False
         self.closing = False                 # destroy_stream in progress (one destroyer wins)
-        self.attributes = {"overflowSwitch": 0, "userCustomTag": 0}
+        self._attributes = None              # set_stream_attribute values, made on first use
         self.subscriber = None               # report thread id for launch_callback
         settings = device.runtime.settings
         self._task_stacks = settings.task_stacks
         self._launch_blocking = settings.launch_blocking
+
+    @property
+    def attributes(self) -> dict:
+        """overflowSwitch and userCustomTag (set_stream_attribute)."""
+        attrs = self._attributes
+        if attrs is None:
+            attrs = self._attributes = {"overflowSwitch": 0, "userCustomTag": 0}
+        return attrs
 
     def __repr__(self) -> str:
         kind = "default " if self.is_default else ""
@@ -224,6 +240,10 @@ class Stream:
         running READY work inline; then raise the stream's pending failure, if any."""
         if until is None:
             until = self.enqueued_seq
+        if self.completed_seq >= until and not HOOKS.active:  # done already: nothing to wait for
+            if report_errors and self.error is not None:
+                self.raise_error()
+            return
         deadline = None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
         epoch = self.abort_epoch
         if HOOKS.active:

@@ -62,8 +62,9 @@ def destroy_stream(stream: Stream, force: bool = False) -> None:
 
 
 def synchronize_stream(stream: Stream | None, timeout_ms: int = -1) -> None:
-    _check_timeout(timeout_ms)
-    s = stream_of(stream)
+    if timeout_ms != -1 or type(timeout_ms) is not int:
+        _check_timeout(timeout_ms)
+    s = stream if type(stream) is Stream and not stream.destroyed else stream_of(stream)
     if HOOKS.active:
         HOOKS.emit("host_sync", what="stream", obj=s)
     s.synchronize(timeout_ms=timeout_ms)
