@@ -113,6 +113,11 @@ class ArrayCopyTask(Task):
         else:
             np.copyto(host, address.view(self.dev, self.n))
 
+    @property
+    def keep(self) -> np.ndarray:
+        """The host buffer the task holds (as CopyTask.keep: tools treat its use as asynchronous)."""
+        return self.arr
+
     def _ends(self) -> tuple[int, int]:
         host = self.arr.__array_interface__["data"][0]
         return (host, self.dev) if self.direction == "H2D" else (self.dev, host)
