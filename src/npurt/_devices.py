@@ -28,12 +28,9 @@ def _context() -> Context:
 
 def _current_device():
     """The runtime Device of the calling thread's context (device 0 in a new thread)."""
-    try:
-        ctx = _thread.context
-        if ctx.alive:
-            return ctx.device
-    except AttributeError:  # a thread that never bound a context (or bound None)
-        pass
+    ctx = _thread.context
+    if ctx is not None and ctx.alive:
+        return ctx.device
     return _context().device
 
 

@@ -36,15 +36,16 @@ class Context:
         return f"<npurt {kind} context of device {self.device.id}{'' if self.alive else ' (destroyed)'}>"
 
 
-# `_thread.context`: the calling thread's current context (unset in a thread that never bound
-# one). A plain threading.local: reading an attribute of a subclass of it costs a third more,
-# and malloc reads it on every call.
-_thread = threading.local()
+class _ThreadState(threading.local):
+    context: Context | None = None
+
+
+_thread = _ThreadState()  # `_thread.context`: the calling thread's current context (or None)
 
 
 def current_context() -> Context:
     """The calling thread's current context; a clear error if there is none."""
-    ctx = getattr(_thread, "context", None)
+    ctx = _thread.context
     if ctx is not None and ctx.alive:
         return ctx
     from .runtime import RUNTIME
@@ -63,7 +64,7 @@ def current_context() -> Context:
 
 
 def peek_context() -> Context | None:
-    ctx = getattr(_thread, "context", None)
+    ctx = _thread.context
     return ctx if ctx is not None and ctx.alive else None
 
 

@@ -19,10 +19,7 @@ _VA_BASE = address.VA_BASE
 # ================================================================ device memory
 def malloc(size: int, policy: int = C.ACL_MEM_MALLOC_HUGE_FIRST, align32: bool = False) -> int:
     """Allocate device memory on the current device; a 64-byte aligned device address."""
-    try:
-        ctx = _thread.context
-    except AttributeError:  # a thread that never bound a context
-        ctx = None
+    ctx = _thread.context
     if ctx is None or not ctx.alive:
         ctx = current_context()
     if HOOKS.active:
