@@ -17,7 +17,7 @@ pyACL-compatible facade over the same runtime; `npurt.runtime` is the runtime la
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401
 
 from ._devices import (DeviceProperties, current_device, device, device_count, empty_cache,  # noqa: F401
                        get_device_name, get_device_properties, max_memory_allocated, mem_get_info,
@@ -26,7 +26,7 @@ from ._devices import (DeviceProperties, current_device, device, device_count, e
 from .array import (DeviceArray, arange, asarray, broadcast_to, empty, empty_like, empty_pinned,  # noqa: F401
                     full, full_like, is_pinned, ones, ones_like, to_device, zeros, zeros_like)
 from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, DeadlockError, EventError,  # noqa: F401
-                         FeatureNotSupportedError, HostConversionError, InvalidDeviceError,
+                         FeatureNotSupportedError, HangWarning, HostConversionError, InvalidDeviceError, LeakWarning,
                          InvalidHandleError, InvalidValueError, MemcpyKindWarning, NotInitializedError, NpuError,
                          OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
                          StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError)

@@ -11,6 +11,7 @@ from .runtime.errors import (AddressUnalignedError, ContextError, DeadlockError,
                              InvalidDeviceError, InvalidHandleError, InvalidValueError, MemcpyKindWarning,
                              NotInitializedError, NpuError, OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
                              StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError, error_name)
+from .runtime.warn import HangWarning, LeakWarning
 
 
 class HostConversionError(InvalidValueError, TypeError):
@@ -28,5 +29,5 @@ __all__ = [
     "AddressUnalignedError", "NotInitializedError", "ContextError", "OutOfMemoryError", "ResourceExhaustedError",
     "FeatureNotSupportedError", "SyncTimeoutError", "StreamAbortedError", "EventError",
     "SubscriptionError", "TaskError", "DeadlockError", "HostConversionError", "ArrayIndexError", "error_name",
-    "MemcpyKindWarning",
+    "MemcpyKindWarning", "LeakWarning", "HangWarning",
 ]

@@ -11,14 +11,20 @@
 | NPURT_MAX_STREAMS | SoC limit | streams per device, default streams included |
 | NPURT_POISON_FREED | 0 | 1: device memory returned to the pool is filled with 0xA5 |
 | NPURT_WORKERS | 2 | scheduler worker threads per device |
-| NPURT_HANG_WARNING_S | 10 | a host wait longer than this logs what it is stuck on (0: never) |
+| NPURT_HANG_WARNING_S | 10 | a host wait longer than this warns what it is stuck on (0: never) |
+| NPURT_HBM_SIZE | SoC capacity | device memory per simulated device, e.g. `4G`, `512M` (less than the SoC's: small machines, `ulimit -v`) |
+| NPURT_LOG_LEVEL | WARNING | level of npurt's log messages on stderr (DEBUG, INFO, WARNING, ERROR, OFF) |
 """
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
-from ..driver.soc import DEFAULT_SOC
+import dataclasses
+import logging
+
+from ..driver.soc import DEFAULT_SOC, SocSpec, soc_by_name
 from .errors import InvalidValueError  # a ValueError that also carries ACL_ERROR_INVALID_PARAM
 
 POISON_BYTE = 0xA5
@@ -37,6 +43,19 @@ def _int(name: str, default: int | None) -> int | None:
         return int(raw, 0)
     except ValueError:
         raise InvalidValueError(f"environment variable {name}={raw!r} is not an integer") from None
+
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+MIN_HBM_SIZE = 64 << 20   # room for the pool's 2 MiB segments and a few huge pages
+
+
+def parse_size(name: str, raw: str) -> int:
+    """Bytes from "4G", "512MiB", "1.5g", "1073741824" (binary units)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", raw, re.I)
+    if not m:
+        raise InvalidValueError(f"environment variable {name}={raw!r} is not a size (examples: 4G, 512M, "
+                                "1073741824)")
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
 def parse_visible_devices(raw: str | None, physical_count: int) -> list[int]:
@@ -71,6 +90,8 @@ class Settings:
     poison_freed: bool = False
     workers: int = 2
     hang_warning_s: float = 10.0
+    hbm_size: int | None = None   # NPURT_HBM_SIZE: device memory per device (None: the SoC's)
+    log_level: int | None = None  # NPURT_LOG_LEVEL (None: logging's default, warnings and up)
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -92,6 +113,20 @@ class Settings:
         except ValueError:
             raise InvalidValueError(f"environment variable NPURT_HANG_WARNING_S={raw_hang!r} is not "
                                     "a number of seconds") from None
+        raw_hbm = os.environ.get("NPURT_HBM_SIZE", "").strip()
+        hbm_size = None
+        if raw_hbm:
+            hbm_size = parse_size("NPURT_HBM_SIZE", raw_hbm)
+            if hbm_size < MIN_HBM_SIZE:
+                raise InvalidValueError(f"NPURT_HBM_SIZE={raw_hbm!r} is below the minimum of "
+                                        f"{MIN_HBM_SIZE >> 20} MiB per device")
+            hbm_size = hbm_size // (2 << 20) * (2 << 20)  # whole huge pages
+        raw_level = os.environ.get("NPURT_LOG_LEVEL", "").strip().upper()
+        log_level = None
+        if raw_level:
+            if raw_level not in LOG_LEVELS:
+                raise InvalidValueError(f"NPURT_LOG_LEVEL={raw_level!r} must be one of {', '.join(LOG_LEVELS)}")
+            log_level = LOG_LEVELS[raw_level]
         return cls(
             soc=os.environ.get("NPURT_SOC", DEFAULT_SOC).strip() or DEFAULT_SOC,
             physical_devices=count,
@@ -103,4 +138,56 @@ class Settings:
             poison_freed=_flag("NPURT_POISON_FREED"),
             workers=max(1, _int("NPURT_WORKERS", 2)),
             hang_warning_s=hang_warning_s,
+            hbm_size=hbm_size,
+            log_level=log_level,
         )
+
+    def spec(self) -> SocSpec:
+        """The simulated SoC these settings describe (NPURT_SOC, NPURT_HBM_SIZE applied)."""
+        try:
+            spec = soc_by_name(self.soc)
+        except KeyError as exc:
+            raise InvalidValueError(f"NPURT_SOC: {exc.args[0]}") from None
+        if self.hbm_size is None:
+            return spec
+        if self.hbm_size > spec.memory_bytes:
+            raise InvalidValueError(f"NPURT_HBM_SIZE ({self.hbm_size >> 20} MiB) exceeds the "
+                                    f"{spec.memory_bytes >> 30} GiB of {spec.name}; it can only simulate less memory")
+        return dataclasses.replace(spec, memory_bytes=self.hbm_size)
+
+    def apply_log_level(self) -> None:
+        """NPURT_LOG_LEVEL: npurt's logger gets that level and its own stderr handler."""
+        if self.log_level is None:
+            return
+        logger = logging.getLogger("npurt")
+        logger.setLevel(self.log_level)
+        if not any(getattr(h, "npurt_env", False) for h in logger.handlers):
+            handler = logging.StreamHandler()
+            handler.setFormatter(logging.Formatter("%(name)s %(levelname)s: %(message)s"))
+            handler.npurt_env = True
+            logger.addHandler(handler)
+            logger.propagate = False  # shown once, by our handler
+
+
+LOG_LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARNING": logging.WARNING, "ERROR": logging.ERROR,
+              "OFF": logging.CRITICAL + 10}
+
+
+def ENV_VARIABLES(settings: Settings) -> list[tuple[str, str]]:  # noqa: N802 - a table, named as one
+    """(variable, value in effect) for every setting, for `npurt info`."""
+    names = {v: k for k, v in LOG_LEVELS.items()}
+    spec = settings.spec()
+    return [
+        ("NPURT_SOC", settings.soc),
+        ("NPURT_DEVICE_COUNT", str(settings.physical_devices)),
+        ("ASCEND_RT_VISIBLE_DEVICES", ",".join(map(str, settings.visible_devices))),
+        ("NPURT_HBM_SIZE", f"{spec.memory_bytes / 2**30:g} GiB per device"),
+        ("NPURT_MEMCPY_KIND", settings.memcpy_kind),
+        ("NPURT_LAUNCH_BLOCKING", "1" if settings.launch_blocking else "0"),
+        ("NPURT_TASK_STACKS", "1" if settings.task_stacks else "0"),
+        ("NPURT_POISON_FREED", "1" if settings.poison_freed else "0"),
+        ("NPURT_MAX_STREAMS", str(settings.max_streams or spec.max_streams)),
+        ("NPURT_WORKERS", str(settings.workers)),
+        ("NPURT_HANG_WARNING_S", f"{settings.hang_warning_s:g}"),
+        ("NPURT_LOG_LEVEL", names.get(settings.log_level, "WARNING")),
+    ]

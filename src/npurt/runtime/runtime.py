@@ -11,10 +11,9 @@ import os
 import sys
 import threading
 import time
-import warnings
 from collections import deque
 
-from ..driver import SimulatedNpu, soc_by_name
+from ..driver import SimulatedNpu
 from . import address
 from . import constants as C
 from .config import Settings
@@ -26,6 +25,7 @@ from .handles import table
 from .hostmem import HostMemory
 from .observers import HOOKS
 from .watchdog import WATCHDOG
+from .warn import LeakWarning, warn_user
 
 log = logging.getLogger("npurt")
 
@@ -107,20 +107,31 @@ class Runtime:
 
     def _start(self) -> None:
         settings = Settings.from_env()
-        try:
-            spec = soc_by_name(settings.soc)
-        except KeyError as exc:
-            raise InvalidValueError(f"NPURT_SOC: {exc.args[0]}") from None
+        spec = settings.spec()
+        settings.apply_log_level()
+        driver = SimulatedNpu(spec, settings.physical_devices)
+        try:  # map the visible devices' arenas now: copies resolve addresses by them
+            for physical in settings.visible_devices:
+                driver.device(physical)
+        except OSError as exc:
+            driver.close()
+            raise NpuError(
+                f"cannot map the simulated device memory: {len(settings.visible_devices)} device(s) of "
+                f"{_size(spec.memory_bytes)} each, as address space reserved without RAM ({exc.strerror or exc}). "
+                "The process's address space is limited (ulimit -v) or the kernel refuses overcommit: "
+                "simulate less memory per device with NPURT_HBM_SIZE (e.g. NPURT_HBM_SIZE=2G) or fewer "
+                "devices with NPURT_DEVICE_COUNT=1", C.ACL_ERROR_BAD_ALLOC) from None
         self.settings = settings
         self.config = {}
         self.default_device = None
-        self.driver = SimulatedNpu(spec, settings.physical_devices)
+        self.driver = driver
         self.devices = [None] * len(settings.visible_devices)
         self.device_by_physical = {}
         self.initialized = True
-        # create the visible devices' address mapping now: copies resolve addresses by it
         for logical in range(len(self.devices)):
             self.device(logical)
+        log.info("started: simulated %s, %d visible device(s) of %s each, %d worker thread(s) per device",
+                 spec.name, len(settings.visible_devices), _size(spec.memory_bytes), settings.workers)
 
     def ensure_initialized(self) -> None:
         """Start the runtime if it is not up (without acl.init's configuration)."""
@@ -153,6 +164,7 @@ class Runtime:
                     device.scheduler.shutdown()
             if HOOKS.active:
                 HOOKS.emit("runtime_finalize")
+            log.info("finalized")
             self.host.release_all()
             self.driver.close()
             self._forget()
@@ -284,12 +296,13 @@ class Runtime:
             HOOKS.emit("device_release", device=device, reason=reason)
         leaked = device.memory.release_all(reason)
         device.backend.reset()
+        log.info("%s: device %d released (%d allocation(s) still live)", reason, device.id, len(leaked))
         if leaked:
             total = sum(b.requested for b in leaked)
             sample = ", ".join(f"0x{b.addr:x} ({b.requested} B)" for b in leaked[:5])
-            warnings.warn(f"npurt: {reason} released {len(leaked)} device allocation(s) still in use "
-                          f"on device {device.id} ({total} bytes): {sample}"
-                          f"{' ...' if len(leaked) > 5 else ''}", ResourceWarning, stacklevel=4)
+            warn_user(f"npurt: {reason} released {len(leaked)} device allocation(s) still in use "
+                      f"on device {device.id} ({total} bytes): {sample}"
+                      f"{' ...' if len(leaked) > 5 else ''}", LeakWarning)
 
     def _drain(self, device: Device, reason: str, deadline: float) -> None:
         """Wait for the device's queued work while it makes progress (until `deadline`).
@@ -358,6 +371,10 @@ class Runtime:
         raise SubscriptionError("process_report: no stream is subscribed to this thread; call "
                                 "subscribe_report(thread_id, stream) with this thread's id first",
                                 C.ACL_ERROR_RT_THREAD_SUBSCRIBE)
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**30:g} GiB" if nbytes >= 1 << 30 else f"{nbytes / 2**20:g} MiB"
 
 
 def _read_config(path) -> dict:

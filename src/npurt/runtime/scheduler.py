@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 from . import constants as C
 from .errors import DeadlockError, NpuError, TaskError
 from .observers import HOOKS
+from .warn import HangWarning, warn_user
 from .watchdog import WATCHDOG
 
 if TYPE_CHECKING:
@@ -538,7 +539,8 @@ def wait_until(cond: threading.Condition, done, timeout_s: float | None, what) -
         if warn_after and not warned:
             to_warning = warn_after - (now - start)
             if to_warning <= 0:
-                log.warning("npurt: a host thread has waited %.0f s for %s", now - start, what())
+                warn_user(f"npurt: this host thread has waited {now - start:.0f} s for {what()} (a real NPU "
+                          "would hang here; set NPURT_HANG_WARNING_S to change when this shows)", HangWarning)
                 warned = True
             else:
                 step = to_warning if step is None else min(step, to_warning)
