@@ -45,7 +45,7 @@ def test_array_facts_match_numpy(rng):
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int8", "float64", "uint8", "bfloat16"])
 def test_to_device_and_back_round_trips(dtype, rng):
-    dt = npurt.array.as_dtype(dtype)
+    dt = npurt._array.as_dtype(dtype)
     host = (rng.standard_normal((17, 33)) * 50).astype(dt)
     back = npurt.to_device(host).to_host()
     assert back.dtype == dt

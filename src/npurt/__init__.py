@@ -19,26 +19,39 @@ from __future__ import annotations
 
 from ._version import __version__  # noqa: F401
 
+import sys as _sys
+
 from ._devices import (DeviceProperties, current_device, device, device_count, empty_cache,  # noqa: F401
-                       get_device_name, get_device_properties, max_memory_allocated, mem_get_info,
-                       memory_allocated, memory_reserved, memory_stats, reset_peak_memory_stats,
-                       set_device, synchronize)
-from .array import (DeviceArray, arange, asarray, broadcast_to, empty, empty_like, empty_pinned,  # noqa: F401
-                    full, full_like, is_pinned, ones, ones_like, to_device, zeros, zeros_like)
+                       get_device_name, get_device_properties, is_available, max_memory_allocated,
+                       max_memory_reserved, mem_get_info, memory_allocated, memory_reserved, memory_stats,
+                       memory_summary, reset_peak_memory_stats, set_device, synchronize)
+from ._array import (DeviceArray, arange, array, asarray, asnumpy, broadcast_to, empty, empty_like,  # noqa: F401
+                     empty_pinned, full, full_like, is_pinned, ones, ones_like, tensor, to_device, zeros,
+                     zeros_like)
+from .dtypes import (double, float16, float32, float64, half, int8, int16, int32, int64, uint8,  # noqa: F401
+                     bool_)
+from .random import manual_seed, rand, randint, randn  # noqa: F401
 from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, DeadlockError, EventError,  # noqa: F401
                          FeatureNotSupportedError, HangWarning, HostConversionError, InvalidDeviceError, LeakWarning,
                          InvalidHandleError, InvalidValueError, MemcpyKindWarning, NotInitializedError, NpuError,
                          OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
                          StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError)
-from .streams import Event, Stream, current_stream, default_stream, stream  # noqa: F401
+from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+
+# `npurt.array` is the function; code that imported the module by its old name still works
+_sys.modules.setdefault("npurt.array", _sys.modules["npurt._array"])
 
 # loaded on first use: the kernel model and the op library pull in more than the core needs
 _LAZY = {"kernel": ("npurt.runtime.kernel", "kernel"), "GM": ("npurt.runtime.kernel", "GM"),
          "ops": ("npurt.ops", None), "acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None),
-         "Model": ("npurt.model", "Model")}
+         "Model": ("npurt.model", "Model"), "matmul": ("npurt.ops.array_ops", "matmul"),
+         "launch": ("npurt.launching", "launch")}
 
 
 def __getattr__(name: str):
+    if name in ("bfloat16", "bf16"):  # needs ml_dtypes: looked up on first use
+        from . import dtypes
+        return getattr(dtypes, name)
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'npurt' has no attribute {name!r}")
@@ -50,4 +63,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
+    return sorted(list(globals()) + list(_LAZY) + ["bfloat16"])

@@ -37,6 +37,11 @@ from .runtime.runtime import RUNTIME
 from .runtime.tasks import Task
 
 H2D, D2H, D2D = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_MEMCPY_DEVICE_TO_DEVICE
+# numpy functions with a device counterpart in npurt.ops (named in the "copy it first" error)
+_UFUNC_OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div",
+              "maximum": "maximum", "matmul": "matmul"}
+_DEVICE_OPS = {"add", "subtract", "multiply", "divide", "maximum", "matmul", "sum", "max", "mean", "transpose",
+               "amax"}
 
 
 # ---------------------------------------------------------------- dtypes
@@ -212,10 +217,18 @@ def _rt_stream(stream, device_id: int):
     raise InvalidValueError(f"stream must be an npurt.Stream or None, got {type(stream).__name__}")
 
 
+def _is_dtype(obj) -> bool:
+    """True for a dtype given where a device could be (np.float16, npurt.bfloat16, "float32")."""
+    if isinstance(obj, np.dtype) or isinstance(obj, type) and issubclass(obj, np.generic):
+        return True
+    return isinstance(obj, str) and not obj.lower().startswith(("npu", "cpu", "cuda"))
+
+
 def _host_error(what: str) -> HostConversionError:
     return HostConversionError(
         f"{what}: a DeviceArray lives in device memory, which the host cannot read directly. "
-        "Copy it explicitly with .to_host() (or .get()); for the other direction use npurt.to_device(array)")
+        "Copy it to the host first: x.to_host() (or x.cpu(), x.numpy(), x.get(), npurt.asnumpy(x)); "
+        "for the other direction use npurt.to_device(array)")
 
 
 # ---------------------------------------------------------------- DeviceArray
@@ -228,7 +241,6 @@ class DeviceArray:
     """
 
     __slots__ = ("_mem", "_ptr", "shape", "dtype", "strides", "__weakref__")
-    __array_ufunc__ = None      # numpy operators defer to ours (which refuse host arrays)
     __array_priority__ = 1000
 
     def __init__(self, shape, dtype="float32", device: int | None = None):
@@ -338,6 +350,26 @@ class DeviceArray:
     def tolist(self):
         raise _host_error("tolist()")
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        name = ufunc.__name__
+        hint = f" (on the device: npurt.ops.{_UFUNC_OPS[name]})" if name in _UFUNC_OPS else ""
+        raise _host_error(f"np.{name} of a DeviceArray{hint}")
+
+    def __array_function__(self, func, types, args, kwargs):
+        name = getattr(func, "__name__", str(func))
+        hint = f" (on the device: npurt.ops.{name})" if name in _DEVICE_OPS else ""
+        raise _host_error(f"np.{name} of a DeviceArray{hint}")
+
+    @property
+    def __array_interface__(self):
+        raise _host_error("the numpy array interface of a DeviceArray (torch.as_tensor, np.asarray, ...)")
+
+    def __dlpack__(self, *args, **kwargs):
+        raise _host_error("DLPack export of a DeviceArray (torch.from_dlpack, np.from_dlpack)")
+
+    def __dlpack_device__(self):
+        raise _host_error("DLPack export of a DeviceArray (torch.from_dlpack, np.from_dlpack)")
+
     def __reduce__(self):
         raise _host_error("pickling a DeviceArray")
 
@@ -358,6 +390,28 @@ class DeviceArray:
     def get(self, stream=None) -> np.ndarray:
         """Same as to_host (CuPy's name)."""
         return self.to_host(stream)
+
+    def cpu(self, stream=None) -> np.ndarray:
+        """Same as to_host (torch's name): an explicit, synchronising copy to a numpy array."""
+        return self.to_host(stream)
+
+    def numpy(self, stream=None) -> np.ndarray:
+        """Same as to_host: an explicit, synchronising copy to a numpy array."""
+        return self.to_host(stream)
+
+    def set(self, arr, stream=None) -> None:
+        """Copy host data `arr` into this array (CuPy's name for copy_from_host; queued)."""
+        self.copy_from_host(arr, stream)
+
+    def record_stream(self, stream) -> None:
+        """torch's Tensor.record_stream, accepted for porting and not needed: npurt frees are
+        stream-ordered, so memory another stream still uses is never reused before that
+        stream's queued work has run."""
+        if not isinstance(stream, _streams.Stream):
+            raise InvalidValueError(f"record_stream expects an npurt.Stream, got {type(stream).__name__}")
+        if stream.device != self.device:
+            raise InvalidValueError(f"record_stream: the stream is on device {stream.device}, the array on "
+                                    f"device {self.device}")
 
     def item(self):
         """The single element of a size-1 array as a Python scalar (copies and waits)."""
@@ -438,7 +492,10 @@ class DeviceArray:
         source device) and the current stream of the target device waits for it, so work
         queued there afterwards sees the data. Peer access is enabled as needed; between
         devices that cannot access each other (different HCCS modules) the copy goes through
-        host memory and waits for the source stream."""
+        host memory and waits for the source stream. As in torch, `x.to(npurt.float16)` (a
+        dtype first) converts the dtype only."""
+        if device is not None and dtype is None and _is_dtype(device):
+            device, dtype = None, device
         out = self
         if dtype is not None and as_dtype(dtype) != self.dtype:
             out = out.astype(dtype, stream=stream)
@@ -728,25 +785,53 @@ def _enable_peer(src: int, dst: int) -> None:
 
 
 # ---------------------------------------------------------------- constructors
-def empty(shape, dtype="float32", device: int | None = None) -> DeviceArray:
-    """An uninitialized array on `device` (default: the current device)."""
-    return DeviceArray(shape, dtype, device)
+def _size(fn: str, size: tuple, dtype, device):
+    """(shape, dtype, device) from numpy's `f(shape, dtype, device)` or torch's `f(*size, ...)`."""
+    if size and all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in size):
+        return size, dtype, device                     # torch: zeros(2, 3), zeros(5)
+    if not size:
+        raise InvalidValueError(f"npurt.{fn}() needs a shape: {fn}((2, 3)) or {fn}(2, 3)")
+    if len(size) > 3:
+        raise InvalidValueError(f"npurt.{fn}: a shape is ints, or one tuple followed by dtype and device; "
+                                f"got {size!r}")
+    shape, *rest = size
+    if rest:
+        if dtype is not None:
+            raise InvalidValueError(f"npurt.{fn}: dtype given twice")
+        dtype = rest[0]
+    if len(rest) > 1:
+        if device is not None:
+            raise InvalidValueError(f"npurt.{fn}: device given twice")
+        device = rest[1]
+    return shape, dtype, device
 
 
-def empty_like(a: DeviceArray, dtype=None, device: int | None = None) -> DeviceArray:
+def _dt(dtype):
+    return "float32" if dtype is None else dtype
+
+
+def empty(*size, dtype=None, device=None) -> DeviceArray:
+    """An uninitialized array: `empty((2, 3), dtype, device)` or `empty(2, 3, dtype=, device=)`
+    (float32 and the current device by default)."""
+    shape, dtype, device = _size("empty", size, dtype, device)
+    return DeviceArray(shape, _dt(dtype), device)
+
+
+def empty_like(a: DeviceArray, dtype=None, device=None) -> DeviceArray:
     return DeviceArray(a.shape, a.dtype if dtype is None else dtype, a.device if device is None else device)
 
 
-def zeros(shape, dtype="float32", device: int | None = None, stream=None) -> DeviceArray:
-    """An array of zeros (a memset queued on the current stream)."""
-    out = DeviceArray(shape, dtype, device)
+def zeros(*size, dtype=None, device=None, stream=None) -> DeviceArray:
+    """An array of zeros (a memset queued on the current stream); shapes as in `empty`."""
+    shape, dtype, device = _size("zeros", size, dtype, device)
+    out = DeviceArray(shape, _dt(dtype), device)
     if out.nbytes:
         rt.memset_async(out._ptr, out.nbytes, 0, out.nbytes, _rt_stream(stream, out.device))
     return out
 
 
 def zeros_like(a: DeviceArray, dtype=None, stream=None) -> DeviceArray:
-    return zeros(a.shape, a.dtype if dtype is None else dtype, a.device, stream)
+    return zeros(a.shape, a.dtype if dtype is None else dtype, a.device, stream=stream)
 
 
 def _default_dtype(*values) -> np.dtype:
@@ -766,8 +851,10 @@ def full_like(a: DeviceArray, fill_value, dtype=None, stream=None) -> DeviceArra
     return full(a.shape, fill_value, a.dtype if dtype is None else dtype, a.device, stream)
 
 
-def ones(shape, dtype="float32", device: int | None = None, stream=None) -> DeviceArray:
-    return full(shape, 1, dtype, device, stream)
+def ones(*size, dtype=None, device=None, stream=None) -> DeviceArray:
+    """An array of ones; shapes as in `empty`."""
+    shape, dtype, device = _size("ones", size, dtype, device)
+    return full(shape, 1, _dt(dtype), device, stream)
 
 
 def ones_like(a: DeviceArray, dtype=None, stream=None) -> DeviceArray:
@@ -793,7 +880,7 @@ def arange(start, stop=None, step=1, dtype=None, device: int | None = None, stre
     return out
 
 
-def to_device(arr, stream=None, device: int | None = None, dtype=None) -> DeviceArray:
+def to_device(arr, stream=None, device=None, dtype=None) -> DeviceArray:
     """Copy host data (a numpy array or anything np.asarray takes) to a new DeviceArray on
     `device` (default: current). The copy is queued on `stream` (default: the current stream
     of that device) and is asynchronous: the queued copy holds `arr` and reads it when it
@@ -809,7 +896,34 @@ def to_device(arr, stream=None, device: int | None = None, dtype=None) -> Device
     return out.copy_from_host(host, stream)
 
 
-asarray = to_device
+def asarray(a, dtype=None, device=None, stream=None) -> DeviceArray:
+    """CuPy's asarray: `a` itself if it is a DeviceArray already there with that dtype, else a
+    copy of it on the device (host data is copied as in to_device)."""
+    return to_device(a, stream=stream, device=device, dtype=dtype)
+
+
+def array(obj, dtype=None, device=None, copy: bool = True, stream=None) -> DeviceArray:
+    """A DeviceArray from host data or another DeviceArray (CuPy's `array`, torch's `tensor`):
+    always a new array unless `copy=False` and `obj` is already a DeviceArray that fits."""
+    if isinstance(obj, DeviceArray):
+        out = obj.to(device, dtype=dtype, stream=stream)
+        return out.copy(stream) if copy and out is obj else out
+    return to_device(obj, stream=stream, device=device, dtype=dtype)
+
+
+tensor = array
+
+
+def asnumpy(a, stream=None, out: np.ndarray | None = None) -> np.ndarray:
+    """CuPy's asnumpy: a numpy array of `a` (a DeviceArray is copied to the host, waiting for
+    the copy; host data is returned as np.asarray returns it)."""
+    if isinstance(a, DeviceArray):
+        return a.copy_to_host(out, stream)
+    host = np.asarray(a)
+    if out is not None:
+        out[...] = host
+        return out
+    return host
 
 
 # ---------------------------------------------------------------- pinned host memory

@@ -12,7 +12,11 @@ from dataclasses import dataclass
 
 from .runtime import api as rt
 from .runtime.context import Context, _thread, bind, peek_context
+from .runtime.errors import InvalidDeviceError
 from .runtime.runtime import RUNTIME
+
+
+DeviceLike = "int | str | device | None"   # what a device parameter takes (None: the current device)
 
 
 # ---------------------------------------------------------------- contexts
@@ -47,10 +51,22 @@ def _bind_device(device_id: int) -> Context:
 
 
 def _check_id(device_id) -> int:
+    """The device id a device argument names: an int, "npu" (the current device), "npu:1",
+    an npurt.device, or a torch.device of type "npu"."""
+    if type(device_id) is int:
+        return device_id if device_id >= 0 else _invalid(device_id)
+    if isinstance(device_id, str) or hasattr(device_id, "type") and hasattr(device_id, "index"):
+        index = device(device_id).index
+        return current_device() if index is None else index
     if hasattr(device_id, "__index__") and not isinstance(device_id, bool):
         return device_id.__index__()
     rt.check_device_id(device_id)  # raises InvalidDeviceError with the visible range
     return device_id
+
+
+def _invalid(device_id):
+    RUNTIME.ensure_initialized()
+    RUNTIME.device(device_id)  # raises InvalidDeviceError naming the visible range
 
 
 def _device_obj(device=None):
@@ -77,15 +93,23 @@ def _bound(device_id: int):
 
 
 # ---------------------------------------------------------------- devices
+def is_available() -> bool:
+    """True if npurt can run work: its settings are valid and a device can be used."""
+    try:
+        return device_count() > 0
+    except Exception:  # noqa: BLE001 - torch.npu.is_available answers, it never raises
+        return False
+
+
 def device_count() -> int:
     """Number of visible devices (NPURT_DEVICE_COUNT / ASCEND_RT_VISIBLE_DEVICES)."""
     RUNTIME.ensure_initialized()
     return rt.get_device_count()
 
 
-def set_device(device: int) -> None:
-    """Make `device` the calling thread's current device."""
-    _bind_device(device)
+def set_device(device) -> None:
+    """Make `device` (an int, "npu:1", an npurt.device) the calling thread's current device."""
+    _bind_device(_check_id(device))
 
 
 def current_device() -> int:
@@ -94,25 +118,79 @@ def current_device() -> int:
 
 
 class device:
-    """Context manager: `with npurt.device(1): ...` runs the block on device 1 and restores
-    the previous device (and context) afterwards. `device(None)` changes nothing."""
+    """A device, as torch.device names one, and a context manager, as torch.npu.device is.
 
-    def __init__(self, device_id: int | None):
-        self.device_id = device_id
-        self._before: Context | None = None
+    `npurt.device("npu:1")`, `npurt.device("npu", 1)`, `npurt.device(1)`; `npurt.device("npu")`
+    has no index and means the current device wherever a device is taken. Anywhere npurt
+    takes a device it takes this, an int, such a string or a torch.device of type "npu".
+    `with npurt.device(1): ...` runs the block on device 1 and restores the previous device
+    (and context) afterwards; `device(None)` changes nothing.
+    """
+
+    __slots__ = ("type", "index", "_before")
+
+    def __init__(self, type_or_index="npu", index: int | None = None):
+        kind, idx = _parse(type_or_index, index)
+        self.type, self.index, self._before = kind, idx, None
+
+    def __repr__(self) -> str:
+        return f"device(type='npu')" if self.index is None else f"device(type='npu', index={self.index})"
+
+    def __str__(self) -> str:
+        return "npu" if self.index is None else f"npu:{self.index}"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, device):
+            return self.index == other.index
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(("npu", self.index))
 
     def __enter__(self) -> "device":
-        if self.device_id is not None:
+        if self.index is not None:
             self._before = peek_context()
-            _bind_device(self.device_id)
+            _bind_device(self.index)
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.device_id is not None:
+        if self.index is not None:
             bind(self._before)
 
 
-def synchronize(device: int | None = None) -> None:
+def _parse(spec, index) -> tuple[str, int | None]:
+    """("npu", index or None) from the forms device() takes; InvalidDeviceError otherwise."""
+    if spec is None:
+        return "npu", None
+    if isinstance(spec, device):
+        return "npu", spec.index
+    if not isinstance(spec, str) and hasattr(spec, "type") and hasattr(spec, "index"):  # a torch.device
+        spec, index = str(spec.type), spec.index
+    if isinstance(spec, str):
+        kind, _, num = spec.strip().partition(":")
+        kind = kind.lower()
+        if kind != "npu":
+            hint = ("the host: keep host data in numpy arrays" if kind == "cpu" else
+                    "not a device npurt simulates: npurt's devices are Ascend NPUs, 'npu' or 'npu:N'")
+            raise InvalidDeviceError(f"device {spec!r} is {hint}")
+        if num:
+            if not num.isdigit():
+                raise InvalidDeviceError(f"device {spec!r}: the index after 'npu:' must be a number")
+            if index is not None:
+                raise InvalidDeviceError(f"device {spec!r} already has an index; do not pass index={index}")
+            index = int(num)
+    elif index is None and (type(spec) is int or hasattr(spec, "__index__") and not isinstance(spec, bool)):
+        spec, index = "npu", spec.__index__()
+    else:
+        raise InvalidDeviceError(f"a device is an int, 'npu', 'npu:N' or an npurt.device, got {spec!r}")
+    if index is not None:
+        if not hasattr(index, "__index__") or isinstance(index, bool) or index.__index__() < 0:
+            raise InvalidDeviceError(f"device index must be a non-negative int, got {index!r}")
+        index = index.__index__()
+    return "npu", index
+
+
+def synchronize(device: DeviceLike = None) -> None:
     """Wait for all work queued on every stream of `device` (default: the current device);
     raises the first failure one of them reported."""
     if device is None:
@@ -124,40 +202,80 @@ def synchronize(device: int | None = None) -> None:
 
 
 # ---------------------------------------------------------------- memory
-def mem_get_info(device: int | None = None) -> tuple[int, int]:
+def mem_get_info(device: DeviceLike = None) -> tuple[int, int]:
     """(free, total) bytes of device memory, counting what the caching pool holds as free."""
     from .runtime import constants as C
     with _bound(_device_obj(device).id):
         return rt.get_mem_info(C.ACL_MEM_NORMAL)
 
 
-def memory_stats(device: int | None = None) -> dict:
-    """The runtime's memory counters for a device (allocated_bytes, peak_allocated_bytes,
-    reserved_bytes, active_blocks, pending_free_blocks, num_allocs, pool_hits, ...)."""
-    return rt.memory_stats(_device_obj(device))
+def memory_stats(device: DeviceLike = None) -> dict:
+    """Memory counters of a device under torch.cuda.memory_stats' names
+    ("allocated_bytes.all.current", "reserved_bytes.all.peak", "allocation.all.allocated",
+    "segment.all.current", "num_ooms", ...) and npurt's own (allocated_bytes,
+    peak_allocated_bytes, reserved_bytes, active_blocks, pending_free_blocks, num_allocs,
+    pool_hits, ...)."""
+    own = rt.memory_stats(_device_obj(device))
+    torch_names = {
+        "allocated_bytes.all.current": own["allocated_bytes"], "allocated_bytes.all.peak": own["peak_allocated_bytes"],
+        "reserved_bytes.all.current": own["reserved_bytes"], "reserved_bytes.all.peak": own["peak_reserved_bytes"],
+        "allocation.all.current": own["active_blocks"], "allocation.all.allocated": own["num_allocs"],
+        "allocation.all.freed": own["num_frees"],
+        "segment.all.current": own["segment_maps"] - own["segment_unmaps"],
+        "segment.all.allocated": own["segment_maps"], "segment.all.freed": own["segment_unmaps"],
+        "num_device_alloc": own["segment_maps"], "num_device_free": own["segment_unmaps"],
+        "num_ooms": own["num_ooms"], "num_alloc_retries": 0,
+    }
+    return {**torch_names, **own}
 
 
-def memory_allocated(device: int | None = None) -> int:
+def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
+    """A printable table of a device's memory counters (torch.cuda.memory_summary's role)."""
+    dev = _device_obj(device)
+    st = memory_stats(dev.id)
+    mib = lambda n: f"{n / 2**20:,.1f} MiB"  # noqa: E731
+    rows = [("allocated (live arrays and malloc)", mib(st["allocated_bytes"]), mib(st["peak_allocated_bytes"])),
+            ("reserved (mapped by the caching pool)", mib(st["reserved_bytes"]), mib(st["peak_reserved_bytes"])),
+            ("live allocations", f"{st['active_blocks']:,}", ""),
+            ("freed, waiting for queued work", f"{st['pending_free_blocks']:,}", "")]
+    if not abbreviated:
+        rows += [("allocations (total / from the pool)", f"{st['num_allocs']:,} / {st['pool_hits']:,}", ""),
+                 ("segments mapped / unmapped", f"{st['segment_maps']:,} / {st['segment_unmaps']:,}", ""),
+                 ("out-of-memory errors", f"{st['num_ooms']:,}", "")]
+    free, total = mem_get_info(dev.id)
+    width = max(len(r[0]) for r in rows)
+    lines = [f"npurt memory summary, device {dev.id} ({dev.spec.name}, {mib(total)}, {mib(free)} free)",
+             f"  {'':<{width}}  {'current':>14}  {'peak':>14}"]
+    lines += [f"  {name:<{width}}  {cur:>14}  {peak:>14}" for name, cur, peak in rows]
+    return "\n".join(lines) + "\n"
+
+
+def memory_allocated(device: DeviceLike = None) -> int:
     """Bytes held by live allocations (rounded to the pool's block sizes)."""
     return _device_obj(device).memory.stats()["allocated_bytes"]
 
 
-def memory_reserved(device: int | None = None) -> int:
+def memory_reserved(device: DeviceLike = None) -> int:
     """Bytes the caching pool has mapped from the device (live plus cached)."""
     return _device_obj(device).memory.stats()["reserved_bytes"]
 
 
-def max_memory_allocated(device: int | None = None) -> int:
+def max_memory_allocated(device: DeviceLike = None) -> int:
     """Peak of memory_allocated since start or the last reset_peak_memory_stats."""
     return _device_obj(device).memory.stats()["peak_allocated_bytes"]
 
 
-def reset_peak_memory_stats(device: int | None = None) -> None:
-    """Start peak tracking again from the current allocation."""
+def max_memory_reserved(device: DeviceLike = None) -> int:
+    """Peak of memory_reserved since start or the last reset_peak_memory_stats."""
+    return _device_obj(device).memory.stats()["peak_reserved_bytes"]
+
+
+def reset_peak_memory_stats(device: DeviceLike = None) -> None:
+    """Start peak tracking (allocated and reserved) again from the current values."""
     _device_obj(device).memory.reset_peak()
 
 
-def empty_cache(device: int | None = None) -> None:
+def empty_cache(device: DeviceLike = None) -> None:
     """Give cached, unused device memory back to the driver (memory still in use, or freed
     while queued work uses it, stays)."""
     rt.empty_cache(_device_obj(device))
@@ -182,7 +300,7 @@ class DeviceProperties:
     npu_arch: int
 
 
-def get_device_properties(device: int | None = None) -> DeviceProperties:
+def get_device_properties(device: DeviceLike = None) -> DeviceProperties:
     """Hardware facts of a device (default: the current one)."""
     dev = _device_obj(device)
     spec = dev.spec
@@ -194,5 +312,5 @@ def get_device_properties(device: int | None = None) -> DeviceProperties:
         max_events=dev.max_events, npu_arch=spec.npu_arch)
 
 
-def get_device_name(device: int | None = None) -> str:
+def get_device_name(device: DeviceLike = None) -> str:
     return _device_obj(device).spec.name

@@ -75,21 +75,28 @@ def _default_rt_stream(device_id: int) -> _RtStream:
         return RUNTIME.default_context(RUNTIME.device(device_id)).default_stream
 
 
-def current_stream(device: int | None = None) -> "Stream":
+def current_stream(device=None) -> "Stream":
     """The calling thread's current stream on `device` (default: the current device)."""
-    if device is None:
-        device = _devices._context().device.id
+    device = _devices._context().device.id if device is None else _devices._check_id(device)
     s = _tls.current.get(device)
     if s is not None and not s._s.destroyed:
         return s
     return Stream._wrap(_default_rt_stream(device))
 
 
-def default_stream(device: int | None = None) -> "Stream":
+def default_stream(device=None) -> "Stream":
     """The default stream of `device`'s default context (default: the current device)."""
-    if device is None:
-        device = _devices._context().device.id
+    device = _devices._context().device.id if device is None else _devices._check_id(device)
     return Stream._wrap(_default_rt_stream(device))
+
+
+def set_stream(s: "Stream") -> None:
+    """Make `s` the calling thread's current stream on its device, and that device the current
+    device (torch.cuda.set_stream; `with npurt.stream(s):` does the same for a block)."""
+    if not isinstance(s, Stream):
+        raise InvalidValueError(f"npurt.set_stream() expects an npurt.Stream, got {type(s).__name__}")
+    _devices.set_device(s.device)
+    _tls.current[s.device] = s
 
 
 class stream:
@@ -132,7 +139,7 @@ class Stream:
     stream is destroyed when the object is garbage-collected, after its queued work ran.
     """
 
-    def __init__(self, device: int | None = None, priority: int = 0):
+    def __init__(self, device=None, priority: int = 0):
         if type(priority) is not int:
             raise InvalidValueError(f"stream priority must be an int (0 highest .. 7 lowest), got {priority!r}")
         dev = _devices._device_obj(device).id

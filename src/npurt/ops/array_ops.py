@@ -21,7 +21,7 @@ import numbers
 import numpy as np
 
 from .. import _devices
-from ..array import DeviceArray, _copy_into, _ints, _rt_stream, as_dtype, broadcast_to, full
+from .._array import DeviceArray, _copy_into, _ints, _rt_stream, as_dtype, broadcast_to, full
 from ..exceptions import InvalidValueError
 from ..runtime.context import peek_context
 from . import launch
@@ -232,7 +232,7 @@ def arange_into(out: DeviceArray, start, step, stream=None) -> DeviceArray:
 
 def arange(start, stop=None, step=1, dtype=None, device=None, stream=None) -> DeviceArray:
     """npurt.arange (the arange kernel)."""
-    from ..array import arange as _arange
+    from .._array import arange as _arange
     return _arange(start, stop, step, dtype, device, stream)
 
 

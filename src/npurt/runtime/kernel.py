@@ -146,8 +146,16 @@ class KernelFunction:
         return f"<npurt kernel {self.name}(ctx, {sig})>"
 
     def __call__(self, *args, **kwargs):
-        raise TypeError(f"kernel {self.name!r} runs on the device: launch it (npurt launch, or "
-                        "acl.rt.launch_kernel*), do not call it")
+        raise TypeError(f"kernel {self.name!r} runs on the device, it cannot be called: launch it with "
+                        f"{self.name}[blocks](args...), {self.name}[blocks, stream](args...) or "
+                        f"npurt.launch({self.name}, blocks, args...) from Python, or acl.rt.launch_kernel* "
+                        "from pyACL (npurt.launch, not the `npurt launch` command, which starts processes)")
+
+    def __getitem__(self, config):
+        """`vadd[blocks]` / `vadd[blocks, stream]`: a launcher taking DeviceArrays and scalars
+        (npurt.launch)."""
+        from ..launching import bind  # the Python face of a launch lives with the Pythonic API
+        return bind(self, config)
 
     def pack(self, *values) -> bytes:
         """The packed argument block for `values` (one 8-byte slot each)."""
