@@ -1,45 +1,88 @@
-"""`npurt demo`, the README's main command (issue 6, scope 6): runs in a subprocess as a user
-would run it, must pass its numpy check and print an honest summary."""
+"""`npurt demo`, the README's main command: a balanced two-stream pipeline checked against
+numpy, the speed-up beside the best this host allows, and npurt's reports on buggy programs.
+Runs as a user runs it; exits non-zero when a number or a report is wrong."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 
-def _demo(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "npurt.cli", "demo", *args], capture_output=True,
+@pytest.fixture(scope="module")
+def demo_output() -> str:
+    proc = subprocess.run([sys.executable, "-m", "npurt", "demo", "--batches", "6"], capture_output=True,
                           text=True, timeout=120)
-
-
-def test_npurt_demo_passes_and_prints_what_ran_where():
-    proc = _demo("--batches", "4")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = proc.stdout
-    assert "PASS" in out and "matches numpy" in out
-    assert "copy stream" in out and "compute stream" in out
-    assert "timeline" in out and "overlap" in out and "wall time" in out
-    for batch in range(4):
-        assert f"\n      {batch} " in out          # one timing row per batch
+    return proc.stdout
 
 
-def test_npurt_demo_quiet_prints_only_the_verdict():
-    proc = _demo("--quiet", "--batches", "2")
+def test_the_demo_passes_its_numpy_check(demo_output):
+    assert re.search(r"^npurt demo: PASS: 6 batches, scores match numpy \(max relative error [\d.e+-]+\); "
+                     r"(\d) of \1 bugs reported; speed-up [\d.]+x \(threads reach [\d.]+x\)$", demo_output, re.M)
+
+
+def test_the_demo_shows_balanced_stages_and_the_speedup_beside_the_best_possible(demo_output):
+    assert re.search(r"balanced stages: a copy takes [\d.]+ ms; the kernel \(\d+ layer\(s\), then a sum per row\) takes "
+                     r"[\d.]+ ms",
+                     demo_output)
+    assert re.search(r"speed-up, two streams over one \(best of 3\): [\d.]+x", demo_output)
+    assert re.search(r"the best this workload gets here: [\d.]+x if the stages overlapped perfectly; [\d.]+x "
+                     r"for the same copies and arithmetic", demo_output)
+    assert "    copy    |" in demo_output and "    compute |" in demo_output
+
+
+def test_the_demo_summarizes_instead_of_printing_a_row_per_batch(demo_output):
+    assert "per batch (median): copy" in demo_output
+    assert not re.search(r"^\s+\d+\s+[\d.]+ -> ", demo_output, re.M)
+
+
+@pytest.mark.parametrize("bug, report", [
+    ("the host dereferences a device pointer", "is a device address"),
+    ("a copy in the wrong direction", "does not match the addresses"),
+    ("a use after free", "freed (use after free)"),
+    ("a wait for an event nobody records", "never"),
+])
+def test_the_demo_shows_npurts_report_for_each_buggy_program(demo_output, bug, report):
+    block = re.search(rf"\d\. {re.escape(bug)}:\n(.*?)(?=\n  \d\. |\nnpurt demo: )", demo_output, re.S).group(1)
+    program, said = block.split("     npurt: ", 1)
+    assert report in " ".join(said.split())       # the message, unwrapped
+
+
+def test_quiet_prints_only_the_verdict():
+    proc = subprocess.run([sys.executable, "-m", "npurt", "demo", "--quiet", "--batches", "2"], capture_output=True,
+                          text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines() == [proc.stdout.strip()]
     assert proc.stdout.startswith("npurt demo: PASS")
 
 
-def test_demo_exits_non_zero_when_the_result_is_wrong(fresh_runtime, monkeypatch, capsys):
+def test_long_runs_show_a_progress_bar(fresh_runtime, monkeypatch, capsys):
     from npurt import demo
+    monkeypatch.setattr(demo, "PROGRESS_MIN", 8)
+    monkeypatch.setattr(demo, "ROWS", 64)
+    assert demo.main(batches=8) == 0
+    err = capsys.readouterr().err
+    assert "[##############################] 8/8 batches, running\n" in err
 
-    def wrong(x, w1, w2):
-        return np.zeros((x.shape[0], w2.shape[1]))
-    monkeypatch.setattr(demo, "reference", wrong)
-    monkeypatch.setattr(demo, "BATCH", 64)
+
+def test_demo_exits_non_zero_when_the_scores_are_wrong(fresh_runtime, monkeypatch, capsys):
+    from npurt import demo
+    monkeypatch.setattr(demo, "reference", lambda x, w, b: np.zeros(x.shape[0]))
+    monkeypatch.setattr(demo, "ROWS", 64)
     assert demo.main(batches=2, quiet=True) == 1
-    assert "FAIL" in capsys.readouterr().out
+    assert "FAIL: scores differ from numpy" in capsys.readouterr().out
+
+
+def test_demo_exits_non_zero_when_a_bug_goes_unreported(fresh_runtime, monkeypatch, capsys):
+    from npurt import demo, demo_bugs
+    title, program, _ = demo_bugs.BUGS[2]
+    monkeypatch.setattr(demo_bugs, "BUGS", [(title, program, "a report npurt never gives")])
+    monkeypatch.setattr(demo, "ROWS", 64)
+    assert demo.main(batches=2, quiet=True) == 1
+    assert "FAIL: 1 bug(s) went unreported" in capsys.readouterr().out
 
 
 def test_demo_rejects_zero_batches(fresh_runtime):

@@ -365,10 +365,10 @@ class DeviceArray:
         raise _host_error("the numpy array interface of a DeviceArray (torch.as_tensor, np.asarray, ...)")
 
     def __dlpack__(self, *args, **kwargs):
-        raise _host_error("DLPack export of a DeviceArray (torch.from_dlpack, np.from_dlpack)")
+        raise _host_error("converting a DeviceArray through DLPack (torch.as_tensor, torch.tensor, torch.from_dlpack, np.from_dlpack)")
 
     def __dlpack_device__(self):
-        raise _host_error("DLPack export of a DeviceArray (torch.from_dlpack, np.from_dlpack)")
+        raise _host_error("converting a DeviceArray through DLPack (torch.as_tensor, torch.tensor, torch.from_dlpack, np.from_dlpack)")
 
     def __reduce__(self):
         raise _host_error("pickling a DeviceArray")

@@ -1,0 +1,94 @@
+"""The buggy programs `npurt demo` runs to show npurt's reports (its second part).
+
+Each is a few lines a user could have written, with a bug that real NPUs punish with a crash,
+corrupted numbers or a hang. npurt reports each one: an error code with a message, a warning,
+a timeout that says what the wait is stuck behind, or (with the sanitizer) a race report.
+"""
+from __future__ import annotations
+
+import textwrap
+import warnings
+
+PRELUDE = "import numpy as np\nimport npurt\nimport npurt.acl as acl\nfrom npurt.acl import constants as C\n"
+
+# (title, program, a word the report must contain)
+BUGS = [
+    ("the host dereferences a device pointer", """\
+dev, ret = acl.rt.malloc(256, 0)
+data = acl.util.ptr_to_bytes(dev, 256)           # device memory is not host memory
+acl.rt.free(dev)
+""", "device address"),
+    ("a copy in the wrong direction", """\
+dev, ret = acl.rt.malloc(256, 0)
+host = np.ones(64, np.float32)
+ret = acl.rt.memcpy(dev, 256, host.ctypes.data, 256, C.ACL_MEMCPY_DEVICE_TO_HOST)   # it is host to device
+acl.rt.free(dev)
+""", "does not match the addresses"),
+    ("a use after free", """\
+dev, ret = acl.rt.malloc(256, 0)
+ret = acl.rt.free(dev)
+host = np.empty(64, np.float32)
+ret = acl.rt.memcpy(host.ctypes.data, 256, dev, 256, C.ACL_MEMCPY_DEVICE_TO_HOST)
+""", "freed"),
+    ("a wait for an event nobody records", """\
+s = npurt.Stream()
+s.wait_event(npurt.Event())                      # never recorded: the stream waits forever
+s.runtime_stream.synchronize(timeout_ms=200)     # an NPU hangs here
+""", "never been recorded"),
+]
+
+RACE = ("two streams and no event between them", """\
+x = npurt.to_device(np.ones(1 << 16, np.float32))   # written on the default stream
+s = npurt.Stream()
+with npurt.stream(s):
+    y = x * 2                                    # read on s: nothing orders it after the copy
+s.synchronize()
+""", "race")
+
+
+def _report(program: str) -> str:
+    """Run `program`; what npurt said about it (error, warning, last-error message)."""
+    import npurt.acl as acl
+    said = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        namespace: dict = {}
+        try:
+            exec(compile(PRELUDE + program, "<demo bug>", "exec"), namespace)  # noqa: S102 - our own snippets
+        except Exception as exc:  # noqa: BLE001 - the report is the point
+            said.append(f"{type(exc).__name__}: {exc}")
+    said += [f"{w.category.__name__}: {w.message}" for w in caught]
+    if namespace.get("ret"):
+        said.append(f"ret = {namespace['ret']}; acl.get_recent_err_msg(): {acl.get_recent_err_msg()}")
+    return "\n".join(said)
+
+
+def _race_report(program: str) -> str | None:
+    """The sanitizer's race report for `program`, or None without a sanitizer in this build."""
+    try:
+        from npurt.tools.sanitizer import Sanitizer
+    except ImportError:
+        return None
+    san = Sanitizer("race", echo=False).enable()
+    try:
+        _report(program)
+    finally:
+        san.disable()
+    return "\n".join(r.text() for r in san.reports)
+
+
+def run_all(say) -> list[bool]:
+    """Run every bug, print its program and npurt's report; True for each one reported."""
+    found = []
+    cases = [(t, p, w, _report) for t, p, w in BUGS] + [(*RACE, _race_report)]
+    for k, (title, program, word, run) in enumerate(cases, 1):
+        report = run(program)
+        if report is None:
+            say(f"  {k}. {title}: needs npurt's sanitizer (`npurt run --sanitize`), not in this build")
+            continue
+        found.append(word in report)
+        say(f"  {k}. {title}:")
+        say(textwrap.indent(program.rstrip(), "       "))
+        for line in (report or "(no report)").splitlines()[:6]:
+            say(textwrap.fill(line, 108, initial_indent="     npurt: ", subsequent_indent="            "))
+    return found
