@@ -11,7 +11,7 @@ import warnings
 
 PRELUDE = "import numpy as np\nimport npurt\nimport npurt.acl as acl\nfrom npurt.acl import constants as C\n"
 
-# (title, program, a word the report must contain)
+# (title, program, a word the report must contain[, cleanup run after the report, not shown])
 BUGS = [
     ("the host dereferences a device pointer", """\
 dev, ret = acl.rt.malloc(256, 0)
@@ -31,10 +31,11 @@ host = np.empty(64, np.float32)
 ret = acl.rt.memcpy(host.ctypes.data, 256, dev, 256, C.ACL_MEMCPY_DEVICE_TO_HOST)
 """, "freed"),
     ("a wait for an event nobody records", """\
-s = npurt.Stream()
-s.wait_event(npurt.Event())                      # never recorded: the stream waits forever
-s.runtime_stream.synchronize(timeout_ms=200)     # an NPU hangs here
-""", "never been recorded"),
+stream, ret = acl.rt.create_stream()
+event, ret = acl.rt.create_event_with_flag(C.ACL_EVENT_SYNC)
+ret = acl.rt.stream_wait_event(stream, event)               # nobody ever records it
+ret = acl.rt.synchronize_stream_with_timeout(stream, 200)   # an NPU hangs here
+""", "never been recorded", "acl.rt.stream_abort(stream); acl.rt.destroy_stream(stream); acl.rt.destroy_event(event)"),
 ]
 
 RACE = ("two streams and no event between them", """\
@@ -46,7 +47,7 @@ s.synchronize()
 """, "race")
 
 
-def _report(program: str) -> str:
+def _report(program: str, cleanup: str = "") -> str:
     """Run `program`; what npurt said about it (error, warning, last-error message)."""
     import npurt.acl as acl
     said = []
@@ -60,6 +61,8 @@ def _report(program: str) -> str:
     said += [f"{w.category.__name__}: {w.message}" for w in caught]
     if namespace.get("ret"):
         said.append(f"ret = {namespace['ret']}; acl.get_recent_err_msg(): {acl.get_recent_err_msg()}")
+    if cleanup:
+        exec(cleanup, namespace)  # noqa: S102
     return "\n".join(said)
 
 
@@ -80,7 +83,8 @@ def _race_report(program: str) -> str | None:
 def run_all(say) -> list[bool]:
     """Run every bug, print its program and npurt's report; True for each one reported."""
     found = []
-    cases = [(t, p, w, _report) for t, p, w in BUGS] + [(*RACE, _race_report)]
+    cases = [(b[0], b[1], b[2], lambda p, c=(b[3] if len(b) > 3 else ""): _report(p, c)) for b in BUGS]
+    cases.append((*RACE, _race_report))
     for k, (title, program, word, run) in enumerate(cases, 1):
         report = run(program)
         if report is None:
