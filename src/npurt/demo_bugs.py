@@ -55,7 +55,8 @@ def _report(program: str, cleanup: str = "") -> str:
         warnings.simplefilter("always")
         namespace: dict = {}
         try:
-            exec(compile(PRELUDE + program, "<demo bug>", "exec"), namespace)  # noqa: S102 - our own snippets
+            exec(PRELUDE, namespace)  # noqa: S102 - our own snippets
+            exec(compile(program, "<demo bug>", "exec"), namespace)  # noqa: S102 (lines as shown)
         except Exception as exc:  # noqa: BLE001 - the report is the point
             said.append(f"{type(exc).__name__}: {exc}")
     said += [f"{w.category.__name__}: {w.message}" for w in caught]
@@ -93,6 +94,6 @@ def run_all(say) -> list[bool]:
         found.append(word in report)
         say(f"  {k}. {title}:")
         say(textwrap.indent(program.rstrip(), "       "))
-        for line in (report or "(no report)").splitlines()[:6]:
+        for line in (report or "(no report)").replace("========= npurt-sanitizer:", "").splitlines()[:6]:
             say(textwrap.fill(line, 108, initial_indent="     npurt: ", subsequent_indent="            "))
     return found
