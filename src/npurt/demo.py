@@ -7,6 +7,7 @@ read a buffer is done:
 
     copy stream:     [wait "buffer free"] H2D batch i -> record "batch i ready"
     compute stream:  wait "batch i ready" -> score kernel -> record "buffer free" -> D2H scores
+                     (the timing events bracket each stream's tasks of a batch)
 
 The stages are balanced as a pipeline designer balances them: the kernel (a stack of
 elementwise layers, then a sum per row) gets as many layers as make it take about as long as
@@ -200,6 +201,12 @@ def _spans(events) -> dict:
             "compute": [(t0.elapsed_time(e.compute_start), t0.elapsed_time(e.compute_end)) for e in events]}
 
 
+def _overlap(a: list, b: list) -> float:
+    """Milliseconds during which an interval of `a` and one of `b` both ran (the intervals of
+    one stream never overlap each other, so this sums the pairwise intersections)."""
+    return sum(max(0.0, min(e1, e2) - max(s1, s2)) for s1, e1 in a for s2, e2 in b)
+
+
 def _timeline(spans: dict, width: int = 64) -> list[str]:
     end = max(e for rows in spans.values() for _, e in rows) or 1e-9
     lines = []
@@ -280,15 +287,14 @@ def _main(npurt, n: int, quiet: bool, prof) -> int:
 
     spans = _spans(events)
     copy_busy = sum(e - s for s, e in spans["copy"])
-    compute_busy = sum(e - s for s, e in spans["compute"])
     span = max(e for rows in spans.values() for _, e in rows)
-    overlap = copy_busy + compute_busy - span
+    overlap = _overlap(spans["copy"], spans["compute"])
     say(f"\n  timeline of the last two-stream round ({span:.1f} ms across; digits are batch numbers):")
     for line in _timeline(spans):
         say(line)
     say(f"  per batch (median): copy {np.median([e - s for s, e in spans['copy']]):.2f} ms, compute "
-        f"{np.median([e - s for s, e in spans['compute']]):.2f} ms; {max(0.0, overlap):.1f} ms of copying ran while "
-        f"the compute stream was busy ({min(100.0, 100 * max(0.0, overlap) / max(copy_busy, 1e-9)):.0f}% hidden)")
+        f"{np.median([e - s for s, e in spans['compute']]):.2f} ms; {overlap:.1f} ms of copying ran while "
+        f"the compute stream was busy ({min(100.0, 100 * overlap / max(copy_busy, 1e-9)):.0f}% hidden)")
     ideal = (copy_ms + kernel_ms) / max(copy_ms, kernel_ms)
     limit = _threads_limit(host_in, w_all[:layers], b_all[:layers])
     speedup = one_s / two_s
