@@ -35,6 +35,8 @@ FIGURES = ("torch_op_us", "torch_op_queued_us", "torch_op_busy_us", "torch_op_sy
 def measure(session, p: Profile) -> dict[str, Stat]:
     try:
         import torch
+        if not hasattr(torch, "__version__"):  # a folder named torch on sys.path (tests/torch), not PyTorch
+            raise ImportError("PyTorch is not installed")
         import npurt.torch  # noqa: F401 - registers the npu device
     except ImportError:
         raise Skipped({f: "skipped: PyTorch is not installed (pip install 'npurt[torch]')" for f in FIGURES}) from None
