@@ -41,7 +41,7 @@ def test_the_demo_summarizes_instead_of_printing_a_row_per_batch(demo_output):
 
 @pytest.mark.parametrize("bug, report", [
     ("the host dereferences a device pointer", "is a device address"),
-    ("a copy in the wrong direction", "does not match the addresses"),
+    ("a copy in the wrong direction", "contradicts the addresses"),
     ("a use after free", "freed (use after free)"),
     ("a wait for an event nobody records", "never"),
 ])

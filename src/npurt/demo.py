@@ -316,7 +316,8 @@ def _main(npurt, n: int, quiet: bool, prof) -> int:
     err = float(np.max(np.abs(got - want) / np.maximum(np.abs(want), 1.0))) if got.size else 0.0
     ok = bool(np.allclose(got, want, rtol=RTOL, atol=ATOL))
 
-    say("\nnpurt demo: finding bugs. Each program below is wrong; on an NPU it would crash, corrupt data or hang.")
+    say("\nnpurt demo: finding bugs. Each program below is wrong: on an NPU it crashes, corrupts data, hangs or works "
+        "by accident.")
     from .demo_bugs import run_all
     found = run_all(say)
 

@@ -1,8 +1,10 @@
 """The buggy programs `npurt demo` runs to show npurt's reports (its second part).
 
 Each is a few lines a user could have written, with a bug that real NPUs punish with a crash,
-corrupted numbers or a hang. npurt reports each one: an error code with a message, a warning,
-a timeout that says what the wait is stuck behind, or (with the sanitizer) a race report.
+corrupted numbers or a hang, or that works there by accident (a memcpy kind contradicting
+its addresses is copied by address). npurt reports each one: an error code with a message, a
+warning, a timeout that says what the wait is stuck behind, or (with the sanitizer) a race
+report.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ dev, ret = acl.rt.malloc(256, 0)
 host = np.ones(64, np.float32)
 ret = acl.rt.memcpy(dev, 256, host.ctypes.data, 256, C.ACL_MEMCPY_DEVICE_TO_HOST)   # it is host to device
 acl.rt.free(dev)
-""", "does not match the addresses"),
+""", "contradicts the addresses"),
     ("a use after free", """\
 dev, ret = acl.rt.malloc(256, 0)
 ret = acl.rt.free(dev)
