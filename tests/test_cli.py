@@ -67,7 +67,7 @@ def test_info_shows_devices_settings_in_effect_and_extras(fresh_runtime, monkeyp
     monkeypatch.setenv("NPURT_WORKERS", "3")
     assert cli.main(["info"]) == 0
     out = capsys.readouterr().out
-    assert "device 0 (physical 0): HBM 2 GiB" in out and "device 1 (physical 1)" in out
+    assert "device 0 (physical 0): HBM 1.91 GiB" in out and "device 1 (physical 1)" in out   # 2 GiB less the reserve
     assert "NPURT_HBM_SIZE             2 GiB per device       from NPURT_HBM_SIZE=2G" in out
     assert "NPURT_WORKERS              3                      from NPURT_WORKERS=3" in out
     assert "NPURT_SOC                  Ascend910B3            default" in out

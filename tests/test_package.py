@@ -41,8 +41,8 @@ def test_the_test_extra_includes_the_docs_extra():
 
 def test_npurt_hbm_size_simulates_less_device_memory(fresh_runtime, monkeypatch):
     monkeypatch.setenv("NPURT_HBM_SIZE", "256M")
-    assert npurt.mem_get_info()[1] == 256 << 20
-    assert npurt.get_device_properties().total_memory == 256 << 20
+    total = npurt.mem_get_info()[1]                  # less the driver's reserve: its share of 64 GiB
+    assert 240 << 20 <= total < 256 << 20 and npurt.get_device_properties().total_memory == total
     with pytest.raises(npurt.OutOfMemoryError):
         npurt.empty(300 << 20, "uint8")
     assert npurt.ones(4).to_host().tolist() == [1, 1, 1, 1]      # still usable
@@ -73,4 +73,4 @@ def test_npurt_starts_under_ulimit_v_with_a_smaller_hbm_size(isolated):
     assert code == 0, out
     assert "refused: 200000 cannot map the simulated device memory: 2 device(s) of 64 GiB each" in out
     assert "set NPURT_HBM_SIZE" not in out and "NPURT_HBM_SIZE (e.g. NPURT_HBM_SIZE=2G)" in out
-    assert "then: [1.0, 1.0, 1.0] 512" in out
+    assert "then: [1.0, 1.0, 1.0] 488" in out     # 512 MiB less the reserve's share

@@ -106,6 +106,6 @@ def test_a_bad_launch_configuration_is_refused(fresh_runtime, config):
 
 def test_a_kernel_that_overruns_its_array_fails_at_the_next_synchronize(fresh_runtime):
     x = npurt.ones(4)
-    vadd[1](x, x, x, 8)
+    vadd[1](x, x, x, 1024)                 # far past the 4 elements (and ACL's 32-byte slack)
     with pytest.raises(npurt.TaskError, match="runs past the end of its allocation"):
         npurt.synchronize()

@@ -193,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"npurt {command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `npurt info | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:  # a configuration the runtime refused at init (e.g. no room to map memory)
         from .runtime.errors import NpuError
         if not isinstance(exc, NpuError) or argv[:1] == ["run"]:

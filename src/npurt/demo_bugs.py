@@ -8,6 +8,7 @@ report.
 """
 from __future__ import annotations
 
+import itertools
 import textwrap
 import warnings
 
@@ -40,6 +41,8 @@ ret = acl.rt.synchronize_stream_with_timeout(stream, 200)   # an NPU hangs here
 """, "never been recorded", "acl.rt.stream_abort(stream); acl.rt.destroy_stream(stream); acl.rt.destroy_event(event)"),
 ]
 
+_RUNS = itertools.count(1)
+
 RACE = ("two streams and no event between them", """\
 x = npurt.to_device(np.ones(1 << 16, np.float32))   # written on the default stream
 s = npurt.Stream()
@@ -58,7 +61,8 @@ def _report(program: str, cleanup: str = "") -> str:
         namespace: dict = {}
         try:
             exec(PRELUDE, namespace)  # noqa: S102 - our own snippets
-            exec(compile(program, "<demo bug>", "exec"), namespace)  # noqa: S102 (lines as shown)
+            # a new name per run: npurt warns about a call site once, and each run is new code
+            exec(compile(program, f"<demo bug {next(_RUNS)}>", "exec"), namespace)  # noqa: S102
         except Exception as exc:  # noqa: BLE001 - the report is the point
             said.append(f"{type(exc).__name__}: {exc}")
     said += [f"{w.category.__name__}: {w.message}" for w in caught]

@@ -153,7 +153,9 @@ class Settings:
         if self.hbm_size > spec.memory_bytes:
             raise InvalidValueError(f"NPURT_HBM_SIZE ({self.hbm_size >> 20} MiB) exceeds the "
                                     f"{spec.memory_bytes >> 30} GiB of {spec.name}; it can only simulate less memory")
-        return dataclasses.replace(spec, memory_bytes=self.hbm_size)
+        # the driver's reserve keeps its share of the capacity (whole 2 MiB pages)
+        reserved = spec.system_reserved * self.hbm_size // spec.memory_bytes // (2 << 20) * (2 << 20)
+        return dataclasses.replace(spec, memory_bytes=self.hbm_size, system_reserved=reserved)
 
     def apply_log_level(self) -> None:
         """NPURT_LOG_LEVEL: npurt's logger gets that level and its own stderr handler."""
