@@ -44,6 +44,7 @@ def test_the_demo_summarizes_instead_of_printing_a_row_per_batch(demo_output):
     ("a copy in the wrong direction", "contradicts the addresses"),
     ("a use after free", "freed (use after free)"),
     ("a wait for an event nobody records", "never"),
+    ("two streams and no event between them", "racecheck: RAW hazard"),
 ])
 def test_the_demo_shows_npurts_report_for_each_buggy_program(demo_output, bug, report):
     block = re.search(rf"\d\. {re.escape(bug)}:\n(.*?)(?=\n  \d\. |\nnpurt demo: )", demo_output, re.S).group(1)
@@ -83,6 +84,20 @@ def test_demo_exits_non_zero_when_a_bug_goes_unreported(fresh_runtime, monkeypat
     monkeypatch.setattr(demo, "ROWS", 64)
     assert demo.main(batches=2, quiet=True) == 1
     assert "FAIL: 1 bug(s) went unreported" in capsys.readouterr().out
+
+
+def test_under_a_sanitizer_the_bug_programs_are_not_run(fresh_runtime, monkeypatch, capsys):
+    from npurt import demo
+    from npurt.tools.sanitizer import Sanitizer
+    monkeypatch.setattr(demo, "ROWS", 64)
+    san = Sanitizer("all", echo=False).enable()
+    try:
+        assert demo.main(batches=2) == 0
+    finally:
+        san.disable()
+    out = capsys.readouterr().out
+    assert "not run: a sanitizer is watching this run" in out and "bug programs not run under the sanitizer" in out
+    assert not san.reports, "\n".join(r.text() for r in san.reports)
 
 
 def test_demo_rejects_zero_batches(fresh_runtime):

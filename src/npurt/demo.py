@@ -322,10 +322,13 @@ def _main(npurt, n: int, quiet: bool, prof) -> int:
         "by accident.")
     from .demo_bugs import run_all
     found = run_all(say)
+    bugs = "bug programs not run under the sanitizer" if found is None else \
+        f"{len(found)} of {len(found)} bugs reported"
+    found = found or []
 
     if ok and all(found):
         print(f"npurt demo: PASS: {n} batches, scores match numpy (max relative error {err:.1e}); "
-              f"{len(found)} of {len(found)} bugs reported; speed-up {speedup:.2f}x (threads reach {limit:.2f}x)")
+              f"{bugs}; speed-up {speedup:.2f}x (threads reach {limit:.2f}x)")
         return 0
     why = [] if ok else [f"scores differ from numpy (max relative error {err:.1e}, rtol {RTOL}, atol {ATOL})"]
     if not all(found):

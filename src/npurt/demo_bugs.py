@@ -9,8 +9,11 @@ report.
 from __future__ import annotations
 
 import itertools
+import sys
 import textwrap
 import warnings
+
+from .runtime.observers import HOOKS
 
 PRELUDE = "import numpy as np\nimport npurt\nimport npurt.acl as acl\nfrom npurt.acl import constants as C\n"
 
@@ -87,8 +90,19 @@ def _race_report(program: str) -> str | None:
     return "\n".join(r.text() for r in san.reports)
 
 
-def run_all(say) -> list[bool]:
-    """Run every bug, print its program and npurt's report; True for each one reported."""
+def _watched() -> bool:
+    """True when a sanitizer already listens (`npurt run --sanitize`, `pytest --npurt-sanitize`)."""
+    core = sys.modules.get("npurt.tools.sanitizer.core")
+    return core is not None and any(isinstance(getattr(o, "__self__", None), core.Sanitizer) for o in HOOKS.observers)
+
+
+def run_all(say) -> list[bool] | None:
+    """Run every bug, print its program and npurt's report; True for each one reported.
+    None when a sanitizer watches this run: the programs are wrong on purpose, so they are
+    not run under it."""
+    if _watched():
+        say("  (not run: a sanitizer is watching this run, and these programs are wrong on purpose)")
+        return None
     found = []
     cases = [(b[0], b[1], b[2], lambda p, c=(b[3] if len(b) > 3 else ""): _report(p, c)) for b in BUGS]
     cases.append((*RACE, _race_report))
@@ -100,6 +114,8 @@ def run_all(say) -> list[bool]:
         found.append(word in report)
         say(f"  {k}. {title}:")
         say(textwrap.indent(program.rstrip(), "       "))
-        for line in (report or "(no report)").replace("========= npurt-sanitizer:", "").splitlines()[:6]:
-            say(textwrap.fill(line, 108, initial_indent="     npurt: ", subsequent_indent="            "))
+        lines = (report or "(no report)").replace("========= npurt-sanitizer: ", "").splitlines()[:6]
+        for i, line in enumerate(lines):
+            say(textwrap.fill(line.strip(), 108, initial_indent="     npurt: " if i == 0 else "            ",
+                              subsequent_indent="            "))
     return found

@@ -61,6 +61,11 @@ class Hooks:
         self._observers = [o for o in self._observers if o is not fn]
         self.active = bool(self._observers)
 
+    @property
+    def observers(self) -> tuple:
+        """The registered observers (a snapshot)."""
+        return tuple(self._observers)
+
     def emit(self, name: str, **fields) -> None:
         for fn in self._observers:
             try:
