@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 
 import pytest
 
@@ -10,9 +11,12 @@ from npurt import runtime as _rt
 from npurt.runtime.runtime import RUNTIME
 
 # tests/torch needs PyTorch (an optional extra). Without it, `import torch` would find that
-# very directory as a namespace package (tests/ is on sys.path), so leave it out instead.
+# very directory as a namespace package (tests/ is on sys.path), so leave it out instead,
+# and make `import torch` in the other tests (importorskip, the bench) the ImportError it is.
 _torch = importlib.util.find_spec("torch")
 collect_ignore = [] if _torch is not None and _torch.origin is not None else ["torch"]
+if _torch is not None and _torch.origin is None:
+    sys.modules["torch"] = None
 
 SCALE = float(os.environ.get("NPURT_TEST_SCALE", "1"))
 

@@ -110,9 +110,10 @@ class _Pipeline:
 
     def __init__(self, npurt, host_in, outs, layers_w, layers_b):
         self.npurt, self.host_in, self.outs = npurt, host_in, outs    # batch i reads host_in[i % len]
+        self.rows, self.cols = host_in[0].shape
         self.w, self.b = npurt.to_device(layers_w), npurt.to_device(layers_b)
-        self.buffers = [npurt.empty((ROWS, COLS)) for _ in range(BUFFERS)]
-        self.scores = [npurt.empty(ROWS) for _ in range(BUFFERS)]
+        self.buffers = [npurt.empty((self.rows, self.cols)) for _ in range(BUFFERS)]
+        self.scores = [npurt.empty(self.rows) for _ in range(BUFFERS)]
         self.copy, self.compute = npurt.Stream(), npurt.Stream()
         npurt.synchronize()  # the weights were uploaded on the default stream
 
@@ -136,7 +137,7 @@ class _Pipeline:
             compute.wait_event(ev.copy_end)                  # the batch is on the device
             ev.compute_start.record(compute)
             if kernels:
-                score[1, compute](self.buffers[j], self.w, self.b, self.scores[j], ROWS, COLS, layers)
+                score[1, compute](self.buffers[j], self.w, self.b, self.scores[j], self.rows, self.cols, layers)
             ev.free.record(compute)
             if kernels:
                 self.scores[j].copy_to_host(out=self.outs[i], stream=compute, blocking=False)

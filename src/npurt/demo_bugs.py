@@ -47,11 +47,12 @@ ret = acl.rt.synchronize_stream_with_timeout(stream, 200)   # an NPU hangs here
 _RUNS = itertools.count(1)
 
 RACE = ("two streams and no event between them", """\
-x = npurt.to_device(np.ones(1 << 16, np.float32))   # written on the default stream
-s = npurt.Stream()
-with npurt.stream(s):
-    y = x * 2                                    # read on s: nothing orders it after the copy
-s.synchronize()
+a, b = npurt.Stream(), npurt.Stream()
+with npurt.stream(a):
+    x = npurt.ones(1 << 16)                      # written by a kernel on stream a
+with npurt.stream(b):
+    y = x * 2                                    # read on stream b: nothing orders it after the write
+npurt.synchronize()
 """, "race")
 
 
