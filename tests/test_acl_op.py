@@ -437,6 +437,21 @@ def test_cast_finds_a_model_compiled_with_truncate_once_one_is_registered(dev, t
     assert acl.op.cast(src, x, dst, y, 1, dev) == C.ACL_ERROR_OP_NOT_FOUND  # truncate=True: not compiled
 
 
+def test_an_input_in_host_memory_is_invalid_and_the_stream_stays_usable(dev, tmp_path):
+    acl.op.set_model_dir(_compile(tmp_path, [ADD]))
+    (d, (x, _)) = _vec([1, 2, 3, 4])
+    (_, (y, y_ptr)) = _vec([0, 0, 0, 0])
+    host = np.array([10, 20, 30, 40], np.float32).tobytes()
+    hbuf = acl.create_data_buffer(acl.util.bytes_to_ptr(host), len(host))
+    assert acl.op.execute_v2("Add", [d, d], [x, hbuf], [d], [y], 0, dev) == C.ACL_ERROR_INVALID_PARAM
+    assert "host memory" in acl.get_recent_err_msg()
+    assert acl.op.execute_v2("Add", [d, d], [x, x], [d], [y], 0, dev) == OK
+    assert acl.rt.synchronize_stream(dev) == OK
+    out = np.zeros(4, np.float32)
+    acl.rt.memcpy(out.ctypes.data, 16, y_ptr, 16, 2)
+    np.testing.assert_array_equal(out, [2, 4, 6, 8])
+
+
 def test_optional_input_left_out_with_an_undefined_desc_and_an_empty_buffer(dev, tmp_path):
     acl.op.set_model_dir(_compile(tmp_path, [{
         "op": "MatMulV2", "input_desc": [{"format": "ND", "shape": [2, 3], "type": "float"},

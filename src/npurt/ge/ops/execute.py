@@ -22,6 +22,7 @@ from ...runtime.memops import locate
 from ...runtime.memory import note_use
 from ...runtime.runtime import RUNTIME
 from ...runtime.tasks import Task
+from ..constants import ACL_MEMTYPE_DEVICE
 from ..tensor import DataBuffer, TensorDesc
 from . import kernels, registry
 from .attrs import OpAttr
@@ -74,6 +75,12 @@ def _check_input(buf: DataBuffer, desc: TensorDesc, i: int, blocks: list) -> Non
         raise InvalidValueError(f"input {i}: the data buffer holds {buf.size} bytes, the desc ({desc.dims}) "
                                 f"needs {need}")
     span = locate(RUNTIME, buf.data, max(need, 1), f"op input {i}")
+    if span.device is None and desc.memtype == ACL_MEMTYPE_DEVICE:
+        # The AI core cannot read host memory of a host-attached device; a host input is one
+        # whose desc says so (aclSetTensorPlaceMent ACL_MEMTYPE_HOST: GE takes its value).
+        raise InvalidValueError(f"input {i} at 0x{buf.data:x} is host memory; operator inputs must be device "
+                                "memory (acl.rt.malloc and a copy), or the tensor desc placed in host memory "
+                                "with set_tensor_place_ment(desc, ACL_MEMTYPE_HOST)")
     if span.block is not None and span.device is not None:
         blocks.append(span.block)
 
