@@ -452,6 +452,17 @@ def test_an_input_in_host_memory_is_invalid_and_the_stream_stays_usable(dev, tmp
     np.testing.assert_array_equal(out, [2, 4, 6, 8])
 
 
+def test_a_handle_for_a_desc_placed_in_host_memory_is_not_supported(dev, tmp_path):
+    acl.op.set_model_dir(_compile(tmp_path, [ADD]))
+    d = acl.create_tensor_desc(C.ACL_FLOAT, [4], G.ACL_FORMAT_ND)
+    host = acl.create_tensor_desc(C.ACL_FLOAT, [4], G.ACL_FORMAT_ND)
+    assert acl.set_tensor_place_ment(host, G.ACL_MEMTYPE_HOST) == OK
+    assert acl.op.create_handle("Add", [d, host], [d], 0) == (0, C.ACL_ERROR_API_NOT_SUPPORT)
+    assert acl.op.create_handle("Add", [d, d], [host], 0) == (0, C.ACL_ERROR_API_NOT_SUPPORT)
+    handle, ret = acl.op.create_handle("Add", [d, d], [d], 0)
+    assert ret == OK and handle
+
+
 def test_optional_input_left_out_with_an_undefined_desc_and_an_empty_buffer(dev, tmp_path):
     acl.op.set_model_dir(_compile(tmp_path, [{
         "op": "MatMulV2", "input_desc": [{"format": "ND", "shape": [2, 3], "type": "float"},

@@ -193,6 +193,14 @@ class OpHandle:
 
     def __init__(self, op_type, in_descs, out_descs, attr: OpAttr | None):
         attr = attr or _EMPTY
+        for role, descs in (("input", in_descs), ("output", out_descs)):
+            for i, d in enumerate(descs):
+                # op.cpp, aclopCreateHandle: a handle cannot take host memory (its value would be
+                # a const matched at each call), so a non-const desc placed in host memory is refused
+                if d.memtype != ACL_MEMTYPE_DEVICE and d.const_data is None:
+                    raise NpuError(f"{role} desc {i} is placed in host memory (set_tensor_place_ment); "
+                                   "create_handle takes device-placed or const descs only",
+                                   C.ACL_ERROR_API_NOT_SUPPORT)
         self.model = registry.find(op_type, in_descs, out_descs, attr.key())
         self.op_type = op_type
         self.in_descs = [d.copy() for d in in_descs]
