@@ -212,3 +212,21 @@ def test_static_aipp_on_dynamic_image_size_gears_feeds_each_gear(app_env, models
             setup=lambda ins: check("set_dynamic_hw_size", acl.mdl.set_dynamic_hw_size(app.model_id, ins, index, h, w))))
         ref = M.reference(models["feat_onnx"], {"x": _rgb_aipp_reference(image)})[0]
         np.testing.assert_allclose(app.result(0, np.float32, (1, 10)), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_a_model_with_gears_takes_a_bigger_input_buffer_without_a_warning(app_env, models, caplog):
+    app = App(models["hw"])
+    index, _ = acl.mdl.get_input_index_by_name(app.desc, "ascend_mbatch_shape_data")
+    size = acl.mdl.get_input_size_by_index(app.desc, 0)
+    big, ret = acl.rt.malloc(size * 2, HUGE_FIRST)
+    check("acl.rt.malloc", ret)
+    image = np.random.default_rng(4).integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    data = image.tobytes()
+    check("acl.rt.memcpy", acl.rt.memcpy(big, size * 2, acl.util.bytes_to_ptr(data), len(data), H2D))
+    with caplog.at_level(logging.WARNING, logger="npurt.ge"):
+        check("acl.mdl.execute", app.execute(
+            inputs=[(big, size * 2)] + app.ins[1:],
+            setup=lambda ins: check("set_dynamic_hw_size", acl.mdl.set_dynamic_hw_size(app.model_id, ins, index, 16, 16))))
+    ref = M.reference(models["feat_onnx"], {"x": _rgb_aipp_reference(image)})[0]
+    np.testing.assert_allclose(app.result(0, np.float32, (1, 10)), ref, rtol=1e-4, atol=1e-4)
+    assert not [r for r in caplog.records if r.name == "npurt.ge"]
