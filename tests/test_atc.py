@@ -110,6 +110,20 @@ def test_an_operator_onnxruntime_cannot_run_fails_the_conversion(tmp_path, capsy
     assert "cannot be compiled" in capsys.readouterr().err
 
 
+def test_ascend_operators_in_the_default_domain_fail_the_conversion_naming_them(tmp_path, capsys):
+    # the YOLOv7 sample's post-processing graph: YoloPreDetection nodes in ONNX's own domain
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("YoloPreDetection", ["x"], ["c", "o", "p"], boxes=3, name="yolo_pre_node_0"),
+             helper.make_node("Relu", ["c"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 255, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = M.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)]), tmp_path / "yolo_pre.onnx")
+    assert atc.main([f"--model={path}", "--framework=5", f"--output={tmp_path / 'x'}",
+                     "--soc_version=Ascend910B3"]) == 1
+    err = capsys.readouterr().err
+    assert "not ONNX operators: YoloPreDetection (node(s) yolo_pre_node_0)" in err and "Relu" not in err
+
+
 def test_mode_1_writes_the_description_and_mode_6_prints_it(mlp_onnx, tmp_path, capsys):
     path = M.atc(mlp_onnx, tmp_path / "net", input_shape="x:2,16")
     assert atc.main(["--mode=1", f"--om={path}", f"--json={tmp_path / 'net.json'}"]) == 0

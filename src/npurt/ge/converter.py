@@ -249,6 +249,7 @@ def convert(model: str, output: str, soc_version: str, input_shape: str | None =
     except Exception as exc:  # noqa: BLE001 - any parse failure is the model's fault
         raise ConversionError(f"--model {model!r} is not a readable ONNX model ({type(exc).__name__}: {exc})") from None
     graph = proto.graph
+    _check_operators(onnx, graph)
     init_names = {t.name for t in graph.initializer}
     data_inputs = [vi for vi in graph.input if vi.name not in init_names]
     fmt_name = (input_format or "NCHW").upper()
@@ -405,6 +406,22 @@ def convert(model: str, output: str, soc_version: str, input_shape: str | None =
     with open(path, "wb") as f:
         f.write(image)
     return path
+
+
+def _check_operators(onnx, graph) -> None:
+    """Nodes of the default domain must be ONNX operators. Exported detection graphs may use
+    Ascend's own operators (YoloPreDetection, YoloV5DetectionOutput, ...) there, which the real
+    ATC maps to its operator library and npurt does not implement: say so, naming them."""
+    unknown: dict[str, list[str]] = {}
+    for node in graph.node:
+        if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type):
+            unknown.setdefault(node.op_type, []).append(node.name or node.output[0])
+    if unknown:
+        listed = "; ".join(f"{op} (node(s) {', '.join(names[:3])}{', ...' if len(names) > 3 else ''})"
+                           for op, names in unknown.items())
+        raise ConversionError(f"the model uses operators that are not ONNX operators: {listed}. The real ATC "
+                              "maps such nodes to Ascend operators of its own; npurt converts standard ONNX "
+                              "operators only")
 
 
 def _finish_static_per_gear(cfg: dict, gears: list[list[int]], nchw: bool, channels: int) -> None:
