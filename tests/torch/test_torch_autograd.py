@@ -94,3 +94,116 @@ def test_state_dict_moves_between_devices_and_deepcopy_keeps_the_device():
     clone = copy.deepcopy(m)
     assert clone.weight.device.type == "npu" and clone.weight.data_ptr() != m.weight.data_ptr()
     torch.testing.assert_close(clone.weight.cpu(), m.weight.cpu())
+
+
+# ---------------------------------------------------------------- a small model zoo
+class _Res(nn.Module):
+    def __init__(self, c=8):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return torch.relu(x + self.b2(self.c2(torch.relu(self.b1(self.c1(x))))))
+
+
+def _resnet():
+    return nn.Sequential(nn.Conv2d(3, 8, 7, 2, 3), nn.MaxPool2d(3, 2, 1), _Res(), _Res(), nn.AdaptiveAvgPool2d(1),
+                         nn.Flatten(), nn.Linear(8, 10))
+
+
+class _Mobile(nn.Module):  # depthwise + pointwise convolutions, squeeze-excitation, hardswish
+    def __init__(self):
+        super().__init__()
+        self.a, self.dw, self.pw = nn.Conv2d(3, 16, 3, 2, 1), nn.Conv2d(16, 16, 3, 1, 1, groups=16), nn.Conv2d(16, 24, 1)
+        self.se1, self.se2, self.bn, self.h = nn.Conv2d(24, 12, 1), nn.Conv2d(12, 24, 1), nn.BatchNorm2d(24), nn.Linear(24, 5)
+
+    def forward(self, x):
+        y = self.pw(nn.functional.relu6(self.dw(self.a(x))))
+        y = y * torch.sigmoid(self.se2(torch.relu(self.se1(nn.functional.adaptive_avg_pool2d(y, 1)))))
+        return self.h(nn.functional.adaptive_max_pool2d(nn.functional.hardswish(self.bn(y)), 1).flatten(1))
+
+
+class _UNet(nn.Module):  # group/instance norm, transposed convolution, skip concat, bicubic resize
+    def __init__(self):
+        super().__init__()
+        self.d, self.down, self.up = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 16, 3, 2, 1), nn.ConvTranspose2d(16, 8, 2, 2)
+        self.o, self.gn, self.inn = nn.Conv2d(16, 2, 1), nn.GroupNorm(4, 8), nn.InstanceNorm2d(16, affine=True)
+
+    def forward(self, x):
+        a = nn.functional.silu(self.gn(self.d(x)))
+        u = self.up(nn.functional.leaky_relu(self.inn(self.down(a))))
+        return nn.functional.interpolate(self.o(torch.cat([a, u], 1)), scale_factor=2, mode="bicubic")
+
+
+class _Seq(nn.Module):  # embedding, packed bidirectional 2-layer LSTM, GRU
+    def __init__(self):
+        super().__init__()
+        self.e = nn.Embedding(20, 8, padding_idx=0)
+        self.lstm = nn.LSTM(8, 12, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru, self.h = nn.GRU(24, 6, batch_first=True), nn.Linear(6, 20)
+
+    def forward(self, x):
+        packed = nn.utils.rnn.pack_padded_sequence(self.e(x), torch.tensor([5, 3, 2]), batch_first=True)
+        out, _ = nn.utils.rnn.pad_packed_sequence(self.lstm(packed)[0], batch_first=True)
+        return self.h(self.gru(out)[0])
+
+
+class _Misc(nn.Module):  # embedding bag, conv1d dilated, conv3d, grid_sample, fold/unfold, RMSNorm, weight norm
+    def __init__(self):
+        super().__init__()
+        self.eb, self.pr, self.c3 = nn.EmbeddingBag(30, 6, mode="mean"), nn.PReLU(), nn.Conv3d(1, 2, 3, padding=1)
+        self.c1, self.rms = nn.Conv1d(6, 4, 3, dilation=2, padding=2), nn.RMSNorm(4)
+        self.wn = nn.utils.parametrizations.weight_norm(nn.Linear(4, 4))
+
+    def forward(self, x):
+        d = x.device
+        e = self.eb(torch.tensor([1, 2, 4, 5, 4, 3, 2, 9], device=d), torch.tensor([0, 4], device=d))
+        c = self.c1(e.unsqueeze(-1).expand(2, 6, 8)).transpose(1, 2)
+        grid = torch.linspace(-1, 1, 18, device=d).view(1, 3, 3, 2).expand(2, 3, 3, 2)
+        g = nn.functional.grid_sample(x[:, :, 0], grid, align_corners=False)
+        f = nn.functional.fold(nn.functional.unfold(x[:, :, 0], 2), x.shape[-2:], 2)
+        return self.wn(self.rms(self.pr(c))).sum() + self.c3(x).mean() + g.sum() + nn.functional.pixel_unshuffle(f, 2).sum()
+
+
+ZOO = {
+    "resnet": (_resnet, lambda: torch.randn(2, 3, 32, 32)),
+    "mobilenet": (_Mobile, lambda: torch.randn(2, 3, 16, 16)),
+    "unet": (_UNet, lambda: torch.randn(2, 3, 8, 8)),
+    "packed_rnn": (_Seq, lambda: torch.tensor([[1, 2, 3, 4, 5], [3, 4, 5, 0, 0], [6, 7, 0, 0, 0]])),
+    "transformer_with_masks": (lambda: nn.Transformer(16, 2, 1, 1, 32, dropout=0.0, batch_first=True),
+                               lambda: torch.randn(2, 6, 16)),
+    "misc_layers": (_Misc, lambda: torch.randn(2, 1, 4, 6, 6)),
+}
+
+
+def _forward(name, model, x):
+    if name == "transformer_with_masks":
+        mask = nn.Transformer.generate_square_subsequent_mask(5, device=x.device)
+        pad = torch.tensor([[False] * 6, [False] * 5 + [True]], device=x.device)
+        return model(x, x[:, :5], tgt_mask=mask, src_key_padding_mask=pad, memory_key_padding_mask=pad)
+    return model(x)
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")  # CPU torch's fast path
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_model_zoo_gradients_and_eval_outputs_match_cpu(name):
+    make, data = ZOO[name]
+    torch.manual_seed(0)
+    cpu = make()
+    npu = copy.deepcopy(cpu).npu()
+    x = data()
+    _forward(name, cpu, x).float().pow(2).mean().backward()
+    _forward(name, npu, x.npu()).float().pow(2).mean().backward()
+    for (pname, p), q in zip(cpu.named_parameters(), npu.parameters()):
+        torch.testing.assert_close(q.grad.cpu(), p.grad, rtol=1e-5, atol=1e-6, msg=lambda m: f"{pname}: {m}")
+    cpu.eval()
+    npu.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(_forward(name, npu, x.npu()).cpu(), _forward(name, cpu, x), rtol=1e-5, atol=1e-6)
+
+
+def test_scalars_torch_unwraps_into_numbers_still_reach_ops_that_take_only_tensors():
+    x = torch.arange(15)
+    assert torch.equal((x.npu() % 4).cpu(), x % 4)          # remainder.Tensor gets the 4 as a number
+    assert torch.equal(torch.fmod(x.npu(), 3).cpu(), torch.fmod(x, 3))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import threading
+import warnings
 
 import torch
 
@@ -276,6 +277,7 @@ class Plan:
             self.mode = FUNCTIONAL
         self.out_op = _out_overload(op) if self.mode == FUNCTIONAL else None
         self.out_safe = True   # False once the .out kernel wanted to grow an out: copy instead
+        self.numbers_as_tensors = False  # True once the op refused a number in a tensor slot
         self.run_out = self._run_out if self.out_op is not None else None
         self.upcast = schema.name.split("::")[-1] in UPCAST_FP16
 
@@ -351,6 +353,8 @@ def _fast_kernel(plan: Plan):
                 break
             t = args[i]
             if not isinstance(t, _Tensor):  # None, or a number torch unwrapped from a scalar tensor
+                if t is not None and plan.numbers_as_tensors:
+                    return Call(plan, args, kwargs).run()
                 key.append(_scalar_key(t))
                 continue
             idx = t.get_device()
@@ -509,6 +513,8 @@ class Call:
     __slots__ = ("plan", "args", "kwargs", "hargs", "hkw", "reads", "writes", "blocks", "index", "key")
 
     def __init__(self, plan: Plan, args, kwargs):
+        if plan.numbers_as_tensors:
+            args, kwargs = _numbers_to_tensors(plan, args, kwargs)
         self.plan, self.args, self.kwargs = plan, args, kwargs
         self.reads, self.writes, self.blocks = [], [], []
         self.index = None
@@ -691,9 +697,16 @@ class Call:
         if self.plan.device_kw and "device" in mkw:
             mkw["device"] = "meta"
         try:
-            with _NO_AUTOCAST():
+            with _NO_AUTOCAST(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # meta kernels' own deprecation chatter
                 res = self.plan.op(*margs, **mkw)
         except Exception:  # noqa: BLE001 - no meta kernel, or a user error the real op reports
+            if not self.plan.numbers_as_tensors and _numbers_in_tensor_slots(self.plan, self.args, self.kwargs):
+                # torch unwrapped a scalar tensor into a number, and this op takes no number
+                # there: from now on, numbers in its tensor slots become 0-dim tensors
+                self.plan.numbers_as_tensors = True
+                self.__init__(self.plan, self.args, self.kwargs)
+                return self.meta()
             return _SYNC
         if self.plan.mode == FUNCTIONAL:
             return _describe(res)
@@ -753,6 +766,38 @@ FACTORY_OUT_SHAPES = {
     "aten::randperm.out": lambda n: (n,),
     "aten::randperm.generator_out": lambda n: (n,),
 }
+
+
+def _numbers_in_tensor_slots(plan: Plan, args, kwargs) -> bool:
+    n = len(args)
+    if any(i < n and isinstance(args[i], (int, float, complex)) for i, k, _ in plan.pos_info if k == 1):
+        return True
+    return any(isinstance(kwargs.get(name), (int, float, complex)) for name, (k, _) in plan.kw.items() if k == 1)
+
+
+def _numbers_to_tensors(plan: Plan, args, kwargs):
+    """Numbers in tensor slots as the 0-dim tensors torch had wrapped them in: int64, bool,
+    and floats in float64 next to float64 tensors, else in the default dtype (so type
+    promotion and precision come out as with the wrapped number)."""
+    wide = any(isinstance(a, _Tensor) and a.dtype in (torch.float64, torch.complex128)
+               for a in (*args, *kwargs.values()))
+
+    def convert(v):
+        if isinstance(v, bool):
+            return torch.tensor(v)
+        if isinstance(v, int):
+            return torch.tensor(v, dtype=torch.int64)
+        if isinstance(v, float):
+            return torch.tensor(v, dtype=torch.float64 if wide else torch.get_default_dtype())
+        if isinstance(v, complex):
+            return torch.tensor(v, dtype=torch.complex128 if wide else torch.complex64)
+        return v
+    args = list(args)
+    for i, k, _ in plan.pos_info:
+        if k == 1 and i < len(args):
+            args[i] = convert(args[i])
+    kwargs = {name: (convert(v) if plan.kw.get(name, (0,))[0] == 1 else v) for name, v in kwargs.items()}
+    return tuple(args), kwargs
 
 
 def _devices_current() -> int:

@@ -136,9 +136,17 @@ def convolution_overrideable(input, weight, bias, stride, padding, dilation, tra
 
 def convolution_backward_overrideable(grad_output, input, weight, stride, padding, dilation, transposed,
                                       output_padding, groups, output_mask):
+    # the bias's size, which convolution_backward wants for its grad (out channels)
+    bias_sizes = [weight.shape[1] * groups if transposed else weight.shape[0]] if output_mask[2] else None
     return Call(plan_of(torch.ops.aten.convolution_backward.default),
-                (grad_output, input, weight, None, stride, padding, dilation, transposed, output_padding,
+                (grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding,
                  groups, output_mask), {}).run()
+
+
+def nested_tensor_from_mask_left_aligned(t, mask) -> bool:
+    """Nested tensors are not supported on npu: say "not left aligned", so that
+    nn.TransformerEncoder keeps the padded path (same results) instead of converting."""
+    return False
 
 
 def _lstm_cell_ref(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None):
@@ -302,6 +310,7 @@ def npu_kernels() -> dict:
         "_thnn_fused_gru_cell": _on_host(_gru_cell_ref, "aten::_thnn_fused_gru_cell", 2),
         "_thnn_fused_gru_cell_backward": _on_host(_gru_cell_backward_ref, "aten::_thnn_fused_gru_cell_backward", 5),
         "native_dropout": native_dropout,
+        "_nested_tensor_from_mask_left_aligned": nested_tensor_from_mask_left_aligned,
     }
 
 
