@@ -19,3 +19,28 @@ def drained():
 @pytest.fixture
 def npu():
     return torch.device("npu:0")
+
+
+@pytest.fixture
+def gate():
+    """Holds streams back until opened: a runtime event with ACL's semaphore semantics (a wait
+    before any record blocks until one completes; torch.npu.Event, like torch_npu's, would not)."""
+    from npurt.runtime import api as rt
+    from npurt.runtime import constants as C
+    ev = rt.create_event(flags=C.ACL_EVENT_SYNC)
+    opener = torch.npu.Stream()
+    opened = []
+
+    class Gate:
+        def hold(self, stream=None):
+            rt.stream_wait_event((stream or torch.npu.current_stream()).npurt_stream.runtime_stream, ev)
+
+        def open(self):
+            if not opened:
+                rt.record_event(ev, opener.npurt_stream.runtime_stream)
+                opened.append(True)
+    g = Gate()
+    yield g
+    g.open()
+    torch.npu.synchronize()
+    rt.destroy_event(ev)

@@ -13,22 +13,6 @@ from npurt.runtime.address import VA_BASE
 from npurt.runtime.runtime import RUNTIME
 
 
-@pytest.fixture
-def gate():
-    """A never-recorded event a stream can be made to wait on; opening it releases the stream."""
-    ev = torch.npu.Event()
-
-    class Gate:
-        def hold(self, stream=None):
-            (stream or torch.npu.current_stream()).wait_event(ev)
-
-        def open(self):
-            ev.record(torch.npu.Stream())
-    g = Gate()
-    yield g
-    g.open()
-
-
 def test_data_ptr_is_an_npurt_device_address_of_a_live_allocation():
     t = torch.zeros(256, device="npu")
     ptr = t.data_ptr()

@@ -15,24 +15,6 @@ def _seq(s) -> int:
     return s.npurt_stream.runtime_stream.enqueued_seq
 
 
-@pytest.fixture
-def gate():
-    ev = torch.npu.Event()
-    opened = []
-
-    class Gate:
-        def hold(self, stream):
-            stream.wait_event(ev)
-
-        def open(self):
-            if not opened:
-                ev.record(torch.npu.Stream())
-                opened.append(1)
-    g = Gate()
-    yield g
-    g.open()
-
-
 def test_an_npu_stream_is_a_torch_stream_of_the_npu_device():
     s = torch.npu.Stream()
     assert isinstance(s, torch.Stream)

@@ -60,15 +60,20 @@ def _op_latency(torch, p: Profile) -> dict[str, Stat]:
             torch.npu.synchronize()
         return t
 
+    from ..runtime import api as rt
+    from ..runtime import constants as C
+    opener = torch.npu.Stream().npurt_stream.runtime_stream
+
     def held(n):
-        gate = torch.npu.Event()
-        torch.npu.current_stream().wait_event(gate)
+        gate = rt.create_event(flags=C.ACL_EVENT_SYNC)  # a wait before any record blocks until one runs
+        rt.stream_wait_event(torch.npu.current_stream().npurt_stream.runtime_stream, gate)
         t0 = clock()
         for _ in range(n):
             a + b
         t = clock() - t0
-        gate.record(torch.npu.Stream())
+        rt.record_event(gate, opener)
         torch.npu.synchronize()
+        rt.destroy_event(gate)
         return t
 
     def busy(n):

@@ -48,7 +48,7 @@ def _contiguous_same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _queue_copy_task(index, dst_host, src, reads, writes, blocks) -> int:
-    """A kernel task `dst.copy_(src)`; either side a Ref (device) or a CPU tensor."""
+    """A kernel task `dst.copy_(src)`; either side a ref (device) or a CPU tensor."""
     return launch(index, _copy, (dst_host, src), None, "aten::copy_", reads, writes, blocks)
 
 

@@ -42,51 +42,52 @@ _Tensor = torch.Tensor
 
 
 # ---------------------------------------------------------------- tensor arguments
-class Ref:
-    """An npu tensor argument as the task sees it: its host view, built when the task runs,
-    and the device bytes it covers (for observers)."""
+# An npu tensor argument as a task sees it, a *ref*: the tuple (arena view of its dtype,
+# shape, strides, element offset in the arena, device address, item size). Plain tuples (a
+# class instance costs a microsecond per tensor); boxed aten arguments are never tuples, so
+# in a task's arguments a tuple is a ref.
+BASE, SHAPE, STRIDE, OFFSET, PTR, SIZE = range(6)
 
-    __slots__ = ("base", "shape", "stride", "offset", "ptr", "size")
 
-    def __init__(self, base, shape, stride, offset, ptr, size):
-        self.base, self.shape, self.stride, self.offset, self.ptr, self.size = \
-            base, shape, stride, offset, ptr, size
+def write_view(r: tuple) -> torch.Tensor:
+    """A new host view for a tensor the op writes: a CPU tensor whose storage is exactly the
+    bytes it spans (out kernels may restride their outs or reason about their storage)."""
+    base, shape, stride, offset, ptr, size = r
+    if not ptr:
+        return base.as_strided(shape, stride, 0)
+    return _dlpack.host_tensor_at(base.data_ptr() + offset * size, shape, stride, base.dtype)
 
-    def host(self) -> torch.Tensor:
-        """A new host view for a tensor the op writes: a CPU tensor whose storage is exactly the
-        bytes it spans (out kernels may restride their outs or reason about their storage)."""
-        if not self.ptr:
-            return self.base.as_strided(self.shape, self.stride, 0)
-        base = self.base
-        return _dlpack.host_tensor_at(base.data_ptr() + self.offset * self.size, self.shape, self.stride, base.dtype)
 
-    def view(self) -> torch.Tensor:
-        """A host view for reading, shared through a small cache: a view of the arena is
-        valid whatever lives there, and the same addresses come back (the pool reuses them)."""
-        cache = _VIEWS.get(id(self.base))
-        if cache is None or cache[0] is not self.base:
-            cache = _VIEWS[id(self.base)] = (self.base, {})
-        cache = cache[1]
-        key = (self.offset, self.shape, self.stride)
-        v = cache.get(key)
-        if v is None:
-            if len(cache) > 8192:
-                cache.clear()
-            v = cache[key] = self.base.as_strided(self.shape, self.stride, self.offset)
-        return v
+def read_view(r: tuple) -> torch.Tensor:
+    """A host view for reading, shared through a small cache: a view of the arena is valid
+    whatever lives there, and the same addresses come back (the pool reuses them)."""
+    base = r[0]
+    cache = _VIEWS.get(id(base))
+    if cache is None or cache[0] is not base:
+        cache = _VIEWS[id(base)] = (base, {})
+    cache = cache[1]
+    key = (r[3], r[1], r[2])
+    v = cache.get(key)
+    if v is None:
+        if len(cache) > 8192:
+            cache.clear()
+        v = cache[key] = base.as_strided(r[1], r[2], r[3])
+    return v
 
-    def span(self) -> tuple[int, int]:
-        """(address, bytes) of the device memory the view reaches."""
-        lo = hi = 0
-        for n, st in zip(self.shape, self.stride):
-            if n > 1:
-                if st < 0:
-                    lo += st * (n - 1)
-                else:
-                    hi += st * (n - 1)
-        if not all(self.shape):
-            return self.ptr, 0
-        return self.ptr + lo * self.size, (hi - lo + 1) * self.size
+
+def span(r: tuple) -> tuple[int, int]:
+    """(address, bytes) of the device memory a ref reaches."""
+    shape, stride, ptr, size = r[1], r[2], r[4], r[5]
+    lo = hi = 0
+    for n, st in zip(shape, stride):
+        if n > 1:
+            if st < 0:
+                lo += st * (n - 1)
+            else:
+                hi += st * (n - 1)
+    if not all(shape):
+        return ptr, 0
+    return ptr + lo * size, (hi - lo + 1) * size
 
 
 # id(arena view of a device and dtype) -> (that view, {(offset, shape, stride): host view});
@@ -101,8 +102,8 @@ def _info_of(index: int):
     return inf
 
 
-def ref(t: torch.Tensor, blocks: list) -> Ref:
-    """The Ref of npu tensor `t`; appends the npurt block holding it to `blocks`."""
+def ref(t: torch.Tensor, blocks: list) -> tuple:
+    """The ref of npu tensor `t`; appends the npurt block holding it to `blocks`."""
     inf = _info_of(t.get_device())
     dt = t.dtype
     base = inf.views.get(dt)
@@ -115,13 +116,13 @@ def ref(t: torch.Tensor, blocks: list) -> Ref:
         blocks.append(block)
     elif t.numel():
         memory.block_of(inf, t)  # raises: released or foreign memory
-    return Ref(base, t.shape, t.stride(), (ptr - inf.va_base) // size if ptr else 0, ptr, size)
+    return (base, t.shape, t.stride(), (ptr - inf.va_base) // size if ptr else 0, ptr, size)
 
 
 # ---------------------------------------------------------------- the task
 class OpTask(Task):
-    """An aten op (or a piece of one) queued on a stream: `fn(*args, **kwargs)` with every Ref
-    replaced by its host view. `reads` and `writes` are the Refs it reads and writes."""
+    """An aten op (or a piece of one) queued on a stream: `fn(*args, **kwargs)` with every ref
+    replaced by its host view. `reads` and `writes` are the refs it reads and writes."""
 
     __slots__ = ("fn", "args", "kwargs", "name", "reads", "writes", "post")
     kind = "kernel"
@@ -141,7 +142,7 @@ class OpTask(Task):
 
     def accesses(self) -> tuple:
         """(device address, bytes, "r" or "w") of every range the op touches (Task.accesses)."""
-        return (*((*r.span(), "r") for r in self.reads), *((*r.span(), "w") for r in self.writes))
+        return (*((*span(r), "r") for r in self.reads), *((*span(r), "w") for r in self.writes))
 
     def describe(self) -> str:
         return f"kernel {self.name}"
@@ -155,11 +156,18 @@ class OpTask(Task):
 
 def _host(a, writes):
     t = type(a)
-    if t is Ref:
-        return a.host() if a in writes else a.view()
+    if t is tuple:
+        return write_view(a) if _is_in(a, writes) else read_view(a)
     if t is list:
-        return [(x.host() if x in writes else x.view()) if type(x) is Ref else x for x in a]
+        return [(write_view(x) if _is_in(x, writes) else read_view(x)) if type(x) is tuple else x for x in a]
     return a
+
+
+def _is_in(r, refs) -> bool:
+    for x in refs:  # identity, not ==: equal tuples may be distinct tensors' refs
+        if x is r:
+            return True
+    return False
 
 
 def current_stream(index: int):
@@ -380,7 +388,7 @@ def _fast_kernel(plan: Plan):
             base = inf.views.get(dt)
             if base is None:
                 base = inf.view_of(dt)
-            r = hargs[i] = Ref(base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
+            r = hargs[i] = (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
             (writes if i in written else reads).append(r)
         if inf is None:
             return Call(plan, args, kwargs).run()
@@ -405,7 +413,7 @@ def _fast_kernel(plan: Plan):
             base = inf.views.get(dt)
             if base is None:
                 base = inf.view_of(dt)
-            r = Ref(base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
+            r = (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
             writes.append(r)
             seq = stream.enqueue(OpTask(run_out, hargs, {single_out: r}, name, reads, writes))
         else:
@@ -596,7 +604,7 @@ class Call:
             self.blocks.append(block)
         elif t.numel():
             memory.block_of(inf, t)  # raises: released or foreign memory
-        r = Ref(base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
+        r = (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
         (self.writes if written else self.reads).append(r)
         return r
 
@@ -884,7 +892,7 @@ def _copy_into(op, out_refs):
     def run(*args, **kwargs):
         res = op(*args, **kwargs)
         flat = _flatten(res)
-        views = [r.host() for r in out_refs]
+        views = [write_view(r) for r in out_refs]
         it = iter(views)
         for x in flat:
             if x is not None:

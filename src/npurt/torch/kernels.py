@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from . import memory
-from .dispatch import _CPU, Call, Ref, launch, plan_of, ref, run_sync
+from .dispatch import _CPU, Call, launch, plan_of, ref, run_sync, write_view
 from .device import index_of
 
 
@@ -88,10 +88,10 @@ def resize_npu(t: torch.Tensor, size, memory_format=None) -> torch.Tensor:
     return t
 
 
-def _bytes_ref(index: int, ptr: int, nbytes: int, blocks: list) -> Ref:
+def _bytes_ref(index: int, ptr: int, nbytes: int, blocks: list) -> tuple:
     inf = memory.info(index)
     blocks.append(inf.live[ptr])
-    return Ref(inf.view_of(torch.uint8), (nbytes,), (1,), ptr - inf.va_base, ptr, 1)
+    return (inf.view_of(torch.uint8), (nbytes,), (1,), ptr - inf.va_base, ptr, 1)
 
 
 def _copy(dst, src) -> None:
@@ -226,7 +226,7 @@ def _on_host(fn, name, n_outputs):
             res = fn(*host_args)
             for r, x in zip(out_refs, res):
                 if r is not None:
-                    r.host().copy_(x)
+                    write_view(r).copy_(x)
         launch(index, run, hargs, None, name, reads, writes, blocks)
         return tuple(outs)
     return kernel

@@ -132,8 +132,8 @@ def _event_of(e) -> _NpEvent:
 class Event:
     """A marker in a stream: `torch.npu.Event(enable_timing=False, blocking=False)`.
 
-    ACL semantics in one place: waiting on an event that was never recorded waits for its
-    first record (CUDA returns at once)."""
+    As torch_npu's (and CUDA's): before its first record, a wait adds nothing and query() and
+    synchronize() are done."""
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
         if interprocess:
