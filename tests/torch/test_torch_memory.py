@@ -166,3 +166,26 @@ def test_dataloader_with_pin_memory_yields_pinned_batches():
         xd = x.to("npu", non_blocking=True)
         seen += int(xd.shape[0])
     assert seen == 12
+
+
+def test_an_empty_output_cannot_grow_over_other_tensors_memory():
+    # an empty npu tensor has no address; a CPU kernel resizing its host view must not write
+    # into device memory at all (it once grew an arena view over the first allocation)
+    from npurt.torch import dispatch
+    empty = torch.empty(0, dtype=torch.int64, device="npu")
+    view = dispatch.write_view(dispatch.ref(empty, []))
+    with pytest.raises(RuntimeError, match="not resizable"):
+        view.resize_(16)
+
+
+def test_embedding_bag_side_outputs_have_the_cpu_kernels_shapes():
+    # its meta kernel disagrees with the CPU kernel about offset2bag / max_indices
+    for mode in ("sum", "mean", "max"):
+        torch.manual_seed(0)
+        cpu = torch.nn.EmbeddingBag(20, 4, mode=mode)
+        npu = torch.nn.EmbeddingBag(20, 4, mode=mode).npu()
+        npu.load_state_dict(cpu.state_dict())
+        idx, off = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 3])
+        cpu(idx, off).pow(2).sum().backward()
+        npu(idx.npu(), off.npu()).pow(2).sum().backward()
+        torch.testing.assert_close(npu.weight.grad.cpu(), cpu.weight.grad)

@@ -24,7 +24,9 @@ once, as the NPU's cube unit accumulates in float32.
 """
 from __future__ import annotations
 
+import logging
 import math
+import os
 import threading
 import warnings
 
@@ -53,8 +55,8 @@ def write_view(r: tuple) -> torch.Tensor:
     """A new host view for a tensor the op writes: a CPU tensor whose storage is exactly the
     bytes it spans (out kernels may restride their outs or reason about their storage)."""
     base, shape, stride, offset, ptr, size = r
-    if not ptr:
-        return base.as_strided(shape, stride, 0)
+    if not ptr:  # an empty tensor: no bytes of its own (an arena view here could grow over others')
+        return _dlpack.host_tensor_at(base.data_ptr(), shape, stride, base.dtype)
     return _dlpack.host_tensor_at(base.data_ptr() + offset * size, shape, stride, base.dtype)
 
 
@@ -62,6 +64,8 @@ def read_view(r: tuple) -> torch.Tensor:
     """A host view for reading, shared through a small cache: a view of the arena is valid
     whatever lives there, and the same addresses come back (the pool reuses them)."""
     base = r[0]
+    if not r[4]:  # an empty tensor: no bytes of its own
+        return _dlpack.host_tensor_at(base.data_ptr(), r[1], r[2], base.dtype)
     cache = _VIEWS.get(id(base))
     if cache is None or cache[0] is not base:
         cache = _VIEWS[id(base)] = (base, {})
@@ -122,7 +126,8 @@ def ref(t: torch.Tensor, blocks: list) -> tuple:
 # ---------------------------------------------------------------- the task
 class OpTask(Task):
     """An aten op (or a piece of one) queued on a stream: `fn(*args, **kwargs)` with every ref
-    replaced by its host view. `reads` and `writes` are the refs it reads and writes."""
+    replaced by its host view. `reads` and `writes` are the refs it reads and writes (an
+    in-place argument is in both)."""
 
     __slots__ = ("fn", "args", "kwargs", "name", "reads", "writes", "post")
     kind = "kernel"
@@ -141,8 +146,12 @@ class OpTask(Task):
             self.post(result)
 
     def accesses(self) -> tuple:
-        """(device address, bytes, "r" or "w") of every range the op touches (Task.accesses)."""
-        return (*((*span(r), "r") for r in self.reads), *((*span(r), "w") for r in self.writes))
+        """(device address, bytes, mode) of every range the op touches, mode "r", "w" or "rw"
+        (an in-place argument): the runtime's task protocol that tools such as the sanitizer read."""
+        reads, writes = self.reads, self.writes
+        out = [(*span(r), "rw" if _is_in(r, writes) else "r") for r in reads]
+        out += [(*span(r), "w") for r in writes if not _is_in(r, reads)]
+        return tuple(out)
 
     def describe(self) -> str:
         return f"kernel {self.name}"
@@ -151,7 +160,7 @@ class OpTask(Task):
         """For tools (the profiler): the aten op's name and the bytes it reads and writes."""
         acc = self.accesses()
         return {"name": self.name, "bytes": sum(n for _, n, _ in acc),
-                "bytes_written": sum(n for _, n, mode in acc if mode == "w")}
+                "bytes_written": sum(n for _, n, m in acc if "w" in m)}
 
 
 def _host(a, writes):
@@ -221,6 +230,8 @@ def run_sync(index: int, fn, args, kwargs, name: str, reads, writes, blocks):
 # ---------------------------------------------------------------- op plans
 VIEW, FUNCTIONAL, OUT, INPLACE, SYNC = range(5)
 _SYNC = object()          # meta cache value: this key takes the synchronous path
+META_CHECK = os.environ.get("NPURT_TORCH_META_CHECK") == "1"
+log = logging.getLogger("npurt")
 _NOT_TENSOR = object()
 
 
@@ -275,7 +286,7 @@ class Plan:
         if view or torch.Tag.inplace_view in tags:
             self.mode = VIEW
         elif (torch.Tag.dynamic_output_shape in tags or torch.Tag.data_dependent_output in tags
-              or any(k == 0 for k in self.returns_tensor)):
+              or any(k == 0 for k in self.returns_tensor) or self.name in META_DIFFERS):
             self.mode = SYNC
         elif self.out_names:
             self.mode = OUT
@@ -284,7 +295,9 @@ class Plan:
         else:
             self.mode = FUNCTIONAL
         self.out_op = _out_overload(op) if self.mode == FUNCTIONAL else None
-        self.out_safe = True   # False once the .out kernel wanted to grow an out: copy instead
+        # False once the .out kernel wanted to grow an out: copy instead. Losses with a reduction
+        # (mse_loss, smooth_l1_loss, ...) use their out as elementwise scratch: copy from the start
+        self.out_safe = not any(a.name == "reduction" for a in args)
         self.numbers_as_tensors = False  # True once the op refused a number in a tensor slot
         self.run_out = self._run_out if self.out_op is not None else None
         self.upcast = schema.name.split("::")[-1] in UPCAST_FP16
@@ -298,8 +311,9 @@ class Plan:
         tensor's bytes, so that fails to resize, and then (from then on) the functional op
         runs and its results are copied."""
         out_op, names = self.out_op
-        outs = [kwargs[n] for n in names]
+        outs = [o for n in names for o in _flatten(kwargs[n])]
         if self.out_safe:
+            meta = [None if o is None else (o.shape, o.stride(), o.storage_offset()) for o in outs]
             try:
                 out_op(*args, **kwargs)
                 return
@@ -307,12 +321,19 @@ class Plan:
                 if "not resizable" not in str(exc):
                     raise
                 self.out_safe = False
+            for o, m in zip(outs, meta):  # the failed resize left its new sizes behind
+                if o is not None:
+                    o.as_strided_(*m)
         for n in names:
             del kwargs[n]
         res = self.op(*args, **kwargs)
-        for o, x in zip(_flatten(outs), _flatten(res)):
-            if o is not None:
-                o.copy_(x)
+        for o, x in zip(outs, _flatten(res)):
+            if o is None:
+                continue
+            if o.shape != x.shape:
+                raise RuntimeError(f"{self.name}: its meta kernel promised an output of shape {tuple(o.shape)}, "
+                                   f"the CPU kernel made {tuple(x.shape)} (an npurt.torch gap: please report it)")
+            o.copy_(x)
 
     def kernel(self):
         """The PrivateUse1 kernel of this op."""
@@ -389,7 +410,9 @@ def _fast_kernel(plan: Plan):
             if base is None:
                 base = inf.view_of(dt)
             r = hargs[i] = (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
-            (writes if i in written else reads).append(r)
+            reads.append(r)
+            if i in written:  # an in-place argument: read and written
+                writes.append(r)
         if inf is None:
             return Call(plan, args, kwargs).run()
         for i in spos:
@@ -445,6 +468,11 @@ def _out_overload(op):
             return cand, [a.name for a in outs]
     return None
 
+
+# ops whose meta kernel's output shapes differ from the CPU kernel's where it matters (found with
+# NPURT_TORCH_META_CHECK=1 over the tests and the model zoo): their results' shapes come from
+# running them. (native_batch_norm differs too, only in eval mode's unused save_mean/invstd.)
+META_DIFFERS = {"aten::_embedding_bag", "aten::_embedding_bag_forward_only"}
 
 # matmul-class ops: fp16 inputs are computed in float32 and rounded once (the cube unit's
 # float32 accumulation; CPU torch's own fp16 GEMM is also ~40x slower than float32 here)
@@ -535,12 +563,12 @@ class Call:
             v = hargs[i]
             if kind == 1:
                 if isinstance(v, _Tensor):
-                    hargs[i] = self._tensor(v, written, key)
+                    hargs[i] = self._tensor(v, written, key, written)
                 else:  # None, or a number torch unwrapped from a wrapped scalar tensor
                     key.append(_scalar_key(v))
             elif v is not None:
                 key.append(len(v))
-                hargs[i] = [self._tensor(x, written, key) if isinstance(x, _Tensor) else x for x in v]
+                hargs[i] = [self._tensor(x, written, key, written) if isinstance(x, _Tensor) else x for x in v]
         for i in plan.scalar_pos:
             if i < n:
                 key.append(_scalar_key(args[i]))
@@ -552,11 +580,12 @@ class Call:
                 if k is None:
                     key.append((name, _scalar_key(v)))
                 elif v is not None:
+                    rw = k[1] and name not in plan.out_names  # written and read: not an out=
                     if k[0] == 1:
-                        hkw[name] = self._tensor(v, k[1], key) if isinstance(v, _Tensor) else v
+                        hkw[name] = self._tensor(v, k[1], key, rw) if isinstance(v, _Tensor) else v
                     else:
                         key.append(len(v))
-                        hkw[name] = [self._tensor(x, k[1], key) if isinstance(x, _Tensor) else x for x in v]
+                        hkw[name] = [self._tensor(x, k[1], key, rw) if isinstance(x, _Tensor) else x for x in v]
             if plan.device_kw and kwargs.get("device") is not None:  # factory-style: the CPU computes
                 dev = torch.device(kwargs["device"])
                 if dev.type == "npu":
@@ -572,7 +601,7 @@ class Call:
         except TypeError:
             self.key = None
 
-    def _tensor(self, t, written: bool, key: list):
+    def _tensor(self, t, written: bool, key: list, read_too: bool = True):
         dt = t.dtype
         shape = t.shape
         stride = t.stride()
@@ -605,7 +634,12 @@ class Call:
         elif t.numel():
             memory.block_of(inf, t)  # raises: released or foreign memory
         r = (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
-        (self.writes if written else self.reads).append(r)
+        if written:
+            self.writes.append(r)
+            if read_too:
+                self.reads.append(r)
+        else:
+            self.reads.append(r)
         return r
 
     # ------------------------------------------------------------ running
@@ -618,6 +652,17 @@ class Call:
         spec = META.get(self.key) if self.key is not None else None
         if spec is None:
             spec = self.meta()
+            if spec is not _SYNC and plan.mode == FUNCTIONAL and META_CHECK:
+                # NPURT_TORCH_META_CHECK=1: first calls run synchronously and check meta's
+                # shapes against the CPU kernel's (a developer's tool: it blocks on the stream)
+                raw = self.compute()
+                if not _agrees(spec, raw):
+                    log.warning("npurt.torch: %s: meta says %s, the CPU kernel made %s; it takes the "
+                                "synchronous path", plan.name, spec, _shapes(raw))
+                    spec = _SYNC
+                if self.key is not None:
+                    META[self.key] = spec
+                return self.results(raw)
             if self.key is not None:
                 META[self.key] = spec
         if spec is _SYNC:
@@ -724,12 +769,21 @@ class Call:
 
     def sync(self):
         """Run the op on host views, wait, and turn its results into npu tensors."""
+        return self.results(self.compute())
+
+    def compute(self):
+        """Run the op on host views as a task and wait for it; its (CPU) results."""
         plan = self.plan
         fn = plan.op
         if plan.has_generator and self.hkw.get("generator") is None:
             from . import random
             fn = random.seeded(fn, self.index)
-        res = run_sync(self.index, fn, self.hargs, self.hkw, plan.name, self.reads, self.writes, self.blocks)
+        return run_sync(self.index, fn, self.hargs, self.hkw, plan.name, self.reads, self.writes, self.blocks)
+
+    def results(self, res):
+        """The op's results for the caller: CPU results copied into new npu tensors (in stream
+        order), aliases of arguments as the arguments."""
+        plan = self.plan
         if not any(self.plan.returns_tensor):
             return res
         single = len(plan.returns_tensor) == 1
@@ -869,18 +923,54 @@ def _flatten(x) -> list:
     return out
 
 
+def _shapes(raw) -> list:
+    return [None if x is None else tuple(x.shape) for x in (_flatten(raw) if not isinstance(raw, _Tensor) else [raw])]
+
+
+def _agrees(spec, raw) -> bool:
+    """Whether CPU results have the shapes and dtypes meta promised."""
+    want, got = _flatten_spec(spec), _flatten(raw) if not isinstance(raw, _Tensor) else [raw]
+    if len(want) != len(got):
+        return False
+    for w, g in zip(want, got):
+        if (w is None) != (g is None):
+            return False
+        if w is not None and (w[0] != tuple(g.shape) or w[2] != g.dtype):
+            return False
+    return True
+
+
+def _flatten_spec(spec) -> list:
+    if spec is None or (type(spec) is tuple and len(spec) == 4 and isinstance(spec[2], torch.dtype)):
+        return [spec]
+    out = []
+    for s in spec:
+        out.extend(_flatten_spec(s))
+    return out
+
+
 def _upload(x, index):
-    """A CPU result of the synchronous path as a new npu tensor (copied in stream order)."""
+    """A CPU result of the synchronous path as a new npu tensor (copied in stream order),
+    with the result's strides where they are dense."""
     if x is None or not isinstance(x, _Tensor):
         if type(x) in (list, tuple):
             return type(x)(_upload(i, index) for i in x)
         return x
-    src = x if x.is_contiguous() else x.contiguous()
-    dst = memory.empty(src.shape, src.dtype, index)
+    if _dense(x):
+        src = x
+        dst = memory.empty_strided(tuple(x.shape), x.stride(), x.dtype, index)
+    else:
+        src = x.contiguous()
+        dst = memory.empty(src.shape, src.dtype, index)
     blocks = []
     r = ref(dst, blocks)
     launch(index, _copy_host, (r, src), None, "copy (host result)", [], [r], blocks)
     return dst
+
+
+def _dense(x) -> bool:
+    """Non-overlapping and dense: its elements fill exactly the span its strides reach."""
+    return memory.span_bytes(tuple(x.shape), x.stride(), 1) == x.numel() and all(st >= 0 for st in x.stride())
 
 
 def _copy_host(dst, src) -> None:
