@@ -301,6 +301,9 @@ class Plan:
         self.numbers_as_tensors = False  # True once the op refused a number in a tensor slot
         self.run_out = self._run_out if self.out_op is not None else None
         self.upcast = schema.name.split("::")[-1] in UPCAST_FP16
+        # in-place ops whose result does not depend on the tensor's old values write it ("w");
+        # the others (add_, mul_, ...) read and write it ("rw"), as tools should see them
+        self.overwrite = schema.name.split("::")[-1] in OVERWRITE
 
     def __repr__(self) -> str:
         return f"<Plan {self.name} {('view', 'functional', 'out', 'inplace', 'sync')[self.mode]}>"
@@ -366,7 +369,7 @@ def _fast_kernel(plan: Plan):
     single_out = None
     if functional and out_op is not None and len(out_op[1]) == 1:
         single_out = out_op[1][0]
-    op, name, rets, run_out = plan.op, plan.name, plan.ret_alias, plan.run_out
+    op, name, rets, run_out, overwrite = plan.op, plan.name, plan.ret_alias, plan.run_out, plan.overwrite
     infos, itemsizes, meta = _infos, ITEMSIZE, META
 
     def kernel(*args, **kwargs):
@@ -410,9 +413,12 @@ def _fast_kernel(plan: Plan):
             if base is None:
                 base = inf.view_of(dt)
             r = hargs[i] = (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
-            reads.append(r)
-            if i in written:  # an in-place argument: read and written
+            if i in written:  # an in-place argument: written, and read unless the op overwrites it
                 writes.append(r)
+                if not overwrite:
+                    reads.append(r)
+            else:
+                reads.append(r)
         if inf is None:
             return Call(plan, args, kwargs).run()
         for i in spos:
@@ -468,6 +474,11 @@ def _out_overload(op):
             return cand, [a.name for a in outs]
     return None
 
+
+# in-place ops that overwrite their tensor without reading it (the rest read it too)
+OVERWRITE = {"fill_", "zero_", "normal_", "uniform_", "random_", "exponential_", "geometric_", "cauchy_",
+             "log_normal_", "bernoulli_", "copy_", "index_fill_", "masked_fill_", "masked_scatter_",
+             "index_put_", "_index_put_impl_", "scatter_", "index_copy_", "put_", "resize_", "set_"}
 
 # ops whose meta kernel's output shapes differ from the CPU kernel's where it matters (found with
 # NPURT_TORCH_META_CHECK=1 over the tests and the model zoo): their results' shapes come from
@@ -563,12 +574,13 @@ class Call:
             v = hargs[i]
             if kind == 1:
                 if isinstance(v, _Tensor):
-                    hargs[i] = self._tensor(v, written, key, written)
+                    hargs[i] = self._tensor(v, written, key, written and not plan.overwrite)
                 else:  # None, or a number torch unwrapped from a wrapped scalar tensor
                     key.append(_scalar_key(v))
             elif v is not None:
                 key.append(len(v))
-                hargs[i] = [self._tensor(x, written, key, written) if isinstance(x, _Tensor) else x for x in v]
+                hargs[i] = [self._tensor(x, written, key, written and not plan.overwrite)
+                            if isinstance(x, _Tensor) else x for x in v]
         for i in plan.scalar_pos:
             if i < n:
                 key.append(_scalar_key(args[i]))
@@ -580,7 +592,7 @@ class Call:
                 if k is None:
                     key.append((name, _scalar_key(v)))
                 elif v is not None:
-                    rw = k[1] and name not in plan.out_names  # written and read: not an out=
+                    rw = k[1] and name not in plan.out_names and not plan.overwrite  # not an out=
                     if k[0] == 1:
                         hkw[name] = self._tensor(v, k[1], key, rw) if isinstance(v, _Tensor) else v
                     else:
