@@ -62,7 +62,7 @@ def _op_latency(torch, p: Profile) -> dict[str, Stat]:
 
     from ..runtime import api as rt
     from ..runtime import constants as C
-    opener = torch.npu.Stream().npurt_stream.runtime_stream
+    opener = torch.npu.Stream()  # kept alive: a dropped torch.npu.Stream destroys its npurt stream
 
     def held(n):
         gate = rt.create_event(flags=C.ACL_EVENT_SYNC)  # a wait before any record blocks until one runs
@@ -71,7 +71,7 @@ def _op_latency(torch, p: Profile) -> dict[str, Stat]:
         for _ in range(n):
             a + b
         t = clock() - t0
-        rt.record_event(gate, opener)
+        rt.record_event(gate, opener.npurt_stream.runtime_stream)
         torch.npu.synchronize()
         rt.destroy_event(gate)
         return t
