@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import array as _np_array
+from .. import _array as _np_array
 from ..runtime import api as rt
 from ..runtime import constants as C
 from ..runtime.runtime import RUNTIME
