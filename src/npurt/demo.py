@@ -11,8 +11,9 @@ read a buffer is done:
 
 The stages are balanced as a pipeline designer balances them: the kernel (a stack of
 elementwise layers, then a sum per row) gets as many layers as make it take about as long as
-one copy, calibrated in this run. The same work on one stream is the baseline. Beside the
-measured speed-up the demo prints the best this workload can get on this host: the ideal
+one copy, calibrated in this run. The same work on one stream is the baseline, timed back to
+back with the two-stream run in each round; the speed-up is the median of the rounds' ratios
+(the host is shared: a burst of load spoils a round, not the figure). Beside it the demo prints the best this workload can get on this host: the ideal
 from the two stages' times, and what two plain threads doing the same copies and the same
 arithmetic reach with no runtime at all. The scores are checked against numpy.
 
@@ -34,7 +35,7 @@ from .runtime.kernel import GM, kernel
 
 ROWS, COLS = 1024, 2048          # one batch: 8 MiB of float32
 DEFAULT_BATCHES = 24
-ROUNDS = 3                       # best of ROUNDS for each variant
+ROUNDS = 5                       # rounds of one stream then two; the speed-up is the median ratio
 BUFFERS = 3                      # device buffers in the ring
 MAX_LAYERS = 64
 CHUNK_ROWS = 64                  # the kernel works in cache-sized pieces (256 KiB)
@@ -166,7 +167,7 @@ class _Pipeline:
         return layers, copy_ms, kernel_ms
 
 
-def _threads_limit(host_in, w, b, repeats: int = 3) -> float:
+def _threads_limit(host_in, w, b, repeats: int = ROUNDS) -> float:
     """What this host gives the same copies and the same arithmetic on two plain Python threads
     over one, with no runtime: the most overlap the machine allows this mix."""
     dst = np.empty((ROWS, COLS), np.float32)
@@ -180,23 +181,32 @@ def _threads_limit(host_in, w, b, repeats: int = 3) -> float:
         for x in host_in:
             _score_rows(x, w, b, out)
 
-    one = two = float("inf")
-    for _ in range(repeats):
+    ratios = []
+    for _ in range(repeats):   # paired rounds and their median, as for the streams
         t = time.perf_counter()
         copies()
         kernels()
-        one = min(one, time.perf_counter() - t)
+        one = time.perf_counter() - t
         t = time.perf_counter()
         threads = [threading.Thread(target=f) for f in (copies, kernels)]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
-        two = min(two, time.perf_counter() - t)
-    return one / two
+        ratios.append(one / (time.perf_counter() - t))
+    return float(np.median(ratios))
 
 
 # ---------------------------------------------------------------- reporting
+def _load() -> str:
+    """The host's load, which bounds the overlap: on a busy host the two streams' threads
+    wait for cores that other programs hold."""
+    try:
+        return f"load average {os.getloadavg()[0]:.1f}, "
+    except OSError:  # not every platform reports it
+        return ""
+
+
 def _spans(events) -> dict:
     t0 = events[0].copy_start
     return {"copy": [(t0.elapsed_time(e.copy_start), t0.elapsed_time(e.copy_end)) for e in events],
@@ -276,16 +286,18 @@ def _main(npurt, n: int, quiet: bool, prof) -> int:
     say(f"  balanced stages: a copy takes {copy_ms:.1f} ms; the kernel ({layers} layer(s), then a sum per row) takes "
         f"{kernel_ms:.1f} ms (calibrated in this run)")
     progress = _Progress(n, enabled=not quiet and n >= PROGRESS_MIN)
-    one_s = two_s = float("inf")
+    # each round times the two variants back to back, and the speed-up is the median of the
+    # rounds' ratios: a burst of load from other programs spoils one round, not the figure
+    ones, twos = [], []
     for r in range(ROUNDS):
         with rng_name(f"one stream, round {r + 1}"):
-            one_s = min(one_s, pipe.run(layers, two_streams=False)[0])
+            ones.append(pipe.run(layers, two_streams=False)[0])
         for o in outs:
             o.fill(np.nan)  # the checked scores must come from a two-stream run
         npurt.reset_peak_memory_stats()
         with rng_name(f"two streams, round {r + 1}"):
             secs, events = pipe.run(layers, progress=progress if r == ROUNDS - 1 else None)
-        two_s = min(two_s, secs)
+        twos.append(secs)
 
     spans = _spans(events)
     copy_busy = sum(e - s for s, e in spans["copy"])
@@ -299,12 +311,12 @@ def _main(npurt, n: int, quiet: bool, prof) -> int:
         f"the compute stream was busy ({min(100.0, 100 * overlap / max(copy_busy, 1e-9)):.0f}% hidden)")
     ideal = (copy_ms + kernel_ms) / max(copy_ms, kernel_ms)
     limit = _threads_limit(host_in, w_all[:layers], b_all[:layers])
-    speedup = one_s / two_s
-    say(f"\n  speed-up, two streams over one (best of {ROUNDS}): {speedup:.2f}x  (one stream {one_s * 1e3:.0f} ms, "
-        f"two streams {two_s * 1e3:.0f} ms)")
+    speedup = float(np.median(np.divide(ones, twos)))
+    say(f"\n  speed-up, two streams over one (median of {ROUNDS} rounds): {speedup:.2f}x  (one stream "
+        f"{np.median(ones) * 1e3:.0f} ms, two streams {np.median(twos) * 1e3:.0f} ms)")
     say(f"  the best this workload gets here: {ideal:.2f}x if the stages overlapped perfectly; {limit:.2f}x for the "
         f"same copies and arithmetic\n  on two plain threads with no runtime (this host: {os.cpu_count()} CPU cores, "
-        "shared by the simulated DMA engines and AI cores)")
+        f"{_load()}shared by the simulated DMA engines and AI cores)")
     stats = npurt.memory_stats()
     say(f"  device memory: peak {stats['peak_allocated_bytes'] / 2**20:.1f} MiB; {stats['num_allocs']} allocations, "
         f"{stats['pool_hits']} served from the caching pool")
