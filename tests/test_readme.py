@@ -1,11 +1,12 @@
 """A fresh-clone walk through the README and the docs: every Python sample runs as shown, and
 every command of the README and of the docs' own pages runs, from a copy of the repository's
-files (nothing built or installed in the working tree is used).
+files (nothing built or installed in the working tree is used), and each guide's commands that
+need nothing of the reader's run in the order the guide gives them.
 
 Samples marked `<!-- fragment: ... -->` just above their block are excerpts (they use names
 the surrounding text defines) and are not run. Shell commands in the guides that need a
 script of the reader's (`npurt run app.py`, `npurt launch -n 4 train.py`) are run by those
-features' own tests. The README's install commands are what `.ci/run` runs verbatim.
+features' own tests; `npurt bench` is what `.ci/run` runs after the tests. The README's install commands are what `.ci/run` runs verbatim.
 """
 from __future__ import annotations
 
@@ -115,8 +116,9 @@ def _page_commands(page: Path) -> list[str]:
     return cmds
 
 
-DOC_COMMANDS = [c for page in (README, ROOT / "docs" / "index.md", ROOT / "docs" / "porting.md",
-                               *sorted((ROOT / "docs" / "reference").glob("*.md"))) for c in _page_commands(page)]
+COMMAND_PAGES = (README, ROOT / "docs" / "index.md", ROOT / "docs" / "porting.md",
+                 *sorted((ROOT / "docs" / "reference").glob("*.md")))
+DOC_COMMANDS = [c for page in COMMAND_PAGES for c in _page_commands(page)]
 
 
 @pytest.mark.parametrize("command", sorted(set(DOC_COMMANDS)))
@@ -125,3 +127,26 @@ def test_a_command_of_the_readme_and_the_reference_runs_in_a_fresh_clone(command
     args = args[3:] if args[:3] == ["python", "-m", "npurt"] else args[1:]
     out = _run([sys.executable, "-m", "npurt", *args], clone)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def _guide_commands(page: Path) -> list[str]:
+    """A guide's npurt commands that need no file of the reader's (no script, no bench run)."""
+    cmds = []
+    for block in re.findall(r"```(?:sh|console)\n(.*?)```", page.read_text(), re.S):
+        lines = [line.split("  #")[0].strip() for line in block.splitlines()]
+        cmds += [c for c in lines if c.startswith("npurt ") and not re.search(r"\.py\b|^npurt bench|\[", c)]
+    return cmds
+
+
+GUIDES = [p for p in sorted((ROOT / "docs").glob("*.md")) if p not in COMMAND_PAGES and _guide_commands(p)]
+
+
+@pytest.mark.parametrize("page", GUIDES, ids=[p.name for p in GUIDES])
+def test_a_guides_commands_run_in_order_in_a_fresh_clone(page, clone, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(clone / "src")}
+    for command in _guide_commands(page):   # in a directory of the reader's: prof_out, pictures land there
+        out = subprocess.run([sys.executable, "-m", "npurt", *shlex.split(command)[1:]], capture_output=True,
+                             text=True, timeout=180, cwd=tmp_path, env=env)
+        assert out.returncode == 0, f"{command}\n{out.stdout}{out.stderr}"
+    for name in re.findall(r"-o (\S+\.png)", "\n".join(_guide_commands(page))):
+        assert (tmp_path / name).stat().st_size > 0, name

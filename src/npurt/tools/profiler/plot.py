@@ -134,9 +134,16 @@ def plot(path: str, out: str, *, window: tuple[float, float] | None = None, rang
     y_of = {r: len(rows) - 1 - i for i, r in enumerate(rows)}
     fig_h = 1.9 + 0.42 * len(rows)
     fig, ax = plt.subplots(figsize=(14, fig_h), dpi=110)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_autoscale_on(False)  # the limits are known: autoscaling after each bar made big traces quadratic
     width_ms = hi - lo
     ops: dict = {}
     legend: dict = {}
+    bars: dict = {}  # (y range, style) -> x ranges: one collection per row and style, not one per span
+
+    def bar(x0, w, yrange, **style):
+        bars.setdefault((yrange, tuple(style.items())), []).append((x0, w))
     for e in spans:
         row = row_of(e)
         if row not in y_of:
@@ -144,16 +151,16 @@ def plot(path: str, out: str, *, window: tuple[float, float] | None = None, rang
         y = y_of[row]
         x0, w = e["ts"] / 1000, max(e["dur"] / 1000, width_ms / 4000)
         if row[2]:  # user ranges, steps: brackets with their names
-            ax.broken_barh([(x0, w)], (y - 0.12, 0.24), facecolors="#4d4d4d")
+            bar(x0, w, (y - 0.12, 0.24), facecolors="#4d4d4d")
             _label(ax, e["name"], x0, w, y + 0.15, lo, hi, width_ms, size=7, colour="#222222", above=True)
             continue
         if e["pid"] == HOST_PID:
             if e.get("cat") == "host_copy":  # a strip at the bottom of the call that made it
                 direction = e["name"].rsplit(" ", 1)[-1]
-                ax.broken_barh([(x0, w)], (y - 0.3, 0.18), facecolors=_COPY_COLOURS.get(direction, "#aec7e8"))
+                bar(x0, w, (y - 0.3, 0.18), facecolors=_COPY_COLOURS.get(direction, "#aec7e8"))
                 legend.setdefault("synchronous copy (host thread)", _COPY_COLOURS.get(direction, "#aec7e8"))
                 continue
-            ax.broken_barh([(x0, w)], (y - 0.3, 0.6), facecolors="#d0d0d0", edgecolor="#8c8c8c", linewidth=0.3)
+            bar(x0, w, (y - 0.3, 0.6), facecolors="#d0d0d0", edgecolor="#8c8c8c", linewidth=0.3)
             _label(ax, e["name"].rsplit(".", 1)[-1], x0, w, y + 0.05, lo, hi, width_ms, size=6)
             continue
         if e.get("cat") == MARKER_KIND:
@@ -165,11 +172,13 @@ def plot(path: str, out: str, *, window: tuple[float, float] | None = None, rang
         label, colour = _colour_of(e, ops)
         legend.setdefault(label, colour)
         if e.get("cat") == "wait":
-            ax.broken_barh([(x0, w)], (y - 0.35, 0.7), facecolors=colour, edgecolor="#909090", hatch="////",
+            bar(x0, w, (y - 0.35, 0.7), facecolors=colour, edgecolor="#909090", hatch="////",
                            linewidth=0.4)
             continue
-        ax.broken_barh([(x0, w)], (y - 0.35, 0.7), facecolors=colour, edgecolor="white", linewidth=0.3)
+        bar(x0, w, (y - 0.35, 0.7), facecolors=colour, edgecolor="white", linewidth=0.3)
         _label(ax, _short(e), x0, w, y, lo, hi, width_ms, size=7)
+    for (yrange, style), xranges in bars.items():
+        ax.broken_barh(xranges, yrange, **dict(style))
     for e in events:  # host marks (acl.prof.mark, npurt.profiler.mark): triangles over their thread's row
         if e.get("ph") == "i" and e["pid"] == HOST_PID and lo <= e["ts"] / 1000 <= hi:
             row = (e["pid"], e["tid"], "")
