@@ -72,3 +72,12 @@ def test_the_probe_checks_every_mapping_a_range_spans():
         assert address.host_readable(base, 3 * PAGE)
     finally:
         _libc.munmap(base, 3 * PAGE)
+
+
+@pytest.mark.parametrize("make", [lambda: np.arange(16, dtype=np.float32), lambda: np.zeros((4, 6))[:, ::2],
+                                  lambda: np.zeros(0), lambda: np.frombuffer(b"abcd", np.uint8),
+                                  lambda: np.arange(10)[::-1], lambda: np.zeros((3, 5)).T],
+                         ids=["contiguous", "strided", "empty", "read-only", "reversed", "transposed"])
+def test_host_address_is_numpys_data_pointer_for_any_array(make):
+    arr = make()
+    assert address.host_address(arr) == arr.__array_interface__["data"][0]

@@ -178,6 +178,21 @@ def test_non_blocking_copy_to_pinned_memory_lands_after_synchronize(rng):
     np.testing.assert_array_equal(out, host)
 
 
+def test_a_copy_from_a_pinned_array_holds_its_pinned_range_until_the_copy_ran():
+    from npurt.runtime.memory import uses_pending
+    from npurt.runtime.runtime import RUNTIME
+    s = npurt.Stream()
+    x = npurt.empty(1000, np.float32)
+    src = npurt.empty_pinned(1000, np.float32)
+    rng = RUNTIME.host.containing(src.ctypes.data)
+    gate = _held(s)
+    x.copy_from_host(src, stream=s)
+    assert uses_pending(rng.uses)   # freeing the range now would wait for the copy
+    gate.record()
+    s.synchronize()
+    assert not uses_pending(rng.uses)
+
+
 def test_empty_pinned_is_page_locked_and_freed_when_collected():
     from npurt.runtime.runtime import RUNTIME
     p = npurt.empty_pinned((256, 4), np.float32)

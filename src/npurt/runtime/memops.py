@@ -456,8 +456,7 @@ def copy_array_async(rt: "Runtime", dev: int, arr: np.ndarray, stream: "Stream",
     seq = stream.enqueue(ArrayCopyTask(dev, arr, n, "H2D" if to_device else "D2H"))
     note_use(block, stream, seq)
     if rt.host.starts:  # the array may lie in pinned memory: its free waits for the copy too
-        host = arr.__array_interface__["data"][0]
-        note_use(rt.host.containing(host), stream, seq)
+        note_use(rt.host.containing(address.host_address(arr)), stream, seq)
     return seq
 
 

@@ -119,7 +119,7 @@ class ArrayCopyTask(Task):
         return self.arr
 
     def _ends(self) -> tuple[int, int]:
-        host = self.arr.__array_interface__["data"][0]
+        host = address.host_address(self.arr)
         return (host, self.dev) if self.direction == "H2D" else (self.dev, host)
 
     def accesses(self) -> tuple:
