@@ -52,6 +52,11 @@ def _decode(dvpp, data: bytes, fmt: int = NV12, size: int | None = None):
     return ret, sync, desc, dvpp.download(out, size)
 
 
+def _strides(desc) -> tuple[int, int]:
+    """The strides JPEGD wrote back (the SoC's decoder picks them on Ascend310P3 / 910B3)."""
+    return m.dvpp_get_pic_desc_width_stride(desc), m.dvpp_get_pic_desc_height_stride(desc)
+
+
 def _reference(data: bytes) -> np.ndarray:
     return ycbcr(np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
 
@@ -157,7 +162,7 @@ def test_decode_to_nv12_matches_pillows_decode(dvpp, subsampling):
     data = jpeg(gradient_rgb(160, 96), subsampling)
     ret, sync, desc, raw = _decode(dvpp, data, NV12)
     assert (ret, sync, m.dvpp_get_pic_desc_ret_code(desc)) == (0, 0, 0)
-    y, u, v = semiplanar(raw, 160, 96, 256, 96)
+    y, u, v = semiplanar(raw, 160, 96, *_strides(desc))
     ref = _reference(data)
     assert _close(y, ref[..., 0])
     assert _close(u, box(ref[..., 1], 2, 2), CHROMA) and _close(v, box(ref[..., 2], 2, 2), CHROMA)
@@ -167,18 +172,18 @@ def test_decode_of_a_420_jpeg_gives_its_coded_planes(dvpp):
     ycc = ycbcr(gradient_rgb(96, 64))
     coded = [np.clip(np.round(p), 0, 255).astype(np.uint8)
              for p in (ycc[..., 0], box(ycc[..., 1], 2, 2), box(ycc[..., 2], 2, 2))]
-    ret, sync, _, raw = _decode(dvpp, baseline_jpeg(coded, [(2, 2), (1, 1), (1, 1)], q=2), NV12)
+    ret, sync, desc, raw = _decode(dvpp, baseline_jpeg(coded, [(2, 2), (1, 1), (1, 1)], q=2), NV12)
     assert (ret, sync) == (0, 0)
-    for got, sent in zip(semiplanar(raw, 96, 64, 128, 64), coded):
+    for got, sent in zip(semiplanar(raw, 96, 64, *_strides(desc)), coded):
         assert np.abs(got.astype(int) - sent).max() <= 2  # the quantisation step only
 
 
 def test_decode_to_nv21_puts_v_before_u(dvpp):
     data = jpeg(gradient_rgb(64, 48))
-    _, _, _, nv12 = _decode(dvpp, data, NV12)
-    _, _, _, nv21 = _decode(dvpp, data, NV21)
-    y12, u12, v12 = semiplanar(nv12, 64, 48, 128, 48)
-    y21, u21, v21 = semiplanar(nv21, 64, 48, 128, 48, vu=True)
+    _, _, d12, nv12 = _decode(dvpp, data, NV12)
+    _, _, d21, nv21 = _decode(dvpp, data, NV21)
+    y12, u12, v12 = semiplanar(nv12, 64, 48, *_strides(d12))
+    y21, u21, v21 = semiplanar(nv21, 64, 48, *_strides(d21), vu=True)
     assert np.array_equal(y12, y21) and np.array_equal(u12, u21) and np.array_equal(v12, v21)
     assert not np.array_equal(u12, v12)
 
@@ -196,11 +201,14 @@ def test_decode_of_an_odd_sized_picture_to_420_aligns_width_and_height_down_to_e
     ret, sync, desc, raw = _decode(dvpp, data, NV12)
     assert (ret, sync) == (0, 0)
     assert (m.dvpp_get_pic_desc_width(desc), m.dvpp_get_pic_desc_height(desc)) == (74, 44)
-    y, _, _ = semiplanar(raw, 74, 44, 128, 48)
+    y, _, _ = semiplanar(raw, 74, 44, *_strides(desc))
     assert _close(y, _reference(data)[:44, :74, 0])
 
 
-def test_decode_keeps_the_strides_the_description_sets_when_they_hold_the_picture(dvpp):
+def test_decode_on_ascend910a_keeps_the_strides_the_description_sets_when_they_hold_the_picture(
+        fresh_runtime, monkeypatch):
+    monkeypatch.setenv("NPURT_SOC", "Ascend910A")
+    dvpp = Dvpp()
     data = jpeg(gradient_rgb(64, 48))
     arr, ptr = _host(data)
     src, n = dvpp.upload(data)
@@ -212,8 +220,16 @@ def test_decode_keeps_the_strides_the_description_sets_when_they_hold_the_pictur
     assert _close(y, _reference(data)[..., 0])
 
 
-def test_decode_on_ascend310p3_picks_64_aligned_strides_whatever_the_description_asks(fresh_runtime, monkeypatch):
-    monkeypatch.setenv("NPURT_SOC", "Ascend310P3")
+def test_decode_on_ascend910a_defaults_to_128_aligned_strides(fresh_runtime, monkeypatch):
+    monkeypatch.setenv("NPURT_SOC", "Ascend910A")
+    dvpp = Dvpp()
+    ret, sync, desc, raw = _decode(dvpp, jpeg(gradient_rgb(150, 50)), NV12)
+    assert (ret, sync, _strides(desc)) == (0, 0, (256, 64))
+
+
+@pytest.mark.parametrize("soc", ["Ascend310P3", "Ascend910B3"])
+def test_decode_on_v200_socs_picks_64_aligned_strides_whatever_the_description_asks(fresh_runtime, monkeypatch, soc):
+    monkeypatch.setenv("NPURT_SOC", soc)
     data = jpeg(gradient_rgb(150, 50))
     dvpp = Dvpp()
     src, n = dvpp.upload(data)
@@ -227,9 +243,9 @@ def test_decode_on_ascend310p3_picks_64_aligned_strides_whatever_the_description
 
 def test_decode_of_a_grey_jpeg_to_420_fills_chroma_with_0x80(dvpp):
     grey = gradient_rgb(64, 48)[..., 1]
-    ret, sync, _, raw = _decode(dvpp, jpeg(grey), NV12)
+    ret, sync, desc, raw = _decode(dvpp, jpeg(grey), NV12)
     assert (ret, sync) == (0, 0)
-    y, u, v = semiplanar(raw, 64, 48, 128, 48)
+    y, u, v = semiplanar(raw, 64, 48, *_strides(desc))
     assert (u == 0x80).all() and (v == 0x80).all()
     assert _close(y, np.asarray(Image.open(io.BytesIO(jpeg(grey)))))
 
@@ -237,9 +253,9 @@ def test_decode_of_a_grey_jpeg_to_420_fills_chroma_with_0x80(dvpp):
 @pytest.mark.parametrize("subsampling,fmt,sub", [("4:2:2", YVU422SP, (2, 1)), ("4:4:4", YVU444SP, (1, 1))])
 def test_decode_to_the_sources_own_subsampling_keeps_it_in_vu_order(dvpp, subsampling, fmt, sub):
     data = jpeg(gradient_rgb(64, 48), subsampling)
-    ret, sync, _, raw = _decode(dvpp, data, fmt)
+    ret, sync, desc, raw = _decode(dvpp, data, fmt)
     assert (ret, sync) == (0, 0)
-    y, u, v = semiplanar(raw, 64, 48, 128, 48, sub=sub, vu=True)
+    y, u, v = semiplanar(raw, 64, 48, *_strides(desc), sub=sub, vu=True)
     ref = _reference(data)
     assert _close(u, box(ref[..., 1], *sub), CHROMA) and _close(v, box(ref[..., 2], *sub), CHROMA)
 
@@ -253,7 +269,7 @@ def test_decode_of_a_440_jpeg_to_its_own_subsampling(dvpp):
     ret, sync, desc, raw = _decode(dvpp, data, UNKNOWN)
     assert (ret, sync) == (0, 0)
     assert m.dvpp_get_pic_desc_format(desc) == YVU440SP
-    y, u, v = semiplanar(raw, 64, 48, 128, 48, sub=(1, 2), vu=True)
+    y, u, v = semiplanar(raw, 64, 48, *_strides(desc), sub=(1, 2), vu=True)
     # against the planes that were encoded: quantisation, plus libjpeg's chroma upsampling
     # averaged back down, stay within 4
     for got, sent in zip((y, u, v), planes):
@@ -275,7 +291,7 @@ def test_decode_applies_the_exif_orientation(dvpp, subsampling):
     ret, sync, desc, raw = _decode(dvpp, data, NV12)
     assert (ret, sync) == (0, 0)
     assert (m.dvpp_get_pic_desc_width(desc), m.dvpp_get_pic_desc_height(desc)) == (64, 96)
-    y, u, _ = semiplanar(raw, 64, 96, 128, 96)
+    y, u, _ = semiplanar(raw, 64, 96, *_strides(desc))
     shown = ycbcr(np.asarray(ImageOps.exif_transpose(Image.open(io.BytesIO(data))).convert("RGB")))
     assert _close(y, shown[..., 0]) and _close(u, box(shown[..., 1], 2, 2), CHROMA)
 

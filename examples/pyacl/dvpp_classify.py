@@ -114,10 +114,14 @@ class ImageProc:
               acl.media.dvpp_jpeg_decode_async(self.channel, src, jpeg.size, desc, self.stream))
         check("synchronize_stream", acl.rt.synchronize_stream(self.stream))
         check("decode ret code", acl.media.dvpp_get_pic_desc_ret_code(desc))
+        # JPEGD writes the geometry it used back: odd sizes aligned down to even, and strides
+        # the SoC's decoder picks (ALIGN_UP(width, 64) on Ascend310P3 / 910B, 128 on older parts)
+        width, height = acl.media.dvpp_get_pic_desc_width(desc), acl.media.dvpp_get_pic_desc_height(desc)
+        stride_w = acl.media.dvpp_get_pic_desc_width_stride(desc)
+        stride_h = acl.media.dvpp_get_pic_desc_height_stride(desc)
         acl.media.dvpp_destroy_pic_desc(desc)
         acl.media.dvpp_free(src)
-        return DvppImage(out, width, height, align_up(width, 128), align_up(height, 16),
-                         yuv420sp_size(align_up(width, 128), align_up(height, 16)))
+        return DvppImage(out, width, height, stride_w, stride_h, yuv420sp_size(stride_w, stride_h))
 
     def resize(self, image: DvppImage, width: int, height: int) -> DvppImage:
         in_desc = self._pic_desc(image.data, image.width, image.height, image.align_width, image.align_height,

@@ -11,10 +11,10 @@ format: NV12/NV21 from any source, YVU 4:2:2 / 4:4:4 / 4:4:0 semi-planar from a 
 that subsampling, PIXEL_FORMAT_UNKNOWN for the source's own subsampling (VU order; a grey
 JPEG gives YUV 4:0:0). A grey JPEG decoded to 4:2:0 gets chroma bytes 0x80. Chroma is
 subsampled by averaging 2x2 (or 2x1) blocks of libjpeg's upsampled chroma. For 4:2:x
-output an odd width or height is aligned down to even. The output strides are
-ALIGN_UP(width, 128) x ALIGN_UP(height, 16), unless the description sets strides of its
-own that hold the picture (a multiple of 16 >= width, an even number >= height); on
-Ascend310P3 they are always ALIGN_UP(width, 64) x ALIGN_UP(height, 16). The decoded width,
+output an odd width or height is aligned down to even. The output strides: on Ascend910A
+ALIGN_UP(width, 128) x ALIGN_UP(height, 16), unless the description sets strides of its own
+that hold the picture (a multiple of 16 >= width, an even number >= height); on Ascend310P3
+and Ascend910B3 always ALIGN_UP(width, 64) x ALIGN_UP(height, 16). The decoded width,
 height and strides are written back into the description. Only baseline
 and extended sequential Huffman JPEGs decode; progressive, lossless and arithmetic-coded
 ones fail with ACL_ERROR_UNSUPPORTED_JPEG (148052), as do CMYK/RGB-coded ones.
@@ -305,12 +305,14 @@ def decode_planes(data: bytes, info: JpegInfo, target: int) -> Planes:
     return Planes("yuv", [y, small[..., 1], small[..., 2]], sub)
 
 
-# The JPEGD of Ascend310P3 (V200) picks its output strides itself: ALIGN_UP(width, 64) x
-# ALIGN_UP(height, 16), written back into the description. The official C++ samples read the
-# stride back after decoding ("128-byte alignment on 310, 64-byte alignment on 310P"), and
-# acllite's Python jpegd sets a 128-aligned stride in the description but sizes the buffer
-# for, and reads the picture at, the 64-aligned one on Ascend310P3.
-HARDWARE_STRIDE_SOCS = {"Ascend310P3"}
+# The JPEGD of the Atlas inference (Ascend310P3) and A2 (Ascend910B) products picks its output
+# strides itself: ALIGN_UP(width, 64) x ALIGN_UP(height, 16), written back into the description
+# (the JPEGD constraints table of the pyACL guide: 128-aligned width stride on Atlas 200/300/500
+# inference and Atlas training products, 64-aligned on the others). The official C++ samples read
+# the stride back after decoding ("128-byte alignment on 310, 64-byte alignment on 310P"), and
+# acllite's Python jpegd sets a 128-aligned stride in the description but sizes the buffer for,
+# and reads the picture at, the 64-aligned one on Ascend310P3.
+HARDWARE_STRIDE_SOCS = {"Ascend310P3", "Ascend910B3"}
 
 
 def decode(channel: ChannelDesc, data, size, out: PicDesc, stream=None) -> int:
