@@ -27,6 +27,19 @@ def hold_the_worker():
     time.sleep(0.05)
     return gate
 
+def interrupt_after_taking(target):
+    '''Make a Ctrl-C land where one can land in Condition.__enter__ (Python code): right after
+    the main thread acquired `target`'s lock, before the `with` block is set up.'''
+    enter = threading.Condition.__enter__
+    def entered(self):
+        result = enter(self)
+        if self is target and threading.current_thread() is threading.main_thread():
+            threading.Condition.__enter__ = enter
+            raise KeyboardInterrupt
+        return result
+    threading.Condition.__enter__ = entered
+    return enter
+
 def interrupt_me():
     _thread.interrupt_main()
     for _ in range(200_000):  # Python code: the interrupt lands in here when this is the main thread
@@ -120,6 +133,51 @@ rt.memcpy_async(host, 64, dev, 64, C.ACL_MEMCPY_DEVICE_TO_HOST, s)
 rt.synchronize_stream(s, 20_000)
 assert bytes(rt.RUNTIME.host.ranges[host].mm[:64]) == b"\\x5a" * 64
 assert total > 0
+""",
+    "interrupt right after taking a stream's lock": """
+s = rt.create_stream()
+gate = threading.Event()
+rt.launch_host_func(s, gate.wait, 30)
+time.sleep(0.1)  # the worker runs it
+ctx = rt.get_context()
+finished = []
+def other_waiter():
+    rt.set_context(ctx)
+    rt.synchronize_stream(s, 20_000)
+    finished.append(1)
+t = threading.Thread(target=other_waiter, daemon=True)
+t.start()
+time.sleep(0.1)
+threading.Timer(0.3, gate.set).start()
+enter = interrupt_after_taking(s.cond)
+try:
+    rt.synchronize_stream(s, 20_000)
+except KeyboardInterrupt:
+    pass
+finally:
+    threading.Condition.__enter__ = enter
+t.join(15)
+assert finished, "the other thread's synchronize never returned: the stream's lock stayed held"
+out = []
+rt.launch_host_func(s, out.append, 1)
+rt.synchronize_stream(s, 20_000)
+assert out == [1]
+""",
+    "interrupt right after taking the watchdog's lock": """
+from npurt.runtime.watchdog import WATCHDOG
+WATCHDOG.call_at(time.monotonic() + 0.01, lambda: None)  # its thread is running
+time.sleep(0.1)
+fired = threading.Event()
+enter = interrupt_after_taking(WATCHDOG._cond)
+try:
+    WATCHDOG.call_at(time.monotonic() + 0.05, fired.set)  # as a synchronize's stall check does
+except KeyboardInterrupt:
+    pass
+finally:
+    threading.Condition.__enter__ = enter
+t = threading.Thread(target=lambda: WATCHDOG.call_at(time.monotonic() + 0.05, fired.set), daemon=True)
+t.start()
+assert fired.wait(15), "the watchdog fired no timer: its lock stayed held"
 """,
     "SystemExit from the exception-info callback": """
 def callback(info):
@@ -218,6 +276,14 @@ def test_ctrl_c_between_a_task_run_inline_and_its_retirement_leaves_the_stream_r
 
 def test_ctrl_c_at_random_points_of_an_inline_drain_never_wedges_the_stream(cases):
     _ok(cases, "interrupts at random points of an inline drain")
+
+
+def test_ctrl_c_right_after_a_host_thread_takes_a_streams_lock_does_not_wedge_other_waiters(cases):
+    _ok(cases, "interrupt right after taking a stream's lock")
+
+
+def test_ctrl_c_right_after_a_host_thread_takes_the_watchdogs_lock_does_not_stop_its_timers(cases):
+    _ok(cases, "interrupt right after taking the watchdog's lock")
 
 
 def test_system_exit_from_the_exception_info_callback_does_not_kill_the_worker(cases):

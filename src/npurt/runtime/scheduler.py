@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from . import constants as C
 from .errors import DeadlockError, NpuError, TaskError
+from .interrupts import held
 from .observers import HOOKS
 from .warn import HangWarning, warn_user
 from .watchdog import WATCHDOG
@@ -200,7 +201,7 @@ class Scheduler:
         wake a worker."""
         if s.waiters:
             cond = s._cond
-            with cond:
+            with held(cond):
                 cond.notify_all()
         self._wake()
 

@@ -18,6 +18,7 @@ from . import constants as C
 from .errors import (FeatureNotSupportedError, InvalidHandleError, InvalidValueError, StreamAbortedError,
                      SyncTimeoutError, TaskError, set_last_error)
 from .observers import HOOKS
+from .interrupts import held
 from .scheduler import IDLE, PARKED, READY, RUNNING, Callback, deadlock_error, thread_token, wait_until
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ class Stream:
         it satisfies. Idempotent (a blocker fires at most once in effect), so an owner that
         was interrupted here can simply do it again."""
         if self.waiters:  # waiters > 0 implies the condition exists
-            with self._cond:
+            with held(self._cond):
                 self._cond.notify_all()
         if self.watchers:
             done = self.completed_seq
@@ -282,7 +283,7 @@ class Stream:
                 progressed = False
                 if remaining is None or remaining > 0:
                     cond = self.cond
-                    with cond:
+                    with held(cond):
                         self.waiters += 1
                         try:
                             progressed = wait_until(
@@ -351,5 +352,5 @@ class Stream:
         self.scheduler.unpark_any(self)  # let an owner drain the dropped tasks
         self.scheduler.kick(self)        # and make sure one will
         cond = self.cond
-        with cond:
+        with held(cond):
             cond.notify_all()

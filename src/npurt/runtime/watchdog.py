@@ -23,6 +23,8 @@ import logging
 import threading
 import time
 
+from .interrupts import held
+
 log = logging.getLogger("npurt")
 
 _set_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
@@ -78,7 +80,7 @@ class Watchdog:
 
     def call_at(self, deadline: float, fn) -> None:
         """Call fn() (on the watchdog thread) at time.monotonic() `deadline`."""
-        with self._cond:
+        with held(self._cond):
             self._ids += 1
             heapq.heappush(self._heap, (deadline, self._ids, fn))
             self._start_or_poke(deadline)
@@ -87,7 +89,7 @@ class Watchdog:
         """Call task.expire() at `deadline` unless unwatch(task) comes first."""
         self.kernels[task] = deadline
         if deadline < self.wake_at:  # rare: the first kernel, or a shorter timeout
-            with self._cond:
+            with held(self._cond):
                 self._start_or_poke(deadline)
 
     def unwatch(self, task) -> None:
@@ -109,7 +111,7 @@ class Watchdog:
 
     def _turn(self) -> None:
         due, expired = [], []
-        with self._cond:
+        with held(self._cond):
             while True:
                 now = time.monotonic()
                 while self._heap and self._heap[0][0] <= now:

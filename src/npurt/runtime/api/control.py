@@ -6,6 +6,7 @@ import threading
 from .. import constants as C
 from ..device import Device
 from ..errors import InvalidDeviceError, InvalidValueError, NpuError, SubscriptionError
+from ..interrupts import held
 from ..observers import HOOKS
 from ..runtime import RUNTIME
 from ..scheduler import TLS, Blocker, task_error
@@ -73,7 +74,7 @@ class CallbackTask(Task):
         if not self.posted:
             self.posted = True
             queue = self.queue
-            with queue.cond:
+            with held(queue.cond):
                 queue.items.append(self.item)
                 queue.cond.notify()
         if self.block and not self.item.done:
@@ -142,7 +143,7 @@ def process_report(timeout_ms: int) -> None:
     if type(timeout_ms) is not int or timeout_ms < -1 or timeout_ms == 0:
         raise InvalidValueError(f"process_report timeout must be -1 or a positive number of ms, got {timeout_ms!r}")
     queue = rt.current_report_queue()
-    with queue.cond:
+    with held(queue.cond):
         if not queue.items:
             queue.cond.wait_for(lambda: bool(queue.items), None if timeout_ms < 0 else timeout_ms / 1000)
         batch = len(queue.items)
@@ -154,7 +155,7 @@ def process_report(timeout_ms: int) -> None:
         for _ in range(batch):
             item = error = None
             try:
-                with queue.cond:  # take one at a time: an interrupt leaves the rest queued
+                with held(queue.cond):  # take one at a time: an interrupt leaves the rest queued
                     if not queue.items:
                         break
                     item = queue.items[0]
