@@ -562,7 +562,7 @@ def scenario_fuzz(ops, seed):
     setup()
     import inspect
     fns = []
-    for module in (acl, acl.rt, acl.util):
+    for module in (acl, acl.rt, acl.util, acl.mdl, acl.op, acl.media, acl.prof):
         for name in getattr(module, "__all__", dir(module)):  # not the helpers a module imports
             fn = getattr(module, name)
             if callable(fn) and not name.startswith("_") and not name.isupper() and name not in _SKIP \

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,9 @@ def run_workload(scenario: str, seed: int) -> str:
     command = [sys.executable, str(WORKLOADS), scenario, str(ops), str(seed)]
     rerun = f"rerun: python tests/reliability_workloads.py {scenario} {ops} {seed}"
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S,
-                              env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+        with tempfile.TemporaryDirectory() as cwd:  # for whatever a fuzzed call writes
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=cwd,
+                                  env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         pytest.fail(f"hung: no exit within {TIMEOUT_S:.0f} s ({rerun})\n{out[-3000:]}")
