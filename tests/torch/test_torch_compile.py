@@ -1,5 +1,5 @@
 """torch.compile with the eager and aot_eager backends runs npu models (inductor generates CPU
-code that would dereference device memory: out of scope, see docs/torch.md)."""
+code that would dereference device memory: it is refused by name, see docs/torch.md)."""
 from __future__ import annotations
 
 import pytest
@@ -17,3 +17,13 @@ def test_compiled_model_matches_eager_on_npu(backend):
     torch.testing.assert_close(got.cpu(), model(x).cpu())
     got.sum().backward()
     assert model[0].weight.grad is not None
+
+
+def test_the_default_inductor_backend_is_refused_by_name_and_npu_keeps_working():
+    torch._dynamo.reset()
+    model = torch.nn.Linear(4, 2).npu()
+    with pytest.raises(Exception, match=r'inductor\) cannot generate code for npu.*backend="eager"'):
+        torch.compile(model)(torch.ones(3, 4, device="npu"))
+    torch._dynamo.reset()
+    assert model(torch.ones(3, 4, device="npu")).cpu().shape == (3, 2)
+

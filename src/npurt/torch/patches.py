@@ -7,6 +7,8 @@ Each fills a hook torch has no Python API for (see docs/torch.md):
   and `storage.to("npu")` go through it.
 * Autograd runs backward ops in its own device threads, whose current stream would be the
   default one: backward is queued on the stream(s) current where `backward()` was called.
+* torch.compile's default backend (inductor) has no code generator for npu and would fail
+  with `KeyError: 'npu'`: it is refused by name, pointing at the backends that work.
 * At interpreter exit, work still queued runs to the end before torch tears down (a worker
   running a torch kernel during teardown aborts the process).
 """
@@ -22,6 +24,10 @@ from . import dispatch
 
 _orig_storage_new = None
 _orig_engine = None
+_orig_inductor_call = None
+
+INDUCTOR_REFUSAL = ("torch.compile's default backend (inductor) cannot generate code for npu tensors: "
+                    "use torch.compile(model, backend=\"eager\") or backend=\"aot_eager\"")
 
 
 def _storage_new(cls, *args, device=None, **kwargs):
@@ -51,6 +57,18 @@ def _engine_run_backward(*args, **kwargs):
         dispatch.BACKWARD_STREAMS.update(saved)
 
 
+def _on_npu(t) -> bool:
+    return isinstance(t, torch.Tensor) and t.device.type == "npu"
+
+
+def _inductor_call(self, model_, inputs_):
+    """The inductor backend's entry, refusing graphs with npu inputs or parameters."""
+    state = list(model_.parameters()) + list(model_.buffers()) if isinstance(model_, torch.nn.Module) else []
+    if any(_on_npu(t) for t in list(inputs_) + state):
+        raise RuntimeError(INDUCTOR_REFUSAL)
+    return _orig_inductor_call(self, model_, inputs_)
+
+
 def drain(timeout_s: float = 60.0) -> None:
     """Let every device finish its queued work (errors are left to the streams)."""
     if not RUNTIME.initialized:
@@ -66,7 +84,7 @@ def drain(timeout_s: float = 60.0) -> None:
 
 
 def apply() -> None:
-    global _orig_storage_new, _orig_engine
+    global _orig_storage_new, _orig_engine, _orig_inductor_call
     if _orig_storage_new is None:
         _orig_storage_new = torch.UntypedStorage.__new__
         torch.UntypedStorage.__new__ = _storage_new
@@ -76,4 +94,7 @@ def apply() -> None:
         _orig_engine = graph._engine_run_backward
         graph._engine_run_backward = _engine_run_backward
         autograd._engine_run_backward = _engine_run_backward
+    if _orig_inductor_call is None:
+        _orig_inductor_call = torch._TorchCompileInductorWrapper.__call__
+        torch._TorchCompileInductorWrapper.__call__ = _inductor_call
     atexit.register(drain)
