@@ -96,6 +96,13 @@ def test_factories_take_torchs_size_arguments_and_numpys_shape(fresh_runtime, ma
     assert make().shape == (2, 3)
 
 
+def test_factories_read_numpy_integers_as_sizes_and_a_following_dtype_as_numpys(fresh_runtime):
+    assert npurt.zeros(np.int64(2), np.uint8(3)).shape == (2, 3)
+    x = npurt.empty(4, np.float16)
+    assert (x.shape, x.dtype) == ((4,), np.float16)
+    assert npurt.empty(4, "int32").dtype == np.int32
+
+
 def test_factories_fill_what_they_say(fresh_runtime):
     assert npurt.zeros(2, 2).cpu().tolist() == [[0, 0], [0, 0]]
     assert npurt.ones(3, dtype=npurt.int32).numpy().tolist() == [1, 1, 1]
