@@ -195,6 +195,21 @@ def test_tensors_on_two_npus_cannot_mix_in_one_op():
         torch.ones(2, device="npu:0") + torch.ones(2, device="npu:1")
 
 
+def test_an_elementwise_op_refuses_a_cpu_tensor_beside_an_npu_tensor():
+    d = torch.ones(3, device="npu")
+    for mixed in (lambda: d + torch.ones(3), lambda: torch.ones(3) * d,
+                  lambda: torch.where(d > 0, torch.zeros(3), d)):
+        with pytest.raises(RuntimeError, match="same device.*npu:0 and cpu"):
+            mixed()
+    torch.testing.assert_close((d + 1).cpu(), torch.full((3,), 2.0))  # still usable
+
+
+def test_a_zero_dim_cpu_tensor_is_a_scalar_and_a_cpu_index_is_taken():
+    d = torch.arange(4.0, device="npu")
+    torch.testing.assert_close((d * torch.tensor(2.0)).cpu(), torch.arange(4.0) * 2)
+    torch.testing.assert_close(d[torch.tensor([1, 3])].cpu(), torch.tensor([1.0, 3.0]))
+
+
 def test_copies_between_npus_and_to_the_host_keep_the_values():
     x = torch.arange(6.0, device="npu:0").view(2, 3)
     y = x.to("npu:1")

@@ -305,6 +305,8 @@ class Plan:
         # in-place ops whose result does not depend on the tensor's old values write it ("w");
         # the others (add_, mul_, ...) read and write it ("rw"), as tools should see them
         self.overwrite = schema.name.split("::")[-1] in OVERWRITE
+        # elementwise ops take CPU tensors only as scalars (0-dim), as on CUDA and torch_npu
+        self.pointwise = torch.Tag.pointwise in tags
 
     def __repr__(self) -> str:
         return f"<Plan {self.name} {('view', 'functional', 'out', 'inplace', 'sync')[self.mode]}>"
@@ -627,6 +629,10 @@ class Call:
             if t.device.type != "cpu":
                 raise RuntimeError(f"{self.plan.name}: npu ops take npu tensors (and CPU scalars or "
                                    f"indices), got a tensor on {t.device}")
+            if self.plan.pointwise and t.dim():
+                raise RuntimeError("Expected all tensors to be on the same device, but found at least two "
+                                   f"devices, npu:{self._npu_index()} and cpu! (in {self.plan.name}: "
+                                   "move the CPU tensor with .to('npu'); 0-dim CPU tensors are scalars)")
             key.append("cpu")
             # CPU scalars and index tensors are read when the task runs: take them now, as
             # the device would (a kernel argument, or a staged copy)
@@ -657,6 +663,16 @@ class Call:
         else:
             self.reads.append(r)
         return r
+
+    def _npu_index(self) -> int:
+        """The device of this call's first npu tensor (for messages)."""
+        if self.index is not None:
+            return self.index
+        for v in (*self.args, *self.kwargs.values()):
+            for x in (v if isinstance(v, (list, tuple)) else (v,)):
+                if isinstance(x, _Tensor) and x.get_device() >= 0:
+                    return x.get_device()
+        return _devices_current()
 
     # ------------------------------------------------------------ running
     def run(self):
