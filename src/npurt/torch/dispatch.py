@@ -12,8 +12,7 @@ per call:
   tensors resized as meta says; then one `OpTask` is queued on the current stream of the
   tensors' device. When it runs it calls the CPU kernel on host views, writing straight into
   device memory (the op's `.out` overload where there is one). Functional and in-place ops
-  with plain tensor arguments take `_fast_kernel`, the same steps in one tight function, and
-  repeated one- and two-tensor calls the hot path (hotpath.py);
+  with plain tensor arguments take `_fast_kernel`, the same steps in one tight function;
 * ops whose result is not a tensor (`item()`), whose output shape depends on the data
   (`nonzero`), or that have no meta kernel take the *synchronous* path: the task runs, the
   caller waits for it, and the results are copied into new npu tensors.
@@ -458,10 +457,7 @@ def _fast_kernel(plan: Plan):
             else:
                 uses[stream] = seq
         return out
-
-    from . import hotpath
-    arity = hotpath.covers(plan, functional, single_out)
-    return hotpath.kernel(plan, single_out, arity, kernel) if arity else kernel
+    return kernel
 
 
 def _out_overload(op):
