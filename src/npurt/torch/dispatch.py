@@ -34,6 +34,7 @@ import torch
 
 from .. import streams as _streams
 from ..runtime import constants as C
+from ..runtime.memory import note_uses
 from ..runtime.runtime import RUNTIME
 from ..runtime.tasks import Task
 from . import _dlpack, memory
@@ -108,11 +109,11 @@ def _info_of(index: int):
 
 def ref(t: torch.Tensor, blocks: list) -> tuple:
     """The ref of npu tensor `t`; appends the npurt block holding it to `blocks`."""
-    inf = _info_of(t.get_device())
-    dt = t.dtype
-    base = inf.views.get(dt)
-    if base is None:
-        base = inf.view_of(dt)
+    return ref_on(_info_of(t.get_device()), t, t.shape, t.stride(), t.dtype, blocks)
+
+
+def ref_on(inf, t: torch.Tensor, shape, stride, dt, blocks: list) -> tuple:
+    """`ref` with the device's info and the tensor's layout already in hand."""
     size = ITEMSIZE.get(dt) or itemsize(dt)
     ptr = t.data_ptr()
     block = inf.live.get(ptr - t.storage_offset() * size)
@@ -120,7 +121,10 @@ def ref(t: torch.Tensor, blocks: list) -> tuple:
         blocks.append(block)
     elif t.numel():
         memory.block_of(inf, t)  # raises: released or foreign memory
-    return (base, t.shape, t.stride(), (ptr - inf.va_base) // size if ptr else 0, ptr, size)
+    base = inf.views.get(dt)
+    if base is None:
+        base = inf.view_of(dt)
+    return (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
 
 
 # ---------------------------------------------------------------- the task
@@ -206,12 +210,7 @@ def launch(index: int, fn, args, kwargs, name: str, reads: list, writes: list, b
     """Queue fn(*args, **kwargs) on npu:`index`'s current stream; record the use of `blocks`."""
     stream = current_stream(index)
     seq = stream.enqueue(OpTask(fn, args, kwargs, name, reads, writes, post))
-    for block in blocks:
-        uses = block.uses
-        if uses is None:
-            block.uses = {stream: seq}
-        else:
-            uses[stream] = seq
+    note_uses(blocks, stream, seq)
     return seq
 
 
@@ -450,12 +449,7 @@ def _fast_kernel(plan: Plan):
         else:
             seq = stream.enqueue(OpTask(op, hargs, None, name, reads, writes))
             out = args[rets[0]] if len(rets) == 1 and rets[0] is not None else Call(plan, args, kwargs).aliased_returns()
-        for block in blocks:
-            uses = block.uses
-            if uses is None:
-                block.uses = {stream: seq}
-            else:
-                uses[stream] = seq
+        note_uses(blocks, stream, seq)
         return out
     return kernel
 
@@ -641,17 +635,7 @@ class Call:
         inf = _infos.get(idx)
         if inf is None or inf.devs is not RUNTIME.devices:
             inf = info(idx)
-        base = inf.views.get(dt)
-        if base is None:
-            base = inf.view_of(dt)
-        size = ITEMSIZE.get(dt) or itemsize(dt)
-        ptr = t.data_ptr()
-        block = inf.live.get(ptr - t.storage_offset() * size)
-        if block is not None:
-            self.blocks.append(block)
-        elif t.numel():
-            memory.block_of(inf, t)  # raises: released or foreign memory
-        r = (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
+        r = ref_on(inf, t, shape, stride, dt, self.blocks)
         if written:
             self.writes.append(r)
             if read_too:
