@@ -67,7 +67,8 @@ def _line(path, text: str) -> int:
 
 def test_fixtures_marker_and_npurt_leaks_in_a_project_using_them(pytester):
     path = pytester.makepyfile(TESTS)
-    result = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", "--npurt-leaks",
+    # -rN: no short summary, whose length pytest changes under CI=true (full messages there)
+    result = pytester.runpytest_inprocess("-q", "-rN", "-p", "no:cacheprovider", "--npurt-leaks",
                                           "-W", "ignore::ResourceWarning")
     result.assert_outcomes(passed=9, errors=2)   # every test passes; two leak, failing their teardown
     out = result.stdout.str()
