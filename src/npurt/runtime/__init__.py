@@ -11,7 +11,7 @@ if not getattr(_sys, "_is_gil_enabled", lambda: True)():
 
 from . import constants  # noqa: E402
 from .api import *  # noqa: F401,F403 - the runtime's operations
-from .context import Context, current_context, peek_context
+from .context import PER_THREAD, Context, bind, current_context, peek_context
 from .device import Device
 from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventError, FeatureNotSupportedError,
                      InvalidDeviceError, InvalidHandleError, InvalidValueError, NotInitializedError,
@@ -19,6 +19,7 @@ from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventEr
                      SubscriptionError, SyncTimeoutError, TaskError, error_name, get_last_error,
                      get_recent_err_msg, set_last_error, ParamInvalidError)
 from .event import Event
+from .handles import HandleTable, table as handle_table
 from .observers import HOOKS
 from .runtime import RUNTIME
 from .scheduler import Blocker, task_error
@@ -31,7 +32,7 @@ __all__ = [
     # data: ACL constants and aclError codes
     'constants',
     # objects and the one owner of process state
-    'Blocker', 'CallbackTask', 'Context', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
+    'Blocker', 'CallbackTask', 'Context', 'HandleTable', 'PER_THREAD', 'bind', 'handle_table', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
     'Task', 'current_context', 'peek_context', 'task_error',
     # observers
     'HOOKS',
