@@ -18,11 +18,14 @@ import numpy as np
 import torch
 
 from .. import _array as _np_array
+from .. import _devices
+from ..runtime import RUNTIME
 from ..runtime import api as rt
 from ..runtime import constants as C
-from ..runtime.runtime import RUNTIME
-from . import memory
-from .dispatch import current_stream, launch, ref
+from . import storage
+from .optask import current_stream, launch
+from .refs import ref
+from .resize import resize_npu
 
 
 def is_pinned_tensor(t: torch.Tensor) -> bool:
@@ -30,7 +33,7 @@ def is_pinned_tensor(t: torch.Tensor) -> bool:
     if not RUNTIME.initialized or t.numel() == 0:
         return False
     try:
-        return RUNTIME.host.find(t.data_ptr(), max(memory.nbytes_of(t), 1)) is not None
+        return RUNTIME.host.find(t.data_ptr(), max(storage.nbytes_of(t), 1)) is not None
     except Exception:  # noqa: BLE001 - partly outside a pinned range
         return False
 
@@ -127,25 +130,22 @@ def _device_to_device(src, dst) -> None:
 
 def _overlap(a, b) -> bool:
     a0, b0 = a.data_ptr(), b.data_ptr()
-    return a0 < b0 + memory.nbytes_of(b) and b0 < a0 + memory.nbytes_of(a)
+    return a0 < b0 + storage.nbytes_of(b) and b0 < a0 + storage.nbytes_of(a)
 
 
 def _stream_waits(waiter, on) -> None:
     """Future work on runtime stream `waiter` waits for what `on` has queued so far."""
-    from ..runtime.api import create_event, destroy_event, record_event, stream_wait_event
-    from .. import _devices
     with _devices._bound(on.device.id):
-        ev = create_event()
+        ev = rt.create_event()
     try:
-        record_event(ev, on)
-        stream_wait_event(waiter, ev)
+        rt.record_event(ev, on)
+        rt.stream_wait_event(waiter, ev)
     finally:
-        destroy_event(ev)
+        rt.destroy_event(ev)
 
 
 def copy_from_and_resize(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
     """aten::_copy_from_and_resize: resize dst to src's shape, then copy."""
-    from .kernels import resize_npu
     if dst.device.type == "npu" and tuple(dst.shape) != tuple(src.shape):
         resize_npu(dst, src.shape)
     elif tuple(dst.shape) != tuple(src.shape):
