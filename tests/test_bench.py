@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from npurt import bench
-from npurt.bench import harness, peers
+from npurt.apps import bench
+from npurt.apps.bench import harness, peers
 from npurt.runtime.runtime import RUNTIME
 
 REQUIRED_KEYS = {
@@ -103,7 +103,7 @@ def test_missing_peer_is_skipped_with_the_install_hint(monkeypatch):
 
 
 def test_skipped_peer_gets_a_line_in_the_footer():
-    from npurt.bench.report import Results, footer
+    from npurt.apps.bench.report import Results, footer
     res = Results("npurt")
     text = footer(res, [Results("PoCL", skipped="pyopencl is not installed")], True)
     assert "peer PoCL: skipped: pyopencl is not installed" in text
@@ -132,7 +132,7 @@ def test_paired_ratio_is_reference_time_over_subject_time(monkeypatch):
 
 
 def test_failed_figure_is_reported_as_null_with_exit_code_1(monkeypatch, tmp_path, capsys):
-    from npurt.bench import metrics
+    from npurt.apps.bench import metrics
 
     def broken(session, profile):
         raise RuntimeError("matmul kernel exploded")

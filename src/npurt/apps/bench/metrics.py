@@ -14,7 +14,7 @@ import tracemalloc
 
 import numpy as np
 
-from ..runtime import constants as C
+from ...runtime import constants as C
 from .harness import Profile, Stat, c_heap_bytes, clock, paired, per_call_us, rss_bytes, sample
 
 TINY = 64  # bytes of a tiny copy: the smallest 64-byte aligned copy memcpy_async accepts
@@ -27,7 +27,7 @@ class AclCallError(RuntimeError):
 
 
 def _acl():
-    from .. import acl  # the facade; imported late so `npurt bench --help` stays light
+    from ... import acl  # the facade; imported late so `npurt bench --help` stays light
     return acl
 
 
@@ -252,13 +252,13 @@ def _gbps(nbytes: int, seconds: Stat) -> Stat:
 
 # ================================================================ kernels
 def _ops():
-    from ..ops import launch
+    from ...ops import launch
     return launch
 
 
 def _stream_object(s: Session):
     """The runtime stream behind the facade handle (the op launcher takes stream objects)."""
-    from ..runtime.runtime import RUNTIME
+    from ...runtime.runtime import RUNTIME
     return RUNTIME.streams.get(s.stream)
 
 
@@ -350,7 +350,7 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
     d_out = [s.malloc(B) for _ in range(OVERLAP_BUFFERS)]
     copy_h = value(rt.create_stream(), "create_stream")
     events = [value(rt.create_event(), "create_event") for _ in range(2 * OVERLAP_BUFFERS)]
-    from ..runtime.runtime import RUNTIME
+    from ...runtime.runtime import RUNTIME
     try:
         def pipeline(copy_stream: int, compute_stream: int, m: int, copies: bool = True,
                      kernels: bool = True) -> float:
