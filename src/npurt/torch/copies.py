@@ -19,8 +19,7 @@ import torch
 
 from .. import _array as _np_array
 from .. import _devices
-from ..runtime import RUNTIME
-from ..runtime import api as rt
+from ..runtime import RUNTIME, create_event, destroy_event, memcpy_async, record_event, stream_wait_event
 from ..runtime import constants as C
 from . import storage
 from .optask import current_stream, launch
@@ -84,7 +83,7 @@ def _host_to_device(src, dst, non_blocking: bool) -> None:
     stream = current_stream(index)
     if _contiguous_same(src, dst):
         n = src.numel() * src.element_size()
-        rt.memcpy_async(dst.data_ptr(), n, src.data_ptr(), n, C.ACL_MEMCPY_HOST_TO_DEVICE, stream,
+        memcpy_async(dst.data_ptr(), n, src.data_ptr(), n, C.ACL_MEMCPY_HOST_TO_DEVICE, stream,
                         require_aligned=False, keep=src)
         return
     blocks = []
@@ -99,7 +98,7 @@ def _device_to_host(src, dst, non_blocking: bool) -> None:
     stream = current_stream(index)
     if _contiguous_same(src, dst):
         n = src.numel() * src.element_size()
-        seq = rt.memcpy_async(dst.data_ptr(), n, src.data_ptr(), n, C.ACL_MEMCPY_DEVICE_TO_HOST, stream,
+        seq = memcpy_async(dst.data_ptr(), n, src.data_ptr(), n, C.ACL_MEMCPY_DEVICE_TO_HOST, stream,
                               require_aligned=False, keep=dst)
     else:
         blocks = []
@@ -117,7 +116,7 @@ def _device_to_device(src, dst) -> None:
         _stream_waits(dstream, sstream)
     if si == di and _contiguous_same(src, dst) and not _overlap(src, dst):
         n = src.numel() * src.element_size()
-        rt.memcpy_async(dst.data_ptr(), n, src.data_ptr(), n, C.ACL_MEMCPY_DEVICE_TO_DEVICE, dstream,
+        memcpy_async(dst.data_ptr(), n, src.data_ptr(), n, C.ACL_MEMCPY_DEVICE_TO_DEVICE, dstream,
                         require_aligned=False)
     else:
         blocks = []
@@ -136,12 +135,12 @@ def _overlap(a, b) -> bool:
 def _stream_waits(waiter, on) -> None:
     """Future work on runtime stream `waiter` waits for what `on` has queued so far."""
     with _devices._bound(on.device.id):
-        ev = rt.create_event()
+        ev = create_event()
     try:
-        rt.record_event(ev, on)
-        rt.stream_wait_event(waiter, ev)
+        record_event(ev, on)
+        stream_wait_event(waiter, ev)
     finally:
-        rt.destroy_event(ev)
+        destroy_event(ev)
 
 
 def copy_from_and_resize(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:

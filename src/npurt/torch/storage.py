@@ -17,10 +17,8 @@ import math
 import torch
 
 from .. import _devices
-from ..runtime import api as rt
+from ..runtime import HOOKS, RUNTIME, free, malloc_on
 from ..runtime.memops import dead_address_message
-from ..runtime.observers import HOOKS
-from ..runtime.runtime import RUNTIME
 from . import _dlpack
 
 ITEMSIZE: dict[torch.dtype, int] = {}
@@ -92,7 +90,7 @@ def release(owner: tuple) -> None:
     _, mem, ptr, block = owner
     if mem.live.get(ptr) is block:
         if HOOKS.active:
-            rt.free(ptr, managed=True)  # stream-ordered by design: tools do not report a free in use
+            free(ptr, managed=True)  # stream-ordered by design: tools do not report a free in use
         else:
             mem.free(ptr)
 
@@ -136,7 +134,7 @@ def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> to
     """A new npu tensor of `nbytes` on the device of `inf` (the hot path of every op)."""
     mem = inf.memory
     if HOOKS.active:
-        ptr = rt.malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
+        ptr = malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
     else:
         ptr = mem.malloc(nbytes or 1, 0)
     return _dlpack.tensor_at(ptr, shape, stride, dtype, inf.index, (release, mem, ptr, mem.live[ptr]))
