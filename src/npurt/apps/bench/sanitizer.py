@@ -1,6 +1,6 @@
 """What the sanitizer costs: the demo's workload with every tool on over the same with none.
 
-sanitizer_overhead runs the demo's pipeline (`npurt.demo._Pipeline`: pinned input batches
+sanitizer_overhead runs the demo's pipeline (`npurt.apps.demo._Pipeline`: pinned input batches
 copied up on a copy stream, a scoring kernel of one elementwise layer on a compute stream,
 events between them, scores copied back into pinned memory) alternately with a sanitizer
 enabled (race, mem, init, leak, sync) and without; the ratio's median is reported (target
@@ -19,7 +19,7 @@ from .harness import Profile, Stat, clock
 def measure(s, p: Profile) -> dict[str, Stat]:
     import npurt
     from .. import demo
-    from ..tools.sanitizer import Sanitizer
+    from ...tools.sanitizer import Sanitizer
     rows = max(16, min(demo.ROWS, p.overlap_batch_bytes // (demo.COLS * 4)))
     batches = max(2, min(demo.DEFAULT_BATCHES, p.overlap_batches))
     rng = np.random.default_rng(0)

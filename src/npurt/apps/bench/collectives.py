@@ -1,7 +1,7 @@
 """The collectives figure: AllReduce across 2 processes, npurt.hccl against plain mpi4py.
 
 `measure_allreduce` starts 2 ranks with the MPI launcher (`mpiexec -n 2 python -m
-npurt.bench.collectives`); each rank holds a float32 buffer of the profile's size in device
+npurt.apps.bench.collectives`); each rank holds a float32 buffer of the profile's size in device
 memory. Pairs alternate npurt's `Communicator.all_reduce` + synchronize with mpi4py's
 `Allreduce` of numpy buffers of the same size; both are timed between barriers, as the slower
 rank sees them. Bus bandwidth is NCCL's convention, size * 2(n-1)/n / time, so the ratio is
@@ -22,7 +22,7 @@ RANKS = 2
 
 
 def measure_allreduce(session, p: Profile) -> dict[str, Stat]:
-    from ..tools.launch import find_mpiexec
+    from ..launcher import find_mpiexec
     mpiexec = find_mpiexec()
     try:
         import mpi4py  # noqa: F401 - only checks the extra is there
@@ -30,7 +30,7 @@ def measure_allreduce(session, p: Profile) -> dict[str, Stat]:
         raise RuntimeError("needs mpi4py and an MPI library: pip install 'npurt[dist]'") from None
     if mpiexec is None:
         raise RuntimeError("found no mpiexec: pip install 'npurt[dist]'")
-    command = [mpiexec, "-n", str(RANKS), sys.executable, "-m", "npurt.bench.collectives",
+    command = [mpiexec, "-n", str(RANKS), sys.executable, "-m", "npurt.apps.bench.collectives",
                str(p.allreduce_bytes), str(p.big_repeats), str(p.warmup)]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)

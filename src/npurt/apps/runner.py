@@ -4,7 +4,7 @@ unmodified pyACL script on npurt.
 Inside this command only, `import acl` (and `import acl.rt`, `from acl import util`, ...)
 resolves to `npurt.acl`: the `acl*` entries are aliases in `sys.modules` made before the
 script starts. Processes the script starts get the same: a directory with an `acl` shim
-package (npurt/tools/acl_path) is on PYTHONPATH during the run, so multiprocessing workers
+package (npurt/apps/acl_path) is on PYTHONPATH during the run, so multiprocessing workers
 ('spawn', 'forkserver') and `python` subprocesses can `import acl` too. Nothing named `acl`
 is installed, so a real CANN pyACL stays importable everywhere else. With `--torch-npu`,
 `import torch_npu` (and its submodules) resolves to npurt's shim the same way, and the "npu"

@@ -125,7 +125,7 @@ def main(argv: list[str]) -> int:
     # --rank-of K: K ranks per simulated host on this machine; 0: real hosts, whose local ranks
     # the MPI launcher gives
     rank_of = local if hostfile is None else 0
-    command += [sys.executable, "-m", "npurt.tools.launch", "--rank-of", str(rank_of), "--", *args]
+    command += [sys.executable, "-m", "npurt.apps.launcher", "--rank-of", str(rank_of), "--", *args]
     if verbose:
         print("npurt launch: " + " ".join(command), file=sys.stderr)
     try:

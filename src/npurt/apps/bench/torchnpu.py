@@ -60,8 +60,8 @@ def _op_latency(torch, p: Profile) -> dict[str, Stat]:
             torch.npu.synchronize()
         return t
 
-    from ..runtime import api as rt
-    from ..runtime import constants as C
+    from ...runtime import api as rt
+    from ...runtime import constants as C
     opener = torch.npu.Stream()  # kept alive: a dropped torch.npu.Stream destroys its npurt stream
 
     def held(n):

@@ -20,8 +20,8 @@ from .metrics import D2D, D2H, H2D, TINY, Session, _ops, check, host_array, valu
 
 
 def measure(s: Session, p: Profile) -> dict[str, Stat]:
-    from ..runtime.runtime import RUNTIME
-    from ..tools.profiler import Profile as Prof
+    from ...runtime.runtime import RUNTIME
+    from ...tools.profiler import Profile as Prof
     rt = s.acl.rt
     B, batches = p.overlap_batch_bytes, p.overlap_batches
     n = B // 4

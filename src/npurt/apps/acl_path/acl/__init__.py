@@ -7,7 +7,7 @@ aside: the import statement returns npurt.acl.
 """
 import sys
 
-from npurt.tools.runner import install_acl_alias
+from npurt.apps.runner import install_acl_alias
 
 install_acl_alias()
 sys.modules[__name__] = sys.modules["npurt.acl"]

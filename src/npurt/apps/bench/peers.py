@@ -3,7 +3,7 @@
 * PoCL (OpenCL on the CPU) through pyopencl, with the pocl-binary-distribution wheel.
 * Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1).
 
-Each peer runs in its own Python process (`python -m npurt.bench.peers NAME PROFILE_JSON`):
+Each peer runs in its own Python process (`python -m npurt.apps.bench.peers NAME PROFILE_JSON`):
 Numba reads NUMBA_ENABLE_CUDASIM when numba.cuda is first imported, so the variable must be
 in the environment before that import, and a separate process also keeps PoCL's threads and
 memory out of npurt's measurements. Each process measures its own numpy reference for its
@@ -42,7 +42,7 @@ def run_peer(name: str, profile: Profile, timeout_s: float = 1200) -> Results:
     env = dict(os.environ)
     if name == "Numba sim":
         env["NUMBA_ENABLE_CUDASIM"] = "1"
-    cmd = [sys.executable, "-m", "npurt.bench.peers", name, json.dumps(dataclasses.asdict(profile))]
+    cmd = [sys.executable, "-m", "npurt.apps.bench.peers", name, json.dumps(dataclasses.asdict(profile))]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
