@@ -54,11 +54,11 @@ import numpy as np
 
 from . import address
 from . import constants as C
-from .api import stream_of
 from .errors import InvalidValueError, NpuError
 from .kernel import GM, KernelFunction, enqueue_launch
 from .memory import LIVE, usable_size
 from .runtime import RUNTIME
+from .stream import Stream
 
 KIND_TYPES: dict[str, type] = {
     "b": np.int8, "B": np.uint8, "h": np.int16, "H": np.uint16, "i": np.int32, "I": np.uint32,
@@ -177,16 +177,17 @@ def native_kernel(name: str, kernel_addr: int, trampoline_addr: int, kinds: str)
     return func
 
 
-def launch_native(name: str, kernel_addr: int, trampoline_addr: int, kinds: str, num_blocks: int, stream,
-                  slots: bytes) -> int:
+def launch_native(name: str, kernel_addr: int, trampoline_addr: int, kinds: str, num_blocks: int,
+                  stream: Stream, slots: bytes) -> int:
     """`kernel<<<num_blocks, l2ctrl, stream>>>(args...)`: enqueue one launch of a native
     kernel with its packed argument slots (device addresses in the pointer slots) on
-    `stream` (None: the current context's default stream). Returns the task's sequence."""
+    `stream` (a Stream: resolve a handle or None with stream_of first). Returns the task's
+    sequence number."""
     RUNTIME.check_initialized()
     if not kernel_addr or not trampoline_addr:
         raise InvalidValueError(f"native kernel {name!r}: null kernel or trampoline address")
     func = native_kernel(name, kernel_addr, trampoline_addr, kinds)
-    return enqueue_launch(func, num_blocks, stream_of(stream), func.unpack(slots))
+    return enqueue_launch(func, num_blocks, stream, func.unpack(slots))
 
 
 # ------------------------------------------------------------------ kernel binaries
