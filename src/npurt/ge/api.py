@@ -40,8 +40,9 @@ def load(data: bytes, work=(0, 0), weight=(0, 0), priority: int = 0) -> int:
 
 
 def query_size(data: bytes) -> tuple[int, int]:
-    mdef, _ = M.parse(data)
-    return mdef.work_size, mdef.weight_size
+    """(work, weight) bytes: exactly what load_*_with_mem needs (alignment included)."""
+    mdef, graph = M.parse(data)
+    return M.memory_needs(mdef, M.parse_graph(graph))
 
 
 def desc_from(desc: ModelDesc, data: bytes) -> None:
