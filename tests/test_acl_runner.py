@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from npurt.tools import runner
+from npurt.apps import runner
 
 
 def _script(tmp_path, body: str, name: str = "script.py"):

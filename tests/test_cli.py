@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 import npurt
-from npurt import cli
+from npurt.apps import cli
 
 
 def _npurt(*args, env=None, timeout=60):
@@ -46,8 +46,8 @@ def test_a_bad_setting_prints_no_traceback():
 
 
 def test_bench_refuses_an_unwritable_json_path_before_measuring(monkeypatch, capsys):
-    import npurt.bench
-    monkeypatch.setattr(npurt.bench, "main", lambda **kw: pytest.fail("the benchmark started"))
+    import npurt.apps.bench
+    monkeypatch.setattr(npurt.apps.bench, "main", lambda **kw: pytest.fail("the benchmark started"))
     assert cli.main(["bench", "--json", "/nonexistent-dir/x.json"]) == 2
     assert "directory '/nonexistent-dir' does not exist" in capsys.readouterr().err
 

@@ -13,8 +13,8 @@ import pytest
 
 from hccl_checks import CHECKS
 from process_group import run_group
-from npurt.tools import launch
-from npurt.tools.launch import find_mpiexec
+from npurt.apps import launcher as launch
+from npurt.apps.launcher import find_mpiexec
 
 pytest.importorskip("mpi4py", reason="needs the npurt[dist] extra")
 TESTS = Path(__file__).resolve().parent

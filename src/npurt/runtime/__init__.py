@@ -11,14 +11,81 @@ if not getattr(_sys, "_is_gil_enabled", lambda: True)():
 
 from . import constants  # noqa: E402
 from .api import *  # noqa: F401,F403 - the runtime's operations
-from .context import Context, current_context
+from .context import PER_THREAD, Context, bind, current_context, peek_context
 from .device import Device
 from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventError, FeatureNotSupportedError,
                      InvalidDeviceError, InvalidHandleError, InvalidValueError, NotInitializedError,
                      NpuError, OutOfMemoryError, ResourceExhaustedError, StreamAbortedError,
                      SubscriptionError, SyncTimeoutError, TaskError, error_name, get_last_error,
-                     get_recent_err_msg, set_last_error)
+                     get_recent_err_msg, set_last_error, ParamInvalidError)
 from .event import Event
+from .handles import HandleTable, table as handle_table
 from .observers import HOOKS
 from .runtime import RUNTIME
+from .scheduler import Blocker, task_error
 from .stream import Stream
+from .tasks import HostFuncTask, Task
+from .kernel import GM, KernelFunction, function_handle, function_of, launch, launch_kernel, \
+    launch_kernel_with_config, launch_kernel_with_host_args
+from .binary import (binary_get_function, binary_load, binary_load_from_data, binary_load_from_file, binary_of,
+                     binary_unload, create_binary, destroy_binary, get_function_addr, get_function_name)
+from .kernel_args import (kernel_args_append, kernel_args_append_place_holder, kernel_args_finalize,
+                          kernel_args_get_handle_mem_size, kernel_args_get_mem_size,
+                          kernel_args_get_place_holder_buffer, kernel_args_init, kernel_args_init_by_user_mem,
+                          kernel_args_para_update)
+from .native import KernelTrap, NativeKernel, launch_native
+
+# The surface: everything above the runtime (faces, clients, tools, the Pythonic API) imports
+# only these names, from `npurt.runtime` itself (tests/test_architecture.py holds it).
+__all__ = [
+    # data: ACL constants and aclError codes
+    'constants',
+    # objects and the one owner of process state
+    'Blocker', 'CallbackTask', 'Context', 'HandleTable', 'PER_THREAD', 'bind', 'handle_table', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
+    'Task', 'current_context', 'peek_context', 'task_error',
+    # observers
+    'HOOKS',
+    # errors
+    'AddressUnalignedError', 'ContextError', 'DeadlockError', 'EventError',
+    'FeatureNotSupportedError', 'InvalidDeviceError', 'InvalidHandleError', 'InvalidValueError',
+    'NotInitializedError', 'NpuError', 'OutOfMemoryError', 'ParamInvalidError',
+    'ResourceExhaustedError', 'StreamAbortedError', 'SubscriptionError', 'SyncTimeoutError',
+    'TaskError', 'error_name', 'get_last_error', 'get_recent_err_msg', 'set_last_error',
+    # kernels: Python @kernel functions and host-built native kernels, binaries, launches
+    'GM', 'KernelFunction', 'KernelTrap', 'NativeKernel', 'binary_get_function', 'binary_load',
+    'binary_load_from_data', 'binary_load_from_file', 'binary_of', 'binary_unload', 'create_binary',
+    'destroy_binary', 'function_handle', 'function_of', 'get_function_addr', 'get_function_name',
+    'kernel_args_append', 'kernel_args_append_place_holder', 'kernel_args_finalize',
+    'kernel_args_get_handle_mem_size', 'kernel_args_get_mem_size', 'kernel_args_get_place_holder_buffer',
+    'kernel_args_init', 'kernel_args_init_by_user_mem', 'kernel_args_para_update', 'launch', 'launch_kernel',
+    'launch_kernel_with_config', 'launch_kernel_with_host_args', 'launch_native',
+    # operations (api/, one module per ACL group)
+    'AllocatorDesc', 'allocator_create_desc', 'allocator_destroy_desc', 'allocator_of',
+    'allocator_register', 'allocator_set', 'allocator_unregister', 'check_device_id',
+    'check_device_range', 'check_malloc_config', 'cmo_async', 'copy_array_async', 'create_context',
+    'create_event', 'create_stream', 'ctx_get_sys_param_opt', 'ctx_set_sys_param_opt',
+    'current_device', 'destroy_context', 'destroy_event', 'destroy_stream', 'device_by_id',
+    'device_can_access_peer', 'device_disable_peer_access', 'device_enable_peer_access',
+    'device_get_bare_tgid', 'device_get_limit', 'device_get_stream_priority_range',
+    'device_get_uuid', 'device_peer_access_status', 'device_set_limit',
+    'effective_op_execute_timeout_us', 'empty_cache', 'enqueue', 'ensure_initialized',
+    'event_elapsed_time', 'event_get_timestamp', 'exception_info', 'finalize', 'finalize_reference',
+    'free', 'free_host', 'get_context', 'get_device', 'get_device_capability', 'get_device_count',
+    'get_device_info', 'get_device_sat_mode', 'get_device_utilization_rate', 'get_devices_topo',
+    'get_event_avail_num', 'get_hardware_info', 'get_logic_dev_id_by_phy_dev_id',
+    'get_logic_dev_id_by_user_dev_id', 'get_mem_info', 'get_op_timeout_interval',
+    'get_overflow_status', 'get_phy_dev_id_by_logic_dev_id', 'get_primary_ctx_state',
+    'get_run_mode', 'get_soc_name', 'get_stream_attribute', 'get_stream_available_num',
+    'get_sys_param_opt', 'get_user_dev_id_by_logic_dev_id', 'host_get_device_pointer',
+    'host_register', 'host_unregister', 'init', 'launch_callback', 'launch_host_func', 'malloc',
+    'malloc_host', 'malloc_host_with_cfg', 'malloc_on', 'malloc_with_cfg', 'memcpy', 'memcpy2d',
+    'memcpy2d_async', 'memcpy_async', 'memory_stats', 'memset', 'memset_async',
+    'pointer_get_attributes', 'process_report', 'query_device_status', 'query_event',
+    'query_event_status', 'query_event_wait_status', 'record_event', 'reset_device',
+    'reset_device_force', 'reset_event', 'reset_overflow_status', 'set_context', 'set_device',
+    'set_device_sat_mode', 'set_exception_info_callback', 'set_op_execute_timeout_us',
+    'set_op_wait_timeout', 'set_stream_attribute', 'set_stream_failure_mode', 'set_sys_param_opt',
+    'set_ts_device', 'stream_abort', 'stream_of', 'stream_query', 'stream_wait_event',
+    'subscribe_report', 'synchronize_device', 'synchronize_event', 'synchronize_stream',
+    'unsubscribe_report',
+]

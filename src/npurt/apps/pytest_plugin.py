@@ -1,0 +1,222 @@
+"""npurt's pytest plugin (the `npurt` pytest11 entry point: pytest loads it by itself once npurt
+is installed). It imports nothing of npurt until a test asks for one of its parts.
+
+Fixtures:
+    npurt_runtime    a fresh runtime for the test (finalized before and after); yields `npurt`
+    npurt_device     device 0 current on a fresh runtime; yields `npurt.device(0)`
+    npurt_stream     a new `npurt.Stream` on that device, synchronized after the test
+
+Markers:
+    @pytest.mark.npurt_launch_blocking   run the test with NPURT_LAUNCH_BLOCKING=1 on a fresh
+                                         runtime (every task runs at its call, so an error
+                                         points at the call that caused it)
+    @pytest.mark.npurt_allow_leaks       exempt a test from --npurt-leaks
+    @pytest.mark.npurt_no_sanitize       exempt a test (one that seeds bugs on purpose) from
+                                         --npurt-sanitize
+
+Options:
+    --npurt-leaks    fail a test that leaves device memory allocated: anything it allocated
+                     and did not free (after its fixtures ended and a garbage collection), or
+                     that a reset_device / finalize during it released as leaked. The report
+                     names the line that made each allocation.
+    --npurt-sanitize [--npurt-sanitize-tools race,mem,...]
+                     run every test (its fixtures' setup and teardown included) under npurt's
+                     sanitizer: a test whose code produced a report fails with the report as
+                     its message (reports from a fixture's teardown make the teardown an error).
+"""
+from __future__ import annotations
+
+import pytest
+
+_SESSION = "_npurt_sanitizer"
+_LEAKS = "_npurt_leak_tracker"
+_BLOCKING = "_npurt_launch_blocking_env"
+
+
+def pytest_addoption(parser) -> None:
+    group = parser.getgroup("npurt")
+    group.addoption("--npurt-leaks", action="store_true", default=False,
+                    help="fail tests that leave npurt device memory allocated")
+    group.addoption("--npurt-sanitize", action="store_true", default=False,
+                    help="run each test under npurt's sanitizer; fail tests whose code produced a report")
+    group.addoption("--npurt-sanitize-tools", default="all", metavar="LIST",
+                    help="sanitizer tools for --npurt-sanitize: race,mem,init,leak,sync (default all)")
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "npurt_launch_blocking: run the test with NPURT_LAUNCH_BLOCKING=1 "
+                                       "on a fresh npurt runtime")
+    config.addinivalue_line("markers", "npurt_allow_leaks: do not check this test with --npurt-leaks")
+    config.addinivalue_line("markers", "npurt_no_sanitize: do not run this test under --npurt-sanitize")
+    if config.getoption("npurt_sanitize", False):
+        from npurt.tools.sanitizer.core import _parse_tools
+        try:
+            _parse_tools(config.getoption("npurt_sanitize_tools"))
+        except ValueError as exc:
+            raise pytest.UsageError(f"--npurt-sanitize-tools: {exc}") from None
+
+
+# ---------------------------------------------------------------- fixtures
+def _finalize() -> None:
+    import warnings
+
+    from npurt.runtime.runtime import RUNTIME
+    if RUNTIME.initialized:
+        RUNTIME.finalized = False          # a test starts as a new process would: finalize is allowed
+        with warnings.catch_warnings():   # what earlier code leaked is not this test's business
+            warnings.simplefilter("ignore")
+            RUNTIME.finalize(timeout_s=5.0)
+    RUNTIME.finalized = False
+
+
+@pytest.fixture
+def npurt_runtime():
+    """A fresh npurt runtime: finalized before the test (so environment variables set by the
+    test, e.g. with monkeypatch, apply at its first use) and after it. Yields `npurt`."""
+    import npurt
+    _finalize()
+    yield npurt
+    _finalize()
+
+
+@pytest.fixture
+def npurt_device(npurt_runtime):
+    """Device 0, current in the test's thread, on a fresh runtime. Yields `npurt.device(0)`."""
+    npurt_runtime.set_device(0)
+    return npurt_runtime.device(0)
+
+
+@pytest.fixture
+def npurt_stream(npurt_device):
+    """A new npurt.Stream on device 0; synchronized after the test (a failure it reported
+    fails the test's teardown)."""
+    import npurt
+    s = npurt.Stream(npurt_device)
+    yield s
+    s.synchronize()
+
+
+# ---------------------------------------------------------------- per-test set-up and checks
+def _sanitized(item) -> bool:
+    return bool(item.config.getoption("npurt_sanitize", False)) and item.get_closest_marker("npurt_no_sanitize") is None
+
+
+def _new_reports(item) -> str:
+    san, seen = getattr(item, _SESSION)
+    fresh = san.reports[seen:]
+    setattr(item, _SESSION, (san, len(san.reports)))
+    return "\n".join(r.text() for r in fresh)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("npurt_launch_blocking") is not None:
+        import os
+        setattr(item, _BLOCKING, os.environ.get("NPURT_LAUNCH_BLOCKING"))
+        os.environ["NPURT_LAUNCH_BLOCKING"] = "1"
+        _finalize()
+    if item.config.getoption("npurt_leaks") and item.get_closest_marker("npurt_allow_leaks") is None:
+        tracker = _LeakTracker()
+        tracker.start()
+        setattr(item, _LEAKS, tracker)
+    if _sanitized(item):
+        from npurt.tools.sanitizer import Sanitizer
+        san = Sanitizer(item.config.getoption("npurt_sanitize_tools"), echo=False).enable()
+        setattr(item, _SESSION, (san, 0))
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    result = yield
+    if hasattr(item, _SESSION):
+        text = _new_reports(item)
+        if text:
+            pytest.fail(f"npurt sanitizer reports:\n{text}", pytrace=False)
+    return result
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    problems = []
+    try:
+        result = yield
+    finally:
+        session = getattr(item, _SESSION, None)
+        if session is not None:
+            session[0].disable()  # the end-of-session checks (leaks made by the test)
+            text = _new_reports(item)
+            delattr(item, _SESSION)
+            if text:
+                problems.append(f"npurt sanitizer reports (teardown and end of test):\n{text}")
+        tracker = getattr(item, _LEAKS, None)
+        if tracker is not None:
+            delattr(item, _LEAKS)
+            problems.append(tracker.stop())
+        if hasattr(item, _BLOCKING):
+            _restore_launch_blocking(getattr(item, _BLOCKING))
+            delattr(item, _BLOCKING)
+    problems = [p for p in problems if p]
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+    return result
+
+
+def _restore_launch_blocking(before: str | None) -> None:
+    import os
+    if before is None:
+        os.environ.pop("NPURT_LAUNCH_BLOCKING", None)
+    else:
+        os.environ["NPURT_LAUNCH_BLOCKING"] = before
+    _finalize()
+
+
+# ---------------------------------------------------------------- leak tracking
+class _LeakTracker:
+    """Device allocations made while a test runs, with the line that made each one."""
+
+    def __init__(self) -> None:
+        self.live: dict = {}        # (device id, addr) -> (size, where)
+        self.released: list = []    # (device id, addr, size, where, reason) freed by a reset/finalize
+
+    def start(self) -> None:
+        from npurt.runtime.observers import HOOKS
+        HOOKS.add(self.observe)
+
+    def observe(self, name: str, **f) -> None:
+        if name == "mem_alloc" and f["device"] is not None:
+            self.live[(f["device"].id, f["addr"])] = (f["size"], _user_line())
+        elif name == "mem_free" and f["device"] is not None:
+            self.live.pop((f["device"].id, f["addr"]), None)
+        elif name == "device_release":
+            dev = f["device"].id
+            for key in [k for k in self.live if k[0] == dev]:
+                size, where = self.live.pop(key)
+                self.released.append((dev, key[1], size, where, f["reason"]))
+
+    def stop(self) -> str:
+        import gc
+
+        from npurt.runtime.observers import HOOKS
+        gc.collect()                 # arrays the test dropped are freed now (stream-ordered)
+        HOOKS.remove(self.observe)
+        rows = [(d, a, s, w, "still allocated after the test") for (d, a), (s, w) in self.live.items()]
+        rows += [(d, a, s, w, f"released as leaked by {why}") for d, a, s, w, why in self.released]
+        if not rows:
+            return ""
+        lines = [f"npurt: the test leaked {len(rows)} device allocation(s), {sum(r[2] for r in rows)} bytes:"]
+        lines += [f"  device {d} 0x{a:x} ({s} B) allocated at {w}: {why}" for d, a, s, w, why in rows[:20]]
+        if len(rows) > 20:
+            lines.append(f"  ... and {len(rows) - 20} more")
+        return "\n".join(lines)
+
+
+def _user_line() -> str:
+    """file:line of the first frame outside npurt (the user's call that allocated)."""
+    import sys
+
+    from npurt.runtime.warn import _PACKAGE
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith((_PACKAGE, "<npurt")):
+        frame = frame.f_back
+    return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
