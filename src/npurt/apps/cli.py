@@ -7,6 +7,7 @@
     npurt plot OUT_DIR         draw a profile's timeline as a PNG (npurt run/demo --profile OUT_DIR)
     npurt launch -n N script.py ...   run a script as N ranks (processes) connected by MPI
     npurt bench [--quick]      benchmarks against numpy and the peers
+    npurt cann-home [--prefix DIR]   make (or reuse) a CANN-like prefix for C/C++ programs; print it
     npurt --version
 
 Bad settings (NPURT_* variables) and bad arguments are one line on stderr and exit status 2,
@@ -146,6 +147,10 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument("--no-host", action="store_true", help="draw only the device streams")
     plot.add_argument("--title", help="the picture's title")
     sub.add_parser("launch", help="run a script as N ranks: npurt launch -n N script.py [args...]")
+    home = sub.add_parser("cann-home", help="make (or reuse) a CANN-like prefix (acl/acl.h, libacl_rt.so, "
+                          "set_env.sh) for C/C++ programs; print its path")
+    home.add_argument("--prefix", metavar="DIR", help="build it in DIR (default: a cache directory per npurt and Python)")
+    home.add_argument("--rebuild", action="store_true", help="build it again even if it is up to date")
     return parser
 
 
@@ -173,6 +178,10 @@ def _dispatch(argv: list[str]) -> int:
         return demo_main(batches=args.batches, quiet=args.quiet, profile=args.profile)
     if args.command == "plot":
         return _plot(args)
+    if args.command == "cann-home":
+        from ..capi.home import cann_home
+        print(cann_home(args.prefix, rebuild=args.rebuild))
+        return 0
     if args.command == "bench":
         check_settings()
         if args.json:

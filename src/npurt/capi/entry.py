@@ -20,7 +20,7 @@ import sys
 
 from ..runtime import constants as C
 from . import cdata, impl  # noqa: F401 - impl registers the implementations
-from .errors import fail, record
+from .errors import code_space, fail, record
 from .faults import describe_fault
 from .registry import IMPLEMENTATIONS
 from .spec import load
@@ -44,10 +44,10 @@ def stub_reason(name: str) -> str:
 
 
 def _stub(name: str, returns_error: bool):
-    message = f"{name} is not supported by npurt: {stub_reason(name)}"
+    message = f"not supported by npurt: {stub_reason(name)}"
 
     def stub(*_args):
-        record(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, name, message.split(": ", 1)[1] if False else message)
+        record(C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT, name, message)
         return C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT if returns_error else 0
 
     stub.not_supported = True
@@ -55,12 +55,14 @@ def _stub(name: str, returns_error: bool):
 
 
 def _onerror(name: str, params: tuple[str, ...], returns_error: bool):
+    space = code_space(name, params)
+
     def onerror(exc_type, exc, tb):
         if exc is None:
             exc = exc_type()
         if tb is not None and exc.__traceback__ is None:
             exc = exc.with_traceback(tb)
-        code = fail(exc, name, params)
+        code = fail(exc, name, space)
         return code if returns_error else 0
 
     return onerror

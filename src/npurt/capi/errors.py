@@ -1,24 +1,25 @@
 """From a Python exception to a C function's aclError return, in C terms.
 
-`fail(exc, cname, cparams)` is the one conversion the C interface uses (the runtime's own
-rules: an `NpuError` keeps its code; a TypeError/ValueError/OverflowError from a malformed
-argument is ACL_ERROR_INVALID_PARAM; anything else is a bug in npurt, ACL_ERROR_INTERNAL_ERROR
-with the traceback). The failure is recorded as the calling thread's last error through the
-runtime's `set_last_error`, so aclGetRecentErrMsg and aclrtGetLastError describe it, and the
-message names the C function and its C parameters: the runtime words its messages with
+The conversion is the project's one mechanism, `npurt._cstyle.retcode.fail`: an `NpuError`
+keeps its code; a TypeError/ValueError/OverflowError from a malformed argument is
+ACL_ERROR_INVALID_PARAM; anything else is a bug in npurt, ACL_ERROR_INTERNAL_ERROR with the
+traceback; the failure is recorded as the calling thread's last error, so aclGetRecentErrMsg
+and aclrtGetLastError describe it. What the C interface adds is a `CodeSpace` per C function
+whose messages name that function and its C parameters: the runtime words its messages with
 Python's names (`dest_max`), which are rewritten to the C function's own (`destMax`).
-
-TODO(issue 23): when `npurt._cstyle.retcode` lands, this module becomes a thin use of it.
 """
 from __future__ import annotations
 
 import re
-import traceback
 
-from ..runtime import NpuError, constants as C, set_last_error
+from .._cstyle.retcode import CodeSpace, fail as _fail, record as _record
+from ..runtime import NpuError, constants as C
 
-_ARGUMENT_ERRORS = (TypeError, ValueError, OverflowError)
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+class _Unused(NpuError):
+    """No exception is of this class: every NpuError goes through the space's `foreign`."""
 
 
 def snake(name: str) -> str:
@@ -34,26 +35,18 @@ def c_terms(message: str, cparams: tuple[str, ...]) -> str:
     return message
 
 
-def describe(exc: BaseException) -> tuple[int, str]:
-    """(aclError code, message) for an exception raised by an implementation."""
-    if isinstance(exc, NpuError):
-        return exc.code, exc.message
-    if isinstance(exc, _ARGUMENT_ERRORS):
-        frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-        at = f" (raised at {frame[0].filename}:{frame[0].lineno})" if frame else ""
-        return C.ACL_ERROR_INVALID_PARAM, f"invalid argument: {type(exc).__name__}: {exc}{at}"
-    return C.ACL_ERROR_INTERNAL_ERROR, ("internal error in npurt; please report it with this traceback:\n"
-                                        + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+def code_space(cname: str, cparams: tuple[str, ...]) -> CodeSpace:
+    """The ACL codes, with messages in the C terms of function `cname`."""
+    return CodeSpace(cname, success=C.ACL_SUCCESS, invalid_param=C.ACL_ERROR_INVALID_PARAM,
+                     internal=C.ACL_ERROR_INTERNAL_ERROR, native=_Unused,
+                     foreign=lambda e: (e.code, c_terms(e.message, cparams)))
 
 
-def fail(exc: BaseException, cname: str, cparams: tuple[str, ...] = ()) -> int:
+def fail(exc: BaseException, cname: str, space: CodeSpace) -> int:
     """Record `exc` for the calling C thread as a failure of `cname`; its aclError code."""
-    code, message = describe(exc)
-    set_last_error(NpuError(f"{cname}: {c_terms(message, cparams)}", code))
-    return code
+    return _fail(exc, cname, space)
 
 
 def record(code: int, cname: str, message: str) -> int:
     """Record a failure found by the C interface itself (no exception involved)."""
-    set_last_error(NpuError(f"{cname}: {message}", code))
-    return code
+    return _record(code, f"{cname}: {message}")

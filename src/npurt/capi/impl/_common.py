@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...runtime import RUNTIME, InvalidValueError, NpuError, constants as C
 
 _streams, _events, _contexts = RUNTIME.streams, RUNTIME.events, RUNTIME.contexts
-stream_lookup = RUNTIME.streams._objects.get
+stream_lookup = RUNTIME.streams.lookup
 
 
 def stream_of(handle: int):

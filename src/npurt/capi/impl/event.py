@@ -6,7 +6,7 @@ from ... import runtime as rt
 from ..registry import c_function
 from ._common import event_of, null, stream_of
 
-_events = rt.RUNTIME.events._objects.get
+_events = rt.RUNTIME.events.lookup
 _record_event, _stream_wait_event, _synchronize_event = rt.record_event, rt.stream_wait_event, rt.synchronize_event
 
 

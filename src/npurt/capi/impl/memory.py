@@ -12,7 +12,7 @@ from ._common import null, stream_of
 # the hot paths call the runtime's functions bound here once
 _malloc, _free, _memcpy, _memcpy_async = rt.malloc, rt.free, rt.memcpy, rt.memcpy_async
 _memset, _memset_async = rt.memset, rt.memset_async
-_stream_lookup = rt.RUNTIME.streams._objects.get
+_stream_lookup = rt.RUNTIME.streams.lookup
 
 
 @c_function("aclrtMalloc")
