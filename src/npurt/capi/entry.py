@@ -9,9 +9,6 @@ ACL_ERROR_RT_FEATURE_NOT_SUPPORT (207000) — or 0 / NULL where the function ret
 An exception escaping an implementation becomes its aclError code (`npurt.capi.errors.fail`)
 through cffi's `onerror`, so a successful call pays nothing for error handling.
 
-It then applies the settings a launcher (`npurt run`) passes in the environment:
-NPURT_SANITIZE=1 turns the sanitizer on, NPURT_PROFILE=DIR profiles into DIR (see
-docs/c-api.md).
 """
 from __future__ import annotations
 
@@ -109,11 +106,5 @@ def start(ffi, lib) -> None:
 
 
 def _apply_environment() -> None:
-    """Tools asked for by a launcher through the environment (`npurt run` on a native program)."""
-    if os.environ.get("NPURT_SANITIZE", "") not in ("", "0"):
-        from .. import sanitizer  # noqa: PLC0415 - TODO: agree the published switch with `npurt run`
-        sanitizer.enable()
-    profile = os.environ.get("NPURT_PROFILE", "")
-    if profile:
-        from .. import profiler  # noqa: PLC0415
-        profiler.start(profile)
+    """Tools asked for by a launcher through the environment (`npurt run` on a native
+    program): see `npurt.capi.session` (to come); nothing yet."""
