@@ -19,6 +19,8 @@ from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventEr
                      SubscriptionError, SyncTimeoutError, TaskError, error_name, get_last_error,
                      get_recent_err_msg, set_last_error, ParamInvalidError)
 from .event import Event
+from .faults import FAULTS, FaultSpecError
+from .memory import DeviceMemory as _DeviceMemory
 from .observers import HOOKS
 from .runtime import RUNTIME
 from .scheduler import Blocker, task_error
@@ -33,8 +35,8 @@ __all__ = [
     # objects and the one owner of process state
     'Blocker', 'CallbackTask', 'Context', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
     'Task', 'current_context', 'peek_context', 'task_error',
-    # observers
-    'HOOKS',
+    # observers; fault injection (faults.py)
+    'HOOKS', 'FAULTS', 'FaultSpecError',
     # errors
     'AddressUnalignedError', 'ContextError', 'DeadlockError', 'EventError',
     'FeatureNotSupportedError', 'InvalidDeviceError', 'InvalidHandleError', 'InvalidValueError',
@@ -71,3 +73,7 @@ __all__ = [
     'subscribe_report', 'synchronize_device', 'synchronize_event', 'synchronize_stream',
     'unsubscribe_report',
 ]
+
+# fault injection gates these operations by name, whichever face calls them (faults.py)
+FAULTS.bind({_n: globals()[_n] for _n in __all__ if _n not in ('Event', 'Stream')}, _DeviceMemory)
+FAULTS.arm_from_environment()

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from . import constants as C
 from .errors import DeadlockError, NpuError, TaskError
+from .faults import FAULTS
 from .interrupts import held
 from .observers import HOOKS
 from .warn import HangWarning, warn_user
@@ -380,6 +381,8 @@ class Scheduler:
                 if HOOKS.active:
                     HOOKS.emit("task_started", task=task)
                 try:
+                    if FAULTS.tasks:  # the one check fault injection costs a task
+                        FAULTS.on_task(task)
                     task.run()
                 except Exception as exc:  # noqa: BLE001 - becomes the stream's error
                     error = task_error(task, exc)
