@@ -26,10 +26,13 @@ import sys
 import traceback
 import types
 
+from npurt.runtime import FAULTS, SCHEDULE, FaultSpecError, ScheduleSpecError, parse_schedule
+
 ACL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "acl_path")  # holds the `acl` shim
 
 USAGE = """usage: npurt run [-v] [--torch-npu] [--profile OUT_DIR] [--sanitize [--tools LIST]
-                 [--sanitize-report FILE]] script.py [args...]
+                 [--sanitize-report FILE]] [--faults SPEC] [--schedule SEED | --schedules N|all
+                 [--max-steps K] [--jobs J] [--timeout S]] script.py [args...]
 
 Run a pyACL script with `import acl` resolving to npurt's facade (npurt.acl).
   -v, --verbose        say what is run, on which simulated SoC, and the exit status (on stderr)
@@ -43,6 +46,15 @@ Run a pyACL script with `import acl` resolving to npurt's facade (npurt.acl).
   --tools LIST         the sanitizer's tools, comma-separated: race,mem,init,leak,sync (default
                        all; implies --sanitize)
   --sanitize-report FILE  also write the reports as JSON to FILE (implies --sanitize)
+  --faults SPEC        inject faults (the NPURT_FAULTS language, docs/testing.md), e.g.
+                       'acl.rt.malloc@3=207001;task:kernel@1=507015'; a summary is printed at exit
+  --schedule SEED      run the device under the controlled schedule of SEED (NPURT_SCHEDULE=random:SEED):
+                       one task at a time, the order chosen by the seed; the same seed, the same run
+  --schedules N        run the script under seeds 1..N (child processes, --jobs at a time, default
+                       the number of cores); report the failing seeds and the command that replays one;
+                       exit status 0 when every seed passed
+  --schedules all --max-steps K  every interleaving of the first K steps instead (--max-runs M, 1000)
+  --timeout S          a run under --schedules that takes longer than S seconds is a hang (default 60)
   -h, --help           show this help
 """
 SANITIZER_EXIT = 86  # the exit status of a run the sanitizer reported errors in
@@ -115,14 +127,69 @@ def _option_value(opt: str, args: list[str]) -> str:
     return opt.partition("=")[2] if "=" in opt else (args.pop(0) if args else "")
 
 
+def _schedule_option(name: str, value: str) -> str | None:
+    """What is wrong with the value of a fault or schedule option, or None."""
+    try:
+        if name == "--faults":
+            FAULTS.check(value)
+        elif name == "--schedule":
+            parse_schedule(value)
+        elif name == "--schedules":
+            if value != "all" and not (value.isdigit() and int(value) > 0):
+                return f"needs a number of seeds or 'all', got {value!r}"
+        elif name == "--timeout":
+            if float(value) <= 0:
+                return "must be positive"
+        elif not (value.isdigit() and int(value) > 0):
+            return f"needs a positive integer, got {value!r}"
+    except (FaultSpecError, ScheduleSpecError) as exc:
+        return str(exc)
+    except ValueError:
+        return f"needs a number, got {value!r}"
+    return None
+
+
 def main(argv: list[str]) -> int:
     verbose = False
     torch_npu = False
     profile_dir = None
     sanitize, tools, sanitize_report = False, "all", None
+    faults = schedule = schedules = None
+    max_steps, max_runs, jobs, timeout_s = 8, 1000, os.cpu_count() or 1, 60.0
+    passed_on: list[str] = []  # the options a --schedules child gets again
     args = list(argv)
     while args and args[0].startswith("-"):
         opt = args.pop(0)
+        given = len(args)
+        if opt in ("--faults", "--schedule", "--schedules", "--max-steps", "--max-runs", "--jobs", "--timeout") or \
+                opt.split("=")[0] in ("--faults", "--schedule", "--schedules", "--max-steps", "--max-runs", "--jobs",
+                                      "--timeout"):
+            name, value = opt.split("=")[0], _option_value(opt, args)
+            if not value:
+                print(f"npurt run: {name} needs a value\n{USAGE}", end="", file=sys.stderr)
+                return 2
+            problem = _schedule_option(name, value)
+            if problem:
+                print(f"npurt run: {name}: {problem}", file=sys.stderr)
+                return 2
+            if name == "--faults":
+                faults = value
+                passed_on += ["--faults", value]
+            elif name == "--schedule":
+                schedule = value
+            elif name == "--schedules":
+                schedules = value
+            elif name == "--max-steps":
+                max_steps = int(value)
+            elif name == "--max-runs":
+                max_runs = int(value)
+            elif name == "--jobs":
+                jobs = int(value)
+            else:
+                timeout_s = float(value)
+            continue
+        if opt not in ("-h", "--help", "--"):
+            passed_on += [opt, *argv[len(argv) - given:len(argv) - len(args)]]
         if opt in ("-v", "--verbose"):
             verbose = True
         elif opt == "--torch-npu":
@@ -159,6 +226,15 @@ def main(argv: list[str]) -> int:
     if not os.path.isfile(script):
         print(f"npurt run: can't open file {args[0]!r}: no such file", file=sys.stderr)
         return 2
+    if schedules is not None:
+        if schedule is not None:
+            print("npurt run: --schedule and --schedules exclude each other", file=sys.stderr)
+            return 2
+        from . import schedules as runs
+        if schedules == "all":
+            outcomes, complete = runs.enumerate_schedules(max_steps, passed_on, args, jobs, timeout_s, max_runs)
+            return runs.report(outcomes, passed_on, args, complete)
+        return runs.report(runs.run_seeds(int(schedules), passed_on, args, jobs, timeout_s), passed_on, args)
 
     profile = None
     if profile_dir is not None:
@@ -214,7 +290,14 @@ def main(argv: list[str]) -> int:
     sys.path.insert(1, ACL_PATH)  # 'spawn' workers take sys.path from the parent, not PYTHONPATH
     status = 0
     saved_main = sys.modules.get("__main__")
+    saved_env = {k: os.environ.get(k) for k in ("NPURT_FAULTS", "NPURT_SCHEDULE")}
     try:
+        if faults is not None:  # the script's own child processes get them too
+            os.environ["NPURT_FAULTS"] = faults
+            FAULTS.arm(faults)
+        if schedule is not None:
+            os.environ["NPURT_SCHEDULE"] = schedule
+            SCHEDULE.start(schedule)
         if profile is not None:
             profile.start()
         if sanitizer is not None:
@@ -229,6 +312,15 @@ def main(argv: list[str]) -> int:
         _print_script_traceback(exc, script)
         status = 1
     finally:
+        if schedule is not None:
+            SCHEDULE.stop()
+        if faults is not None:
+            FAULTS.disarm()
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         if sanitizer is not None:
             sanitizer.disable()  # the end-of-run checks, the error summary, the JSON report
             if sanitizer.errors:

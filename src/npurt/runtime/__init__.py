@@ -20,6 +20,8 @@ from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventEr
                      get_recent_err_msg, set_last_error, ParamInvalidError)
 from .event import Event
 from .faults import FAULTS, FaultSpecError
+from .schedule import SCHEDULE, ScheduleSpecError
+from .schedule import parse as parse_schedule
 from .memory import DeviceMemory as _DeviceMemory
 from .observers import HOOKS
 from .runtime import RUNTIME
@@ -36,7 +38,7 @@ __all__ = [
     'Blocker', 'CallbackTask', 'Context', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
     'Task', 'current_context', 'peek_context', 'task_error',
     # observers; fault injection (faults.py)
-    'HOOKS', 'FAULTS', 'FaultSpecError',
+    'HOOKS', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # errors
     'AddressUnalignedError', 'ContextError', 'DeadlockError', 'EventError',
     'FeatureNotSupportedError', 'InvalidDeviceError', 'InvalidHandleError', 'InvalidValueError',
@@ -75,5 +77,6 @@ __all__ = [
 ]
 
 # fault injection gates these operations by name, whichever face calls them (faults.py)
-FAULTS.bind({_n: globals()[_n] for _n in __all__ if _n not in ('Event', 'Stream')}, _DeviceMemory)
+FAULTS.bind({_n: globals()[_n] for _n in __all__}, _DeviceMemory, peek_context)
 FAULTS.arm_from_environment()
+SCHEDULE.start_from_environment()

@@ -56,7 +56,6 @@ import types
 from dataclasses import dataclass, field
 
 from . import constants as C
-from .context import _thread
 from .errors import (ContextError, FeatureNotSupportedError, InvalidDeviceError, InvalidHandleError,
                      InvalidValueError, NotInitializedError, NpuError, OutOfMemoryError, ResourceExhaustedError,
                      StreamAbortedError, SyncTimeoutError, TaskError, error_name)
@@ -333,12 +332,18 @@ class Faults:
         self._summary_registered = False
 
     # ------------------------------------------------------------ arming
-    def bind(self, operations: dict, memory_class) -> None:
-        """The runtime package hands over its operations and its allocator class (once, at import)."""
+    def bind(self, operations: dict, memory_class, thread_context) -> None:
+        """The runtime package hands over its operations, its allocator class and how to read
+        the calling thread's current context (once, at import; this module sits below them)."""
+        self.thread_context = thread_context
         self.operations = {n: f for n, f in operations.items()
                            if isinstance(f, types.FunctionType) and not f.__code__.co_freevars
                            and f.__module__.startswith(OPERATION_MODULES)}
         self.memory_class = memory_class
+
+    def check(self, spec: str) -> list[Fault]:
+        """Parse `spec` without arming it (raises FaultSpecError)."""
+        return parse(spec, self.operations)[0]
 
     def arm(self, spec: str, seed: int | None = None) -> list[Fault]:
         """Replace the armed faults by those of `spec` (validated first: a bad spec changes
@@ -442,7 +447,7 @@ class Faults:
     def on_call(self, name: str) -> None:
         """Every gated operation calls this first; raises the injected error."""
         if self.lost and name not in LOST_DEVICE_SERVES:
-            ctx = _thread.context
+            ctx = self.thread_context()
             if ctx is not None and ctx.device.id in self.lost:
                 dev = ctx.device.id
                 raise error_for(self.lost[dev], f"{name}: device {dev} is lost (injected fault); reset it "
