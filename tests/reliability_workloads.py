@@ -405,7 +405,7 @@ def _make_streams(ctx, made):
 
 
 def rt_destroyed(handle) -> bool:
-    return RUNTIME.streams._objects.get(handle) is None
+    return RUNTIME.streams.lookup(handle) is None
 
 
 # ---------------------------------------------------------------- interrupts

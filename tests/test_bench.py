@@ -20,6 +20,7 @@ REQUIRED_KEYS = {
     "allreduce_busbw_ratio",
     "jpegd_ratio", "model_exec_ratio", "model_exec_async_enqueue_us",
     "torch_op_us", "torch_transformer_ratio",
+    "alloc_after_fragmentation_ms",  # issue 29: a large malloc after 10^6 small frees
 }
 # measured when PyTorch is installed (the optional extra npurt[torch]), else skipped with a note
 TORCH_KEYS = {"torch_op_us", "torch_transformer_ratio"}

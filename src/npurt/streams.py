@@ -75,6 +75,31 @@ def _default_rt_stream(device_id: int) -> _RtStream:
         return RUNTIME.default_context(RUNTIME.device(device_id)).default_stream
 
 
+def current_runtime_stream(device_id: int) -> _RtStream | None:
+    """The runtime stream of this thread's current Stream on `device_id`; None when the thread
+    made none current there (work then goes to the device's default stream)."""
+    s = _tls.current.get(device_id)
+    if s is not None and not s._s.destroyed:
+        return s._s
+    return None
+
+
+def current_runtime_streams() -> dict[int, _RtStream]:
+    """device id -> runtime stream, for every device this thread made a stream current on."""
+    return {dev: s._s for dev, s in list(_tls.current.items()) if not s._s.destroyed}
+
+
+def default_runtime_stream(device_id: int) -> _RtStream:
+    """The default stream of `device_id`'s default context (made on first use)."""
+    return _default_rt_stream(device_id)
+
+
+def make_current(s: "Stream") -> None:
+    """Make `s` this thread's current stream on its device, leaving the current device as it
+    is (torch.npu.set_stream; npurt.set_stream also makes the device current)."""
+    _tls.current[s.device] = s
+
+
 def current_stream(device=None) -> "Stream":
     """The calling thread's current stream on `device` (default: the current device)."""
     device = _devices._context().device.id if device is None else _devices._check_id(device)

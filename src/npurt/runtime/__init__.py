@@ -11,7 +11,7 @@ if not getattr(_sys, "_is_gil_enabled", lambda: True)():
 
 from . import constants  # noqa: E402
 from .api import *  # noqa: F401,F403 - the runtime's operations
-from .context import Context, current_context, peek_context
+from .context import PER_THREAD, Context, bind, current_context, peek_context
 from .device import Device
 from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventError, FeatureNotSupportedError,
                      InvalidDeviceError, InvalidHandleError, InvalidValueError, NotInitializedError,
@@ -20,14 +20,24 @@ from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventEr
                      get_recent_err_msg, set_last_error, ParamInvalidError)
 from .event import Event
 from .faults import FAULTS, FaultSpecError
+from .handles import HandleTable, table as handle_table
+from .memory import DeviceMemory as _DeviceMemory
 from .schedule import SCHEDULE, ScheduleSpecError
 from .schedule import parse as parse_schedule
-from .memory import DeviceMemory as _DeviceMemory
 from .observers import HOOKS
 from .runtime import RUNTIME
 from .scheduler import Blocker, task_error
 from .stream import Stream
 from .tasks import HostFuncTask, Task
+from .kernel import GM, KernelFunction, function_handle, function_of, launch, launch_kernel, \
+    launch_kernel_with_config, launch_kernel_with_host_args
+from .binary import (binary_get_function, binary_load, binary_load_from_data, binary_load_from_file, binary_of,
+                     binary_unload, create_binary, destroy_binary, get_function_addr, get_function_name)
+from .kernel_args import (kernel_args_append, kernel_args_append_place_holder, kernel_args_finalize,
+                          kernel_args_get_handle_mem_size, kernel_args_get_mem_size,
+                          kernel_args_get_place_holder_buffer, kernel_args_init, kernel_args_init_by_user_mem,
+                          kernel_args_para_update)
+from .native import KernelTrap, NativeKernel, launch_native
 
 # The surface: everything above the runtime (faces, clients, tools, the Pythonic API) imports
 # only these names, from `npurt.runtime` itself (tests/test_architecture.py holds it).
@@ -35,7 +45,7 @@ __all__ = [
     # data: ACL constants and aclError codes
     'constants',
     # objects and the one owner of process state
-    'Blocker', 'CallbackTask', 'Context', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
+    'Blocker', 'CallbackTask', 'Context', 'HandleTable', 'PER_THREAD', 'bind', 'handle_table', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
     'Task', 'current_context', 'peek_context', 'task_error',
     # observers; fault injection (faults.py)
     'HOOKS', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
@@ -45,6 +55,14 @@ __all__ = [
     'NotInitializedError', 'NpuError', 'OutOfMemoryError', 'ParamInvalidError',
     'ResourceExhaustedError', 'StreamAbortedError', 'SubscriptionError', 'SyncTimeoutError',
     'TaskError', 'error_name', 'get_last_error', 'get_recent_err_msg', 'set_last_error',
+    # kernels: Python @kernel functions and host-built native kernels, binaries, launches
+    'GM', 'KernelFunction', 'KernelTrap', 'NativeKernel', 'binary_get_function', 'binary_load',
+    'binary_load_from_data', 'binary_load_from_file', 'binary_of', 'binary_unload', 'create_binary',
+    'destroy_binary', 'function_handle', 'function_of', 'get_function_addr', 'get_function_name',
+    'kernel_args_append', 'kernel_args_append_place_holder', 'kernel_args_finalize',
+    'kernel_args_get_handle_mem_size', 'kernel_args_get_mem_size', 'kernel_args_get_place_holder_buffer',
+    'kernel_args_init', 'kernel_args_init_by_user_mem', 'kernel_args_para_update', 'launch', 'launch_kernel',
+    'launch_kernel_with_config', 'launch_kernel_with_host_args', 'launch_native',
     # operations (api/, one module per ACL group)
     'AllocatorDesc', 'allocator_create_desc', 'allocator_destroy_desc', 'allocator_of',
     'allocator_register', 'allocator_set', 'allocator_unregister', 'check_device_id',

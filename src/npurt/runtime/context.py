@@ -36,11 +36,14 @@ class Context:
         return f"<npurt {kind} context of device {self.device.id}{'' if self.alive else ' (destroyed)'}>"
 
 
-class _ThreadState(threading.local):
+class ThreadState(threading.local):
+    """What belongs to the calling thread: `context`, its current context (or None)."""
     context: Context | None = None
 
 
-_thread = _ThreadState()  # `_thread.context`: the calling thread's current context (or None)
+# Published: the facade's generated wrappers read `PER_THREAD.context` inline (one attribute load)
+PER_THREAD = ThreadState()
+_thread = PER_THREAD
 
 
 def current_context() -> Context:

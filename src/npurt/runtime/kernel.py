@@ -531,8 +531,9 @@ class KernelTask(Task):
 
     def _failure(self, block_idx: int, exc: BaseException) -> NpuError:
         msg = exc.message if isinstance(exc, NpuError) else f"{type(exc).__name__}: {exc}"
-        return NpuError(f"kernel {self.func.name!r} failed in block {block_idx} of {self.num_blocks}: {msg}",
-                        C.ACL_ERROR_RT_AICORE_EXCEPTION)
+        # a native kernel's trap carries the code its SoC reports (native.KernelTrap)
+        code = getattr(exc, "aicore_code", C.ACL_ERROR_RT_AICORE_EXCEPTION)
+        return NpuError(f"kernel {self.func.name!r} failed in block {block_idx} of {self.num_blocks}: {msg}", code)
 
 
 def _default_timeout_ns() -> int:

@@ -19,8 +19,8 @@ import atexit
 import torch
 
 from .. import streams as _np_streams
-from ..runtime.runtime import RUNTIME
-from . import dispatch
+from ..runtime import RUNTIME
+from . import optask
 
 _orig_storage_new = None
 _orig_engine = None
@@ -45,16 +45,13 @@ def _storage_new(cls, *args, device=None, **kwargs):
 
 def _engine_run_backward(*args, **kwargs):
     """autograd's entry to the C++ engine, with backward queued on the caller's streams."""
-    current = _np_streams._tls.current
-    saved = dict(dispatch.BACKWARD_STREAMS)
-    for index, s in list(current.items()):
-        if not s._s.destroyed:
-            dispatch.BACKWARD_STREAMS[index] = s._s
+    saved = dict(optask.BACKWARD_STREAMS)
+    optask.BACKWARD_STREAMS.update(_np_streams.current_runtime_streams())
     try:
         return _orig_engine(*args, **kwargs)
     finally:
-        dispatch.BACKWARD_STREAMS.clear()
-        dispatch.BACKWARD_STREAMS.update(saved)
+        optask.BACKWARD_STREAMS.clear()
+        optask.BACKWARD_STREAMS.update(saved)
 
 
 def _on_npu(t) -> bool:

@@ -39,6 +39,7 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
         ("copy/compute overlap", metrics.measure_overlap),
         ("many streams", metrics.measure_streams),
         ("memory per queued task", metrics.measure_queued_memory),
+        ("malloc after fragmentation", metrics.measure_fragmentation),
         ("profiler overhead", profiler.measure),
         ("sanitizer overhead", sanitizer.measure),
         ("AllReduce across 2 processes", collectives.measure_allreduce),

@@ -69,6 +69,7 @@ class Profile:
     sim_add_elements: int     # Numba's simulator runs one Python thread per CUDA thread
     warmup: int = 2
     allreduce_bytes: int = 64 << 20  # AllReduce across 2 processes (per rank)
+    fragment_frees: int = 1_000_000  # small blocks freed before the large malloc of alloc_after_fragmentation_ms
 
     def describe(self) -> str:
         mib = 1 << 20
@@ -87,12 +88,13 @@ QUICK = replace(FULL, name="quick", latency_calls=1000, latency_repeats=21, copy
                 add_bytes=16 * MiB, matmul_n=1024, big_repeats=9, matmul_repeats=5, overlap_batches=6,
                 overlap_batch_bytes=4 * MiB, overlap_repeats=5, streams=1000, streams_repeats=3,
                 queued_tasks=100_000, peer_queued_tasks=20_000, peer_matmul_n=256, sim_add_elements=1024,
-                allreduce_bytes=16 * MiB)
+                allreduce_bytes=16 * MiB, fragment_frees=200_000)
 # the smoke test's size: every code path, nothing meaningful about the numbers
 TINY = replace(QUICK, name="tiny", latency_calls=50, latency_repeats=3, copy_bytes=1 * MiB, add_bytes=1 * MiB,
                matmul_n=128, big_repeats=3, matmul_repeats=3, overlap_batches=3, overlap_batch_bytes=256 * 1024,
                overlap_repeats=3, streams=50, streams_repeats=2, queued_tasks=2000, peer_queued_tasks=500,
-               peer_matmul_n=64, sim_add_elements=64, warmup=1, allreduce_bytes=1 * MiB)
+               peer_matmul_n=64, sim_add_elements=64, warmup=1, allreduce_bytes=1 * MiB,
+               fragment_frees=20_000)
 PROFILES = {p.name: p for p in (FULL, QUICK, TINY)}
 
 

@@ -14,6 +14,7 @@ import tracemalloc
 
 import numpy as np
 
+from ... import memory_stats
 from ...runtime import constants as C
 from .harness import Profile, Stat, c_heap_bytes, clock, paired, per_call_us, rss_bytes, sample
 
@@ -513,6 +514,34 @@ def measure_queued_memory(s: Session, p: Profile) -> dict[str, Stat]:
     finally:
         rt.destroy_stream(blocked)
         rt.destroy_stream(opener)
+
+
+def measure_fragmentation(s: Session, p: Profile) -> dict[str, Stat]:
+    """A large malloc after many small frees (issue 29): `fragment_frees` blocks of 480 B
+    (512 with ACL's padding; whole 2 MiB segments of them) are allocated and freed, so only a
+    merge of freed neighbours can serve the 1 MB malloc timed next (the pool caches nothing
+    bigger). Merging used to cost O(n^2) in the freed blocks: minutes after 10^5 frees."""
+    rt = s.acl.rt
+    per_segment = (2 << 20) // 512
+    count = -(-p.fragment_frees // per_segment) * per_segment
+    malloc, free = rt.malloc, rt.free
+    # first use up the cached remainders of earlier allocations (they could serve the 1 MB
+    # without a merge): until the pool maps a segment of its own for the next 480 B block
+    maps = memory_stats()["segment_maps"]
+    ptrs = []
+    while memory_stats()["segment_maps"] == maps:
+        ptrs.append(malloc(480, POLICY)[0])
+    ptrs += [malloc(480, POLICY)[0] for _ in range(count - 1)]  # whole segments of them
+    if 0 in ptrs:
+        raise AclCallError(f"malloc of 480 B failed: {s.acl.get_recent_err_msg()}")
+    for ptr in ptrs:
+        free(ptr)
+    del ptrs
+    t0 = clock()
+    big = value(malloc(1_000_000, POLICY), "malloc")
+    t = clock() - t0
+    check(free(big), "free")
+    return {"alloc_after_fragmentation_ms": one(t * 1e3)}
 
 
 def one(v: float) -> Stat:

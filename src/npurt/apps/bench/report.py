@@ -20,7 +20,7 @@ from .harness import Profile, Stat
 @dataclass(frozen=True)
 class Spec:
     id: str
-    label: str           # may use {copy} {add} {matmul} {streams} {tasks} {batches} {batch}
+    label: str           # may use {copy} {add} {matmul} {streams} {tasks} {batches} {batch} {frees}
     unit: str
     better: str          # "lower" or "higher": which way is good
     target: float | None = None
@@ -73,6 +73,7 @@ SPECS: list[Spec] = [
     Spec("bytes_per_task", "memory per queued task ({tasks}; tracemalloc+malloc)", "B", L, 400, True),
     Spec("bytes_per_task_rss", "  the same by RSS delta", "B", L),
     Spec("enqueue_queued_us", "  enqueue while {tasks} are queued", "us", L),
+    Spec("alloc_after_fragmentation_ms", "malloc 1 MB after {frees} frees of 480 B blocks", "ms", L, 50, True),
     Spec("profiler_overhead", "profiler on / off: copy+gelu pipeline ({batches}x{batch})", "x", L, 1.3, True),
     Spec("profiler_tiny_task_us", "  profiler cost per tiny copy + synchronize", "us", L),
     Spec("sanitizer_overhead", "sanitizer (all tools) on / off: the demo's pipeline", "x", L, 3, True),
@@ -160,7 +161,7 @@ def label_of(spec: Spec, p: Profile) -> str:
     return spec.label.format(copy=size(p.copy_bytes), add=size(p.add_bytes), matmul=p.matmul_n,
                              streams=f"{p.streams:,}", tasks=f"{p.queued_tasks:,}",
                              batches=p.overlap_batches, batch=size(p.overlap_batch_bytes),
-                             allreduce=size(p.allreduce_bytes))
+                             allreduce=size(p.allreduce_bytes), frees=f"{p.fragment_frees:,}")
 
 
 def header(p: Profile) -> str:

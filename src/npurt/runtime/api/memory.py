@@ -287,7 +287,7 @@ def _desc(handle: int) -> AllocatorDesc:
     # refused with the same code instead of being dereferenced
     if not handle:
         raise InvalidValueError("allocatorDesc is null: create one with allocator_create_desc")
-    desc = rt.allocator_descs._objects.get(handle)
+    desc = rt.allocator_descs.lookup(handle)
     if desc is None:
         raise InvalidValueError(f"0x{handle:x} is not an allocator description (from allocator_create_desc), "
                                 "or it was destroyed")

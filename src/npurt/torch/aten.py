@@ -1,9 +1,8 @@
-"""The explicit PrivateUse1 kernels: factories, resize, record_stream, and the routes torch
-takes only for non-CPU/CUDA devices, mapped onto ops the CPU kernels implement.
+"""The explicit aten kernels: factories, resize, record_stream, and the routes torch takes
+only for non-CPU/CUDA devices, mapped onto ops the CPU kernels implement.
 
 * `empty.memory_format` / `empty_strided`: a new allocation in npurt's pool.
-* `resize_`: restrides in place when the storage is large enough; else moves the tensor to a
-  new allocation (the old bytes copied in stream order, as torch's resize keeps them).
+* `resize_`: resize.py.
 * `record_stream`: notes the stream's use of the block. npurt already orders every free
   after the work queued on any stream that uses the block, so this only matters for device
   memory used behind torch's back (pyACL calls on `data_ptr()`).
@@ -17,25 +16,17 @@ from __future__ import annotations
 
 import torch
 
-from . import memory
-from .dispatch import _CPU, Call, launch, plan_of, ref, run_sync, write_view
+from . import copies, random, storage
 from .device import index_of
+from .fallback import Call
+from .optask import launch, note_uses, run_sync
+from .plan import plan_of
+from .refs import ref, write_view
+from .resize import resize_npu
+from .streams import runtime_stream
 
 
 # ---------------------------------------------------------------- factories
-def _strides_for(shape, memory_format) -> tuple[int, ...]:
-    shape = tuple(shape)
-    if memory_format == torch.channels_last and len(shape) == 4:
-        n, c, h, w = shape
-        return (h * w * c, 1, w * c, c)
-    if memory_format == torch.channels_last_3d and len(shape) == 5:
-        n, c, d, h, w = shape
-        return (d * h * w * c, 1, h * w * c, w * c, c)
-    if memory_format not in (None, torch.contiguous_format, torch.preserve_format):
-        raise RuntimeError(f"unsupported memory format {memory_format} for a tensor of {len(shape)} dimensions")
-    return memory.contiguous_strides(shape)
-
-
 def _device_index(device):
     if device is None:
         return None
@@ -51,7 +42,7 @@ def empty_memory_format(size, dtype=None, layout=None, device=None, pin_memory=N
     if any(n < 0 for n in size):
         raise RuntimeError(f"Trying to create tensor with negative dimension: {list(size)}")
     dtype = dtype or torch.get_default_dtype()
-    return memory.empty_strided(size, _strides_for(size, memory_format), dtype, _device_index(device))
+    return storage.empty_strided(size, storage.strides_for(size, memory_format), dtype, _device_index(device))
 
 
 def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None):
@@ -60,62 +51,22 @@ def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory
     size = tuple(size)
     if any(n < 0 for n in size):
         raise RuntimeError(f"Trying to create tensor with negative dimension: {list(size)}")
-    return memory.empty_strided(size, tuple(stride), dtype or torch.get_default_dtype(), _device_index(device))
+    return storage.empty_strided(size, tuple(stride), dtype or torch.get_default_dtype(), _device_index(device))
 
 
 # ---------------------------------------------------------------- resize
-def resize_npu(t: torch.Tensor, size, memory_format=None) -> torch.Tensor:
-    """torch's resize_ for an npu tensor."""
-    size = tuple(size)
-    if any(n < 0 for n in size):
-        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(size)}")
-    stride = _strides_for(size, memory_format)
-    item = t.element_size()
-    need = (t.storage_offset() * item + memory.span_bytes(size, stride, item)) if all(size) else 0
-    storage = t.untyped_storage()
-    if need <= storage.nbytes():
-        return torch.ops.aten.resize_.default.redispatch(_CPU, t, size, memory_format=memory_format)
-    index = t.get_device()
-    new = memory.empty((need,), torch.uint8, index)
-    old = storage.nbytes()
-    if old:  # keep the old bytes, in stream order
-        blocks = []
-        s = _bytes_ref(index, storage.data_ptr(), old, blocks)
-        d = _bytes_ref(index, new.data_ptr(), old, blocks)
-        launch(index, _copy, (d, s), None, "aten::resize_ (copy)", [s], [d], blocks)
-    torch.ops.aten.set_.source_Storage_storage_offset.redispatch(
-        _CPU, t, new.untyped_storage(), t.storage_offset(), size, stride)
-    return t
-
-
-def _bytes_ref(index: int, ptr: int, nbytes: int, blocks: list) -> tuple:
-    inf = memory.info(index)
-    blocks.append(inf.live[ptr])
-    return (inf.view_of(torch.uint8), (nbytes,), (1,), ptr - inf.va_base, ptr, 1)
-
-
-def _copy(dst, src) -> None:
-    dst.copy_(src)
-
-
 def resize_(self, size, memory_format=None):
     return resize_npu(self, size, memory_format)
 
 
 # ---------------------------------------------------------------- streams
 def record_stream(self, s) -> None:
-    from .streams import runtime_stream
     rs = runtime_stream(s)
     blocks = []
     ref(self, blocks)
     seq = rs.enqueued_seq
     if seq > rs.completed_seq:
-        for block in blocks:
-            uses = block.uses
-            if uses is None:
-                block.uses = {rs: seq}
-            else:
-                uses[rs] = max(uses.get(rs, 0), seq)
+        note_uses(blocks, rs, seq)
 
 
 # ---------------------------------------------------------------- mappings
@@ -208,7 +159,7 @@ def _on_host(fn, name, n_outputs):
     def kernel(*args):
         metas = fn(*[_meta(a) for a in args])
         index = next(a.get_device() for a in args if isinstance(a, torch.Tensor) and a.device.type == "npu")
-        outs = [None if m is None else memory.empty_strided(tuple(m.shape), m.stride(), m.dtype, index)
+        outs = [None if m is None else storage.empty_strided(tuple(m.shape), m.stride(), m.dtype, index)
                 for m in metas]
         blocks, reads, writes = [], [], []
         hargs = []
@@ -241,10 +192,9 @@ def _meta(a):
 def native_dropout(input, p, train):
     if not train or p == 0:
         return (input.clone(), torch.ones_like(input, dtype=torch.bool))
-    from . import random
     index = input.get_device()
-    out = memory.empty_strided(tuple(input.shape), memory.contiguous_strides(input.shape), input.dtype, index)
-    mask = memory.empty(tuple(input.shape), torch.bool, index)
+    out = storage.empty_strided(tuple(input.shape), storage.contiguous_strides(input.shape), input.dtype, index)
+    mask = storage.empty(tuple(input.shape), torch.bool, index)
     blocks = []
     ri, ro, rm = ref(input, blocks), ref(out, blocks), ref(mask, blocks)
     scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
@@ -293,7 +243,6 @@ def _item(x):
 # ---------------------------------------------------------------- the table
 def npu_kernels() -> dict:
     """aten op name -> PrivateUse1 kernel."""
-    from . import copies
     return {
         "empty.memory_format": empty_memory_format,
         "empty_strided": empty_strided,
@@ -321,7 +270,6 @@ def autograd_kernels() -> dict:
 
 def cpu_kernels() -> dict:
     """aten op name -> CPU kernel (pinned host memory)."""
-    from . import copies
     return {
         "_pin_memory": copies.pin_memory,
         "is_pinned": lambda self, device=None: copies.is_pinned_tensor(self),

@@ -1,11 +1,14 @@
-"""Device memory for npu tensors: npurt's caching pool, and host views of it for the CPU kernels.
+"""Storage of npu tensors: npurt's caching pool, and the arena views the CPU kernels read through.
 
 * Every npu storage is one npurt allocation (`malloc_on` the tensor's device). The DLPack
   deleter frees it when torch drops the storage, so the free is npurt's stream-ordered one:
   memory a queued op still uses goes back to the pool only after that op ran.
 * A task reaches device memory through a *host view*: one CPU tensor over each device's whole
-  HBM arena (64 GiB, lazily committed), viewed once per dtype; the view of a tensor is one
-  `as_strided` of it, built when the task runs.
+  HBM arena (64 GiB, lazily committed), viewed once per dtype (an `ArenaView`); the view of a
+  tensor is one `as_strided` of it, built when the task runs (refs.py).
+* `DeviceInfo` is what ops need of one device, looked up once; after a finalize the runtime
+  has new devices (and arenas), and `info()` makes a new one, letting the old arena go with
+  its views.
 """
 from __future__ import annotations
 
@@ -14,10 +17,8 @@ import math
 import torch
 
 from .. import _devices
-from ..runtime import api as rt
+from ..runtime import HOOKS, RUNTIME, free, malloc_on
 from ..runtime.memops import dead_address_message
-from ..runtime.observers import HOOKS
-from ..runtime.runtime import RUNTIME
 from . import _dlpack
 
 ITEMSIZE: dict[torch.dtype, int] = {}
@@ -28,6 +29,18 @@ def itemsize(dtype: torch.dtype) -> int:
     if n is None:
         n = ITEMSIZE[dtype] = torch.empty((), dtype=dtype).element_size()
     return n
+
+
+class ArenaView:
+    """A device's arena as one CPU tensor of one dtype (element i at byte i * itemsize), and
+    the cache of read views into it (refs.read_view): a view of the arena is valid whatever
+    lives there, and the same addresses come back (the pool reuses them)."""
+
+    __slots__ = ("tensor", "addr", "dtype", "reads")
+
+    def __init__(self, tensor: torch.Tensor):
+        self.tensor, self.addr, self.dtype = tensor, tensor.data_ptr(), tensor.dtype
+        self.reads: dict = {}   # (element offset, shape, stride) -> host view
 
 
 class DeviceInfo:
@@ -44,32 +57,29 @@ class DeviceInfo:
         self.live = device.memory.live
         self.va_base = device.backend.va_base
         self._u8 = torch.from_numpy(device.backend.arena.mem)  # no copy: the arena itself
-        self.views: dict[torch.dtype, torch.Tensor] = {torch.uint8: self._u8}
+        self.views: dict[torch.dtype, ArenaView] = {torch.uint8: ArenaView(self._u8)}
 
-    def view_of(self, dtype: torch.dtype) -> torch.Tensor:
-        """The arena as one CPU tensor of `dtype` (element i at byte i * itemsize)."""
+    def view_of(self, dtype: torch.dtype) -> ArenaView:
+        """The arena as one CPU tensor of `dtype`."""
         v = self.views.get(dtype)
         if v is None:
-            v = self.views[dtype] = self._u8.view(dtype)
+            v = self.views[dtype] = ArenaView(self._u8.view(dtype))
         return v
 
 
-_infos: dict[int, DeviceInfo] = {}
+INFOS: dict[int, DeviceInfo] = {}
 
 
 def info(index: int | None) -> DeviceInfo:
     """The DeviceInfo of npu:`index` (None: the current device); the runtime starts on first use."""
     if index is None:
         index = _devices.current_device()
-    inf = _infos.get(index)
+    inf = INFOS.get(index)
     if inf is not None and inf.devs is RUNTIME.devices:
         return inf
     dev = _devices._device_obj(index)  # initializes the runtime; InvalidDeviceError if out of range
-    if inf is not None:  # the runtime was finalized: let the old arena's views (and mapping) go
-        from .dispatch import _VIEWS
-        for view in inf.views.values():
-            _VIEWS.pop(id(view), None)
-    inf = _infos[index] = DeviceInfo(dev)
+    # (a finalized runtime's DeviceInfo is dropped here: the old arena goes with its views)
+    inf = INFOS[index] = DeviceInfo(dev)
     return inf
 
 
@@ -80,7 +90,7 @@ def release(owner: tuple) -> None:
     _, mem, ptr, block = owner
     if mem.live.get(ptr) is block:
         if HOOKS.active:
-            rt.free(ptr, managed=True)  # stream-ordered by design: tools do not report a free in use
+            free(ptr, managed=True)  # stream-ordered by design: tools do not report a free in use
         else:
             mem.free(ptr)
 
@@ -100,6 +110,20 @@ def contiguous_strides(shape) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def strides_for(shape, memory_format) -> tuple[int, ...]:
+    """Strides (in elements) of a new tensor of `shape` laid out as `memory_format`."""
+    shape = tuple(shape)
+    if memory_format == torch.channels_last and len(shape) == 4:
+        n, c, h, w = shape
+        return (h * w * c, 1, w * c, c)
+    if memory_format == torch.channels_last_3d and len(shape) == 5:
+        n, c, d, h, w = shape
+        return (d * h * w * c, 1, h * w * c, w * c, c)
+    if memory_format not in (None, torch.contiguous_format, torch.preserve_format):
+        raise RuntimeError(f"unsupported memory format {memory_format} for a tensor of {len(shape)} dimensions")
+    return contiguous_strides(shape)
+
+
 def empty_strided(shape, stride, dtype: torch.dtype, index: int | None) -> torch.Tensor:
     """A new npu tensor (uninitialized) in npurt's pool."""
     inf = info(index)
@@ -110,7 +134,7 @@ def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> to
     """A new npu tensor of `nbytes` on the device of `inf` (the hot path of every op)."""
     mem = inf.memory
     if HOOKS.active:
-        ptr = rt.malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
+        ptr = malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
     else:
         ptr = mem.malloc(nbytes or 1, 0)
     return _dlpack.tensor_at(ptr, shape, stride, dtype, inf.index, (release, mem, ptr, mem.live[ptr]))
@@ -143,7 +167,7 @@ def host_view(t: torch.Tensor) -> torch.Tensor:
     inf = info(t.get_device())
     size = t.element_size()
     ptr = t.data_ptr()
-    return inf.view_of(t.dtype).as_strided(t.shape, t.stride(), (ptr - inf.va_base) // size if ptr else 0)
+    return inf.view_of(t.dtype).tensor.as_strided(t.shape, t.stride(), (ptr - inf.va_base) // size if ptr else 0)
 
 
 def nbytes_of(t: torch.Tensor) -> int:
