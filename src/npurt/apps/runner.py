@@ -28,6 +28,8 @@ import types
 
 from npurt.runtime import FAULTS, SCHEDULE, FaultSpecError, ScheduleSpecError, parse_schedule
 
+from . import schedules as runs
+
 ACL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "acl_path")  # holds the `acl` shim
 
 USAGE = """usage: npurt run [-v] [--torch-npu] [--profile OUT_DIR] [--sanitize [--tools LIST]
@@ -230,7 +232,6 @@ def main(argv: list[str]) -> int:
         if schedule is not None:
             print("npurt run: --schedule and --schedules exclude each other", file=sys.stderr)
             return 2
-        from . import schedules as runs
         if schedules == "all":
             outcomes, complete = runs.enumerate_schedules(max_steps, passed_on, args, jobs, timeout_s, max_runs)
             return runs.report(outcomes, passed_on, args, complete)
