@@ -9,7 +9,7 @@ if not getattr(_sys, "_is_gil_enabled", lambda: True)():
     raise ImportError("npurt's lock-free fast paths (memory pool, scheduler) rely on the GIL; "
                       "run it on a CPython build with the GIL enabled (not a free-threaded build)")
 
-from . import constants  # noqa: E402
+from . import address, constants  # noqa: E402
 from .api import *  # noqa: F401,F403 - the runtime's operations
 from .context import PER_THREAD, Context, bind, current_context, peek_context
 from .device import Device
@@ -18,8 +18,18 @@ from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventEr
                      NpuError, OutOfMemoryError, ResourceExhaustedError, StreamAbortedError,
                      SubscriptionError, SyncTimeoutError, TaskError, error_name, get_last_error,
                      get_recent_err_msg, set_last_error, ParamInvalidError)
+from .address import Span, dead_address_message, record_use, resolve
+from .binary import binary_get_function, binary_load_from_data
+from .config import ENV_VARIABLES, Settings
+from .errors import MemcpyKindWarning, as_int, register_code_names
 from .event import Event
-from .faults import FAULTS, FaultSpecError
+from .faults import FAULTS, FaultSpecError, operations_of as _operations_of
+from . import api as _api, binary as _binary, kernel as _kernel, reduce as _reduce
+from .kernel import GM, KernelFunction, enqueue_launch, function_of, host_bytes, resolve_dtype
+from .kernel import kernel as kernel_function, launch as launch_function  # not `kernel`: that is the module
+from .memory import note_use, note_uses
+from .warn import HangWarning, LeakWarning
+from .watchdog import WATCHDOG
 from .handles import HandleTable, table as handle_table
 from .memory import DeviceMemory as _DeviceMemory
 from .schedule import SCHEDULE, ScheduleSpecError
@@ -44,12 +54,23 @@ from .native import KernelTrap, NativeKernel, launch_native
 __all__ = [
     # data: ACL constants and aclError codes
     'constants',
+    # addresses: resolve(rt, addr, nbytes, role) -> Span (the allocation holding it); the
+    # `address` module's host probes and views (view, host_view, is_device, VA_BASE, ...)
+    'address', 'Span', 'dead_address_message', 'record_use', 'resolve',
     # objects and the one owner of process state
     'Blocker', 'CallbackTask', 'Context', 'HandleTable', 'PER_THREAD', 'bind', 'handle_table', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
     'Task', 'current_context', 'peek_context', 'task_error',
-    # observers; fault injection (faults.py)
+    # observers; fault injection (faults.py) and controlled schedules (schedule.py)
     'HOOKS', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
-    # errors
+    # settings
+    'ENV_VARIABLES', 'Settings',
+    # stream-ordered use of memory (what a task holds, retired with it), the watchdog's timers
+    'note_use', 'note_uses', 'WATCHDOG',
+    # kernels: @kernel functions, their launch, kernel binaries
+    'GM', 'KernelFunction', 'binary_get_function', 'binary_load_from_data', 'enqueue_launch', 'function_of',
+    'host_bytes', 'kernel_function', 'launch_function', 'resolve_dtype',
+    # errors and warnings; as_int: the runtime's exact-int argument check
+    'HangWarning', 'LeakWarning', 'MemcpyKindWarning', 'as_int', 'register_code_names',
     'AddressUnalignedError', 'ContextError', 'DeadlockError', 'EventError',
     'FeatureNotSupportedError', 'InvalidDeviceError', 'InvalidHandleError', 'InvalidValueError',
     'NotInitializedError', 'NpuError', 'OutOfMemoryError', 'ParamInvalidError',
@@ -95,6 +116,6 @@ __all__ = [
 ]
 
 # fault injection gates these operations by name, whichever face calls them (faults.py)
-FAULTS.bind({_n: globals()[_n] for _n in __all__}, _DeviceMemory, peek_context)
+FAULTS.bind(_operations_of(_api, _kernel, _binary, _reduce), _DeviceMemory, peek_context)
 FAULTS.arm_from_environment()
 SCHEDULE.start_from_environment()

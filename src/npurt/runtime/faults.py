@@ -100,6 +100,21 @@ _WHEN = re.compile(r"(?:(\d+)(\+)?|\*(\d+)|(\d+(?:\.\d+)?)%|(\d+(?:\.\d+)?)(ms|s
 _SIZE = re.compile(r"(\d+)([KMG]i?B?|B)?$", re.I)
 
 
+def operations_of(*modules) -> dict:
+    """name -> function of the operations the modules (and their submodules, one level down)
+    define: what a spec's API names are looked up in."""
+    found = {}
+    for module in modules:
+        for mod in [module, *(v for v in vars(module).values() if isinstance(v, types.ModuleType))]:
+            if not mod.__name__.startswith(OPERATION_MODULES):
+                continue
+            for name, value in vars(mod).items():
+                if (isinstance(value, types.FunctionType) and not name.startswith("_")
+                        and value.__module__.startswith(OPERATION_MODULES)):
+                    found.setdefault(value.__name__, value)
+    return found
+
+
 class FaultSpecError(ValueError):
     """A fault spec that cannot be armed. `position` is the offset in the spec of what is
     wrong; the message shows it with a caret."""
