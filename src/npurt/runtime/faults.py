@@ -339,7 +339,9 @@ class Faults:
         self.rng = random.Random(0)
         self.armed_at = 0.0
         self.lock = threading.Lock()
-        self.operations: dict = {}   # name -> function, given by the runtime package
+        self._operations = None      # name -> function (see bind)
+        self._eager: dict = {}
+        self._more = None
         self.memory_class = None     # the allocator class whose malloc is gated
         self._gated: dict = {}       # function -> its original code
         self._malloc = None          # the allocator's original malloc
@@ -347,14 +349,26 @@ class Faults:
         self._summary_registered = False
 
     # ------------------------------------------------------------ arming
-    def bind(self, operations: dict, memory_class, thread_context) -> None:
-        """The runtime package hands over its operations, its allocator class and how to read
-        the calling thread's current context (once, at import; this module sits below them)."""
+    def bind(self, operations: dict, memory_class, thread_context, more_operations=None) -> None:
+        """The runtime package hands over its operations, its allocator class, how to read the
+        calling thread's current context and how to load the operations it loads on first use
+        (kernels, binaries): once, at import (this module sits below all of them)."""
         self.thread_context = thread_context
-        self.operations = {n: f for n, f in operations.items()
-                           if isinstance(f, types.FunctionType) and not f.__code__.co_freevars
-                           and f.__module__.startswith(OPERATION_MODULES)}
+        self._eager = operations
+        self._more = more_operations
         self.memory_class = memory_class
+
+    @property
+    def operations(self) -> dict:
+        """name -> function of every operation a spec may name (loads the lazy ones on first use)."""
+        if self._operations is None:
+            ops = dict(self._eager)
+            if self._more is not None:
+                for name, fn in self._more().items():
+                    ops.setdefault(name, fn)
+            self._operations = {n: f for n, f in ops.items()
+                                if isinstance(f, types.FunctionType) and not f.__code__.co_freevars}
+        return self._operations
 
     def check(self, spec: str) -> list[Fault]:
         """Parse `spec` without arming it (raises FaultSpecError)."""
