@@ -30,46 +30,13 @@ import tempfile
 import traceback
 import types
 
-<<<<<<< HEAD
 from npurt.runtime import FAULTS, SCHEDULE, FaultSpecError, ScheduleSpecError, parse_schedule
 
 from . import schedules as runs
-
-ACL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "acl_path")  # holds the `acl` shim
-
-USAGE = """usage: npurt run [-v] [--torch-npu] [--profile OUT_DIR] [--sanitize [--tools LIST]
-                 [--sanitize-report FILE]] [--faults SPEC] [--schedule SEED | --schedules N|all
-                 [--max-steps K] [--jobs J] [--timeout S]] script.py [args...]
-
-Run a pyACL script with `import acl` resolving to npurt's facade (npurt.acl).
-  -v, --verbose        say what is run, on which simulated SoC, and the exit status (on stderr)
-  --torch-npu          also run torch_npu scripts: `import torch_npu` resolves to npurt's shim and
-                       torch's "npu" device is npurt's (needs PyTorch: pip install 'npurt[torch]')
-  --profile OUT_DIR    profile the whole run: write the timeline (msprof.json), the summary
-                       tables (*.csv) and summary.txt to OUT_DIR; the summary is printed
-                       on stderr at the end
-  --sanitize           find races, memory errors, leaks and hangs while it runs; reports go to
-                       stderr and the exit status is 86 if there is any
-  --tools LIST         the sanitizer's tools, comma-separated: race,mem,init,leak,sync (default
-                       all; implies --sanitize)
-  --sanitize-report FILE  also write the reports as JSON to FILE (implies --sanitize)
-  --faults SPEC        inject faults (the NPURT_FAULTS language, docs/testing.md), e.g.
-                       'acl.rt.malloc@3=207001;task:kernel@1=507015'; a summary is printed at exit
-  --schedule SEED      run the device under the controlled schedule of SEED (NPURT_SCHEDULE=random:SEED):
-                       one task at a time, the order chosen by the seed; the same seed, the same run
-  --schedules N        run the script under seeds 1..N (child processes, --jobs at a time, default
-                       the number of cores); report the failing seeds and the command that replays one;
-                       exit status 0 when every seed passed
-  --schedules all --max-steps K  every interleaving of the first K steps instead (--max-runs M, 1000)
-  --timeout S          a run under --schedules that takes longer than S seconds is a hang (default 60)
-  -h, --help           show this help
-"""
-=======
 from .cliargs import CommandParser, Exit, command_parser, parse, split_passthrough
 
 ACL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "acl_path")  # holds the `acl` shim
 
->>>>>>> main
 SANITIZER_EXIT = 86  # the exit status of a run the sanitizer reported errors in
 
 
@@ -113,6 +80,8 @@ EPILOG = """programs:
   npurt run ./app [args...]          a native executable linked against libacl_rt (npurt cann-home)
 
 The exit status is the program's; 86 if --sanitize reported anything; 2 for bad arguments.
+With --schedules: 0 when the program passed under every seed, 1 otherwise (each failing seed is
+listed with the command that replays it, `npurt run --schedule SEED program`).
 `import torch_npu` works only with --torch-npu (torch's "npu" device is then npurt's)."""
 
 
@@ -135,6 +104,23 @@ def parser() -> CommandParser:
                         "implies --sanitize)")
     p.add_argument("--sanitize-report", metavar="FILE", help="also write the reports as JSON to FILE "
                                                              "(implies --sanitize)")
+    p.add_argument("--faults", metavar="SPEC",
+                   help="inject faults (the NPURT_FAULTS language, docs/testing.md), e.g. "
+                        "'acl.rt.malloc@3=207001;task:kernel@1=507015'; a summary is printed at exit")
+    p.add_argument("--schedule", metavar="SEED",
+                   help="run the device under the controlled schedule of SEED (NPURT_SCHEDULE): one task at a "
+                        "time, in the order the seed chooses; the same seed, the same run")
+    p.add_argument("--schedules", metavar="N|all",
+                   help="run the program under seeds 1..N (child processes, --jobs at a time) and report the "
+                        "seeds it fails under; 'all' enumerates the interleavings of the first --max-steps steps")
+    p.add_argument("--max-steps", metavar="K", type=int, default=8,
+                   help="--schedules all: branch over the first K steps (default 8)")
+    p.add_argument("--max-runs", metavar="M", type=int, default=1000,
+                   help="--schedules all: at most M runs (default 1000)")
+    p.add_argument("--jobs", metavar="J", type=int, default=os.cpu_count() or 1,
+                   help="--schedules: runs at a time (default: the number of cores)")
+    p.add_argument("--timeout", metavar="S", type=float, default=60.0,
+                   help="--schedules: a run longer than S seconds is a hang (default 60)")
     target = p.add_mutually_exclusive_group()
     target.add_argument("-m", dest="module", metavar="MODULE", help="run a module as `python -m MODULE`")
     target.add_argument("-c", dest="code", metavar="CODE", help="run CODE as `python -c CODE`")
@@ -143,7 +129,8 @@ def parser() -> CommandParser:
     return p
 
 
-OPTIONS_WITH_VALUES = {"--profile", "--tools", "--sanitize-report"}
+OPTIONS_WITH_VALUES = {"--profile", "--tools", "--sanitize-report", "--faults", "--schedule", "--schedules",
+                       "--max-steps", "--max-runs", "--jobs", "--timeout"}
 
 
 def parse_run_args(argv: list[str], prog_parser: CommandParser | None = None):
@@ -163,6 +150,21 @@ def parse_run_args(argv: list[str], prog_parser: CommandParser | None = None):
         p.error("--profile needs an output directory")
     if args.program is None and args.module is None and args.code is None:
         p.error("give a program: script.py, -m MODULE, -c CODE or ./app")
+    try:
+        if args.faults is not None:
+            FAULTS.check(args.faults)
+        if args.schedule is not None:
+            parse_schedule(args.schedule)
+    except (FaultSpecError, ScheduleSpecError) as exc:
+        p.error(f"{'--faults' if isinstance(exc, FaultSpecError) else '--schedule'}: {exc}")
+    if args.schedules is not None:
+        if args.schedule is not None:
+            p.error("--schedule and --schedules exclude each other")
+        if args.schedules != "all" and not (args.schedules.isdigit() and int(args.schedules) > 0):
+            p.error(f"--schedules needs a number of seeds or 'all', got {args.schedules!r}")
+    for name in ("max_steps", "max_runs", "jobs", "timeout"):
+        if getattr(args, name) <= 0:
+            p.error(f"--{name.replace('_', '-')} must be positive")
     if args.program is not None:
         path = os.path.abspath(args.program)
         if os.path.isdir(path):
@@ -237,122 +239,15 @@ def _run_module(name: str) -> None:
     runpy.run_module(name, run_name="__main__", alter_sys=True)
 
 
-def _schedule_option(name: str, value: str) -> str | None:
-    """What is wrong with the value of a fault or schedule option, or None."""
-    try:
-        if name == "--faults":
-            FAULTS.check(value)
-        elif name == "--schedule":
-            parse_schedule(value)
-        elif name == "--schedules":
-            if value != "all" and not (value.isdigit() and int(value) > 0):
-                return f"needs a number of seeds or 'all', got {value!r}"
-        elif name == "--timeout":
-            if float(value) <= 0:
-                return "must be positive"
-        elif not (value.isdigit() and int(value) > 0):
-            return f"needs a positive integer, got {value!r}"
-    except (FaultSpecError, ScheduleSpecError) as exc:
-        return str(exc)
-    except ValueError:
-        return f"needs a number, got {value!r}"
-    return None
-
-
 def main(argv: list[str]) -> int:
-<<<<<<< HEAD
-    verbose = False
-    torch_npu = False
-    profile_dir = None
-    sanitize, tools, sanitize_report = False, "all", None
-    faults = schedule = schedules = None
-    max_steps, max_runs, jobs, timeout_s = 8, 1000, os.cpu_count() or 1, 60.0
-    passed_on: list[str] = []  # the options a --schedules child gets again
-    args = list(argv)
-    while args and args[0].startswith("-"):
-        opt = args.pop(0)
-        given = len(args)
-        if opt in ("--faults", "--schedule", "--schedules", "--max-steps", "--max-runs", "--jobs", "--timeout") or \
-                opt.split("=")[0] in ("--faults", "--schedule", "--schedules", "--max-steps", "--max-runs", "--jobs",
-                                      "--timeout"):
-            name, value = opt.split("=")[0], _option_value(opt, args)
-            if not value:
-                print(f"npurt run: {name} needs a value\n{USAGE}", end="", file=sys.stderr)
-                return 2
-            problem = _schedule_option(name, value)
-            if problem:
-                print(f"npurt run: {name}: {problem}", file=sys.stderr)
-                return 2
-            if name == "--faults":
-                faults = value
-                passed_on += ["--faults", value]
-            elif name == "--schedule":
-                schedule = value
-            elif name == "--schedules":
-                schedules = value
-            elif name == "--max-steps":
-                max_steps = int(value)
-            elif name == "--max-runs":
-                max_runs = int(value)
-            elif name == "--jobs":
-                jobs = int(value)
-            else:
-                timeout_s = float(value)
-            continue
-        if opt not in ("-h", "--help", "--"):
-            passed_on += [opt, *argv[len(argv) - given:len(argv) - len(args)]]
-        if opt in ("-v", "--verbose"):
-            verbose = True
-        elif opt == "--torch-npu":
-            torch_npu = True
-        elif opt == "--sanitize":
-            sanitize = True
-        elif opt == "--tools" or opt.startswith("--tools="):
-            sanitize, tools = True, _option_value(opt, args)
-            if not tools:
-                print(f"npurt run: --tools needs a list such as race,mem\n{USAGE}", end="", file=sys.stderr)
-                return 2
-        elif opt == "--sanitize-report" or opt.startswith("--sanitize-report="):
-            sanitize, sanitize_report = True, _option_value(opt, args)
-            if not sanitize_report:
-                print(f"npurt run: --sanitize-report needs a file name\n{USAGE}", end="", file=sys.stderr)
-                return 2
-        elif opt == "--profile" or opt.startswith("--profile="):
-            profile_dir = opt.partition("=")[2] if "=" in opt else (args.pop(0) if args else "")
-            if not profile_dir:
-                print(f"npurt run: --profile needs an output directory\n{USAGE}", end="", file=sys.stderr)
-                return 2
-        elif opt in ("-h", "--help"):
-            print(USAGE, end="")
-            return 0
-        elif opt == "--":
-            break
-        else:
-            print(f"npurt run: unknown option {opt!r}\n{USAGE}", end="", file=sys.stderr)
-            return 2
-    if not args:
-        print(USAGE, end="", file=sys.stderr)
-        return 2
-    script = os.path.abspath(args[0])
-    if not os.path.isfile(script):
-        print(f"npurt run: can't open file {args[0]!r}: no such file", file=sys.stderr)
-        return 2
-    if schedules is not None:
-        if schedule is not None:
-            print("npurt run: --schedule and --schedules exclude each other", file=sys.stderr)
-            return 2
-        if schedules == "all":
-            outcomes, complete = runs.enumerate_schedules(max_steps, passed_on, args, jobs, timeout_s, max_runs)
-            return runs.report(outcomes, passed_on, args, complete)
-        return runs.report(runs.run_seeds(int(schedules), passed_on, args, jobs, timeout_s), passed_on, args)
-=======
     try:
         args = parse_run_args(argv)
     except Exit as exc:
         return exc.status
+    if args.schedules is not None:
+        return run_schedules(args)
     if args.program is not None and is_native(os.path.abspath(args.program)):
         return run_native(args)
->>>>>>> main
 
     profile = None
     if args.profile is not None:
@@ -416,12 +311,12 @@ def main(argv: list[str]) -> int:
     saved_main = sys.modules.get("__main__")
     saved_env = {k: os.environ.get(k) for k in ("NPURT_FAULTS", "NPURT_SCHEDULE")}
     try:
-        if faults is not None:  # the script's own child processes get them too
-            os.environ["NPURT_FAULTS"] = faults
-            FAULTS.arm(faults)
-        if schedule is not None:
-            os.environ["NPURT_SCHEDULE"] = schedule
-            SCHEDULE.start(schedule)
+        if args.faults is not None:  # the program's own child processes get them too
+            os.environ["NPURT_FAULTS"] = args.faults
+            FAULTS.arm(args.faults)
+        if args.schedule is not None:
+            os.environ["NPURT_SCHEDULE"] = args.schedule
+            SCHEDULE.start(args.schedule)
         if profile is not None:
             profile.start()
         if sanitizer is not None:
@@ -444,9 +339,9 @@ def main(argv: list[str]) -> int:
                   f"npurt run --torch-npu {' '.join(argv)}", file=sys.stderr)
         status = 1
     finally:
-        if schedule is not None:
+        if args.schedule is not None:
             SCHEDULE.stop()
-        if faults is not None:
+        if args.faults is not None:
             FAULTS.disarm()
         for key, value in saved_env.items():
             if value is None:
@@ -482,6 +377,26 @@ def main(argv: list[str]) -> int:
     return status
 
 
+def run_schedules(args) -> int:
+    """--schedules: the program under many seeds (or every interleaving of its first steps),
+    each run a child `npurt run --schedule ...` (apps/schedules.py)."""
+    options = ["--faults", args.faults] if args.faults is not None else []
+    options += ["--torch-npu"] if args.torch_npu else []
+    options += (["--sanitize"] + (["--tools", args.tools] if args.tools else [])) if args.sanitize else []
+    if args.program is not None:
+        program = [args.program, *args.args]
+    elif args.module is not None:
+        program = ["-m", args.module, *args.args]
+    else:
+        program = ["-c", args.code, *args.args]
+    if args.schedules == "all":
+        outcomes, complete = runs.enumerate_schedules(args.max_steps, options, program, args.jobs, args.timeout,
+                                                      args.max_runs)
+        return runs.report(outcomes, options, program, complete)
+    return runs.report(runs.run_seeds(int(args.schedules), options, program, args.jobs, args.timeout),
+                       options, program)
+
+
 def cann_home() -> str | None:
     """The CANN prefix of `npurt cann-home` (None until it is built). Wired to npurt.capi when
     its builder lands; until then native programs are refused with the command to run."""
@@ -503,6 +418,10 @@ def native_environment(prefix: str, args, report_path: str | None) -> dict[str, 
         env["NPURT_SANITIZE_REPORT"] = report_path
     if args.profile is not None:
         env["NPURT_PROFILE"] = os.path.abspath(args.profile)
+    if args.faults is not None:  # read by the runtime when the library starts Python
+        env["NPURT_FAULTS"] = args.faults
+    if args.schedule is not None:
+        env["NPURT_SCHEDULE"] = args.schedule
     return env
 
 
