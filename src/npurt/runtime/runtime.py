@@ -13,7 +13,7 @@ import threading
 import time
 from collections import deque
 
-from ..driver import SimulatedNpu
+from .. import driver as drivers
 from . import address
 from . import constants as C
 from .config import Settings
@@ -109,7 +109,7 @@ class Runtime:
         settings = Settings.from_env()
         spec = settings.spec()
         settings.apply_log_level()
-        driver = SimulatedNpu(spec, settings.physical_devices)
+        driver = drivers.open(settings.driver, spec, settings.physical_devices)
         try:  # map the visible devices' arenas now: copies resolve addresses by them
             for physical in settings.visible_devices:
                 driver.device(physical)
