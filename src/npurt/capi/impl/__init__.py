@@ -13,5 +13,7 @@ spec without one here is a stub (`npurt.capi.entry`).
 | memory | aclrtMalloc ... aclrtPointerGetAttributes |
 | allocator | aclrtAllocator* (custom allocators per stream) |
 | control | callbacks, report threads, host functions, op timeouts, last error, exception info |
+| kernels | aclrtBinary*, aclrtLaunchKernel*, aclrtKernelArgs*, npurtLaunchNativeKernel (<<<>>>) |
+| aclnn | acl_meta.h's tensor objects, aclnn<Op>GetWorkspaceSize / aclnn<Op> (libopapi, libnnopbase) |
 """
-from . import allocator, context, control, device, event, lifecycle, memory, stream  # noqa: F401
+from . import aclnn, allocator, context, control, device, event, kernels, lifecycle, memory, stream  # noqa: F401
