@@ -22,10 +22,15 @@ from .address import Span, dead_address_message, record_use, resolve
 from .config import ENV_VARIABLES, Settings
 from .errors import MemcpyKindWarning, as_int, register_code_names
 from .event import Event
+from .faults import FAULTS, FaultSpecError, operations_of as _operations_of
+from . import api as _api
 from .memory import note_use, note_uses
 from .warn import HangWarning, LeakWarning
 from .watchdog import WATCHDOG
 from .handles import HandleTable, table as handle_table
+from .memory import DeviceMemory as _DeviceMemory
+from .schedule import SCHEDULE, ScheduleSpecError
+from .schedule import parse as parse_schedule
 from .observers import HOOKS
 from .runtime import RUNTIME
 from .scheduler import Blocker, task_error
@@ -43,8 +48,8 @@ __all__ = [
     # objects and the one owner of process state
     'Blocker', 'CallbackTask', 'Context', 'HandleTable', 'PER_THREAD', 'bind', 'handle_table', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
     'Task', 'current_context', 'peek_context', 'task_error',
-    # observers
-    'HOOKS',
+    # observers; fault injection (faults.py) and controlled schedules (schedule.py)
+    'HOOKS', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # settings
     'ENV_VARIABLES', 'Settings',
     # stream-ordered use of memory (what a task holds, retired with it), the watchdog's timers
@@ -125,3 +130,14 @@ def __getattr__(name: str):
     globals()[name] = value
     return value
 
+
+def _kernel_operations() -> dict:
+    """The kernel model's operations, for a fault spec that names one (loads them)."""
+    import importlib
+    return _operations_of(*(importlib.import_module(f"{__name__}.{m}") for m in (*_BY_MODULE, "reduce")))
+
+
+# fault injection gates these operations by name, whichever face calls them (faults.py)
+FAULTS.bind(_operations_of(_api), _DeviceMemory, peek_context, _kernel_operations)
+FAULTS.arm_from_environment()
+SCHEDULE.start_from_environment()
