@@ -35,6 +35,7 @@ from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, D
                          OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
                          StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError)
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+from . import faults  # noqa: F401,E402 - npurt.faults: fault injection and controlled schedules
 
 # `npurt.array` is the function; code that imported the module by its old name still works
 _sys.modules.setdefault("npurt.array", _sys.modules["npurt._array"])

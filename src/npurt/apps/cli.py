@@ -7,6 +7,7 @@
     npurt atc --model=... ...  convert an ONNX model to an .om, with ATC's options (npurt.ge.atc)
     npurt plot OUT_DIR         draw a profile's timeline as a picture (npurt run/demo --profile OUT_DIR)
     npurt bench [--quick]      benchmarks against numpy and the peers
+    npurt cann-home [--prefix DIR]   a CANN-like prefix for C/C++ programs (acl/acl.h, libacl_rt.so)
     npurt --version
 
 Every subcommand parses its arguments with argparse in one style (`npurt COMMAND --help`);
@@ -23,6 +24,7 @@ import os
 import sys
 
 from .._version import __version__
+from ..capi import home as capi_home
 from ..ge import atc
 from . import launcher, runner
 from .cliargs import CommandParser, Exit, command_parser, parse
@@ -43,6 +45,8 @@ COMMANDS = {
     "atc": "convert an ONNX model to an .om with ATC's options: npurt atc --model=m.onnx --framework=5 ...",
     "plot": "draw a profile's timeline as a picture: npurt plot OUT_DIR -o timeline.png",
     "bench": "benchmarks against numpy, the peers and the physical limits",
+    "cann-home": "make (or reuse) a CANN-like prefix for C/C++ programs (acl/acl.h, libacl_rt.so, set_env.sh); "
+                 "print its path",
 }
 
 
@@ -207,11 +211,29 @@ def plot_parser() -> CommandParser:
     return p
 
 
+def cann_home_parser() -> CommandParser:
+    p = command_parser("cann-home", "Make (or reuse) a directory laid out as a CANN toolkit over npurt: "
+                                    "include/acl/*.h, lib64/libacl_rt.so and the library names programs "
+                                    "link, set_env.sh; print its path (docs/c-api.md).")
+    p.add_argument("--prefix", metavar="DIR", help="build it in DIR (default: a cache directory per npurt and Python)")
+    p.add_argument("--rebuild", action="store_true", help="build it again even if it is up to date")
+    return p
+
+
+def _cann_home(args: argparse.Namespace) -> int:
+    try:
+        print(capi_home.cann_home(args.prefix, rebuild=args.rebuild))
+    except (RuntimeError, ImportError) as exc:  # no shared libpython, no cffi, no compiler
+        raise CliError(str(exc)) from None
+    return 0
+
+
 # name: (its parser, what runs it). run, launch and atc take their argv whole (they pass the
 # program's arguments through, or keep ATC's rules).
 PARSERS = {"info": info_parser, "demo": demo_parser, "run": runner.parser, "launch": launcher.parser,
-           "atc": atc.parser, "plot": plot_parser, "bench": bench_parser}
-_HANDLERS = {"info": _info, "demo": _demo, "plot": _plot, "bench": _bench}
+           "atc": atc.parser, "plot": plot_parser, "bench": bench_parser,
+           "cann-home": cann_home_parser}
+_HANDLERS = {"info": _info, "demo": _demo, "plot": _plot, "bench": _bench, "cann-home": _cann_home}
 _PROGRAMS = {"run": runner.main, "launch": launcher.main, "atc": atc.main}
 
 

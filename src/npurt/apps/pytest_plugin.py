@@ -5,6 +5,7 @@ Fixtures:
     npurt_runtime    a fresh runtime for the test (finalized before and after); yields `npurt`
     npurt_device     device 0 current on a fresh runtime; yields `npurt.device(0)`
     npurt_stream     a new `npurt.Stream` on that device, synchronized after the test
+    npurt_faults     `npurt.faults`, cleared after the test (inject faults from the test body)
 
 Markers:
     @pytest.mark.npurt_launch_blocking   run the test with NPURT_LAUNCH_BLOCKING=1 on a fresh
@@ -13,6 +14,13 @@ Markers:
     @pytest.mark.npurt_allow_leaks       exempt a test from --npurt-leaks
     @pytest.mark.npurt_no_sanitize       exempt a test (one that seeds bugs on purpose) from
                                          --npurt-sanitize
+    @pytest.mark.npurt_faults(spec, seed=None)
+                                         run the test body with the faults of `spec` armed (the
+                                         NPURT_FAULTS language); they are cleared after it
+    @pytest.mark.npurt_schedules(n, first=1)
+                                         run the test n times, under the controlled schedules of
+                                         seeds first..first+n-1 (items test[schedule7], ...); a
+                                         failing one replays with NPURT_SCHEDULE=random:7
 
 Options:
     --npurt-leaks    fail a test that leaves device memory allocated: anything it allocated
@@ -75,6 +83,10 @@ def pytest_configure(config) -> None:
                                        "on a fresh npurt runtime")
     config.addinivalue_line("markers", "npurt_allow_leaks: do not check this test with --npurt-leaks")
     config.addinivalue_line("markers", "npurt_no_sanitize: do not run this test under --npurt-sanitize")
+    config.addinivalue_line("markers", "npurt_faults(spec, seed=None): run the test body with these npurt faults "
+                                       "armed (NPURT_FAULTS language)")
+    config.addinivalue_line("markers", "npurt_schedules(n, first=1): run the test under n controlled npurt "
+                                       "schedules (seeds first..first+n-1)")
     if setting(config, "npurt_sanitize"):
         from npurt.tools.sanitizer.core import _parse_tools
         try:
@@ -127,6 +139,39 @@ def npurt_stream(npurt_device):
     s.synchronize()
 
 
+@pytest.fixture
+def npurt_faults():
+    """`npurt.faults` for the test body to inject faults with; cleared after the test."""
+    import npurt
+    yield npurt.faults
+    npurt.faults.clear()
+
+
+def pytest_generate_tests(metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker("npurt_schedules")
+    if marker is None:
+        return
+    n = marker.args[0] if marker.args else marker.kwargs.get("n", 1)
+    first = marker.kwargs.get("first", marker.args[1] if len(marker.args) > 1 else 1)
+    if not isinstance(n, int) or n < 1 or not isinstance(first, int):
+        raise pytest.UsageError(f"{metafunc.definition.nodeid}: npurt_schedules(n, first=1) needs integers, n >= 1")
+    metafunc.fixturenames.insert(0, "npurt_schedule_seed")
+    metafunc.parametrize("npurt_schedule_seed", range(first, first + n), indirect=True,
+                         ids=[f"schedule{seed}" for seed in range(first, first + n)])
+
+
+@pytest.fixture
+def npurt_schedule_seed(request):
+    """The seed of this run of an npurt_schedules test; the device runs under its schedule."""
+    import npurt
+    seed = request.param
+    npurt.faults.schedule(seed)
+    try:
+        yield seed
+    finally:
+        npurt.faults.unschedule()
+
+
 # ---------------------------------------------------------------- per-test set-up and checks
 def _sanitized(item) -> bool:
     return bool(setting(item.config, "npurt_sanitize")) and item.get_closest_marker("npurt_no_sanitize") is None
@@ -159,7 +204,20 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    result = yield
+    marker = item.get_closest_marker("npurt_faults")
+    if marker is not None:
+        import npurt
+        spec = marker.args[0] if marker.args else marker.kwargs.get("spec", "")
+        try:
+            npurt.faults.inject(spec, marker.kwargs.get("seed"))
+        except ValueError as exc:
+            pytest.fail(f"npurt_faults: {exc}", pytrace=False)
+        try:
+            result = yield
+        finally:
+            npurt.faults.clear()
+    else:
+        result = yield
     if hasattr(item, _SESSION):
         text = _new_reports(item)
         if text:

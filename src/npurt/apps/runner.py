@@ -30,6 +30,9 @@ import tempfile
 import traceback
 import types
 
+from npurt.runtime import FAULTS, SCHEDULE, FaultSpecError, ScheduleSpecError, parse_schedule
+
+from . import schedules as runs
 from .cliargs import CommandParser, Exit, command_parser, parse, split_passthrough
 
 ACL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "acl_path")  # holds the `acl` shim
@@ -77,6 +80,8 @@ EPILOG = """programs:
   npurt run ./app [args...]          a native executable linked against libacl_rt (npurt cann-home)
 
 The exit status is the program's; 86 if --sanitize reported anything; 2 for bad arguments.
+With --schedules: 0 when the program passed under every seed, 1 otherwise (each failing seed is
+listed with the command that replays it, `npurt run --schedule SEED program`).
 `import torch_npu` works only with --torch-npu (torch's "npu" device is then npurt's)."""
 
 
@@ -99,6 +104,23 @@ def parser() -> CommandParser:
                         "implies --sanitize)")
     p.add_argument("--sanitize-report", metavar="FILE", help="also write the reports as JSON to FILE "
                                                              "(implies --sanitize)")
+    p.add_argument("--faults", metavar="SPEC",
+                   help="inject faults (the NPURT_FAULTS language, docs/testing.md), e.g. "
+                        "'acl.rt.malloc@3=207001;task:kernel@1=507015'; a summary is printed at exit")
+    p.add_argument("--schedule", metavar="SEED",
+                   help="run the device under the controlled schedule of SEED (NPURT_SCHEDULE): one task at a "
+                        "time, in the order the seed chooses; the same seed, the same run")
+    p.add_argument("--schedules", metavar="N|all",
+                   help="run the program under seeds 1..N (child processes, --jobs at a time) and report the "
+                        "seeds it fails under; 'all' enumerates the interleavings of the first --max-steps steps")
+    p.add_argument("--max-steps", metavar="K", type=int, default=8,
+                   help="--schedules all: branch over the first K steps (default 8)")
+    p.add_argument("--max-runs", metavar="M", type=int, default=1000,
+                   help="--schedules all: at most M runs (default 1000)")
+    p.add_argument("--jobs", metavar="J", type=int, default=os.cpu_count() or 1,
+                   help="--schedules: runs at a time (default: the number of cores)")
+    p.add_argument("--timeout", metavar="S", type=float, default=60.0,
+                   help="--schedules: a run longer than S seconds is a hang (default 60)")
     target = p.add_mutually_exclusive_group()
     target.add_argument("-m", dest="module", metavar="MODULE", help="run a module as `python -m MODULE`")
     target.add_argument("-c", dest="code", metavar="CODE", help="run CODE as `python -c CODE`")
@@ -107,7 +129,8 @@ def parser() -> CommandParser:
     return p
 
 
-OPTIONS_WITH_VALUES = {"--profile", "--tools", "--sanitize-report"}
+OPTIONS_WITH_VALUES = {"--profile", "--tools", "--sanitize-report", "--faults", "--schedule", "--schedules",
+                       "--max-steps", "--max-runs", "--jobs", "--timeout"}
 
 
 def parse_run_args(argv: list[str], prog_parser: CommandParser | None = None):
@@ -127,6 +150,21 @@ def parse_run_args(argv: list[str], prog_parser: CommandParser | None = None):
         p.error("--profile needs an output directory")
     if args.program is None and args.module is None and args.code is None:
         p.error("give a program: script.py, -m MODULE, -c CODE or ./app")
+    try:
+        if args.faults is not None:
+            FAULTS.check(args.faults)
+        if args.schedule is not None:
+            parse_schedule(args.schedule)
+    except (FaultSpecError, ScheduleSpecError) as exc:
+        p.error(f"{'--faults' if isinstance(exc, FaultSpecError) else '--schedule'}: {exc}")
+    if args.schedules is not None:
+        if args.schedule is not None:
+            p.error("--schedule and --schedules exclude each other")
+        if args.schedules != "all" and not (args.schedules.isdigit() and int(args.schedules) > 0):
+            p.error(f"--schedules needs a number of seeds or 'all', got {args.schedules!r}")
+    for name in ("max_steps", "max_runs", "jobs", "timeout"):
+        if getattr(args, name) <= 0:
+            p.error(f"--{name.replace('_', '-')} must be positive")
     if args.program is not None:
         path = os.path.abspath(args.program)
         if os.path.isdir(path):
@@ -206,6 +244,8 @@ def main(argv: list[str]) -> int:
         args = parse_run_args(argv)
     except Exit as exc:
         return exc.status
+    if args.schedules is not None:
+        return run_schedules(args)
     if args.program is not None and is_native(os.path.abspath(args.program)):
         return run_native(args)
 
@@ -269,7 +309,14 @@ def main(argv: list[str]) -> int:
     sys.path.insert(1, ACL_PATH)  # 'spawn' workers take sys.path from the parent, not PYTHONPATH
     status = 0
     saved_main = sys.modules.get("__main__")
+    saved_env = {k: os.environ.get(k) for k in ("NPURT_FAULTS", "NPURT_SCHEDULE")}
     try:
+        if args.faults is not None:  # the program's own child processes get them too
+            os.environ["NPURT_FAULTS"] = args.faults
+            FAULTS.arm(args.faults)
+        if args.schedule is not None:
+            os.environ["NPURT_SCHEDULE"] = args.schedule
+            SCHEDULE.start(args.schedule)
         if profile is not None:
             profile.start()
         if sanitizer is not None:
@@ -292,6 +339,15 @@ def main(argv: list[str]) -> int:
                   f"npurt run --torch-npu {' '.join(argv)}", file=sys.stderr)
         status = 1
     finally:
+        if args.schedule is not None:
+            SCHEDULE.stop()
+        if args.faults is not None:
+            FAULTS.disarm()
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         if sanitizer is not None:
             sanitizer.disable()  # the end-of-run checks, the error summary, the JSON report
             if sanitizer.errors:
@@ -321,6 +377,26 @@ def main(argv: list[str]) -> int:
     return status
 
 
+def run_schedules(args) -> int:
+    """--schedules: the program under many seeds (or every interleaving of its first steps),
+    each run a child `npurt run --schedule ...` (apps/schedules.py)."""
+    options = ["--faults", args.faults] if args.faults is not None else []
+    options += ["--torch-npu"] if args.torch_npu else []
+    options += (["--sanitize"] + (["--tools", args.tools] if args.tools else [])) if args.sanitize else []
+    if args.program is not None:
+        program = [args.program, *args.args]
+    elif args.module is not None:
+        program = ["-m", args.module, *args.args]
+    else:
+        program = ["-c", args.code, *args.args]
+    if args.schedules == "all":
+        outcomes, complete = runs.enumerate_schedules(args.max_steps, options, program, args.jobs, args.timeout,
+                                                      args.max_runs)
+        return runs.report(outcomes, options, program, complete)
+    return runs.report(runs.run_seeds(int(args.schedules), options, program, args.jobs, args.timeout),
+                       options, program)
+
+
 def cann_home() -> str | None:
     """The CANN prefix of `npurt cann-home` (None until it is built). Wired to npurt.capi when
     its builder lands; until then native programs are refused with the command to run."""
@@ -342,6 +418,10 @@ def native_environment(prefix: str, args, report_path: str | None) -> dict[str, 
         env["NPURT_SANITIZE_REPORT"] = report_path
     if args.profile is not None:
         env["NPURT_PROFILE"] = os.path.abspath(args.profile)
+    if args.faults is not None:  # read by the runtime when the library starts Python
+        env["NPURT_FAULTS"] = args.faults
+    if args.schedule is not None:
+        env["NPURT_SCHEDULE"] = args.schedule
     return env
 
 

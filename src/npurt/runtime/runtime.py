@@ -19,6 +19,7 @@ from . import constants as C
 from .config import Settings
 from .context import Context, bind
 from .device import Device
+from .faults import FAULTS
 from .errors import (InvalidDeviceError, InvalidValueError, NpuError,
                      SubscriptionError, SyncTimeoutError)
 from .handles import table
@@ -296,6 +297,7 @@ class Runtime:
             HOOKS.emit("device_release", device=device, reason=reason)
         leaked = device.memory.release_all(reason)
         device.backend.reset()
+        FAULTS.on_reset(device.id)  # a device lost by an injected fault works again
         log.info("%s: device %d released (%d allocation(s) still live)", reason, device.id, len(leaked))
         if leaked:
             total = sum(b.requested for b in leaked)
