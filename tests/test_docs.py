@@ -73,7 +73,8 @@ def test_the_site_navigation_lists_the_reference_pages(page):
 
 # What the docs name must exist: every `npurt.x.y` in inline code and in the Python samples
 # resolves after `import npurt` (and the sample's own imports; `import acl` as under npurt run).
-# npurt.torch (opt-in: importing it registers torch's "npu" device) and npurt.apps (the
+# npurt.torch (opt-in: importing it registers torch's "npu" device), npurt.capi (the C interface's
+# builder) and npurt.apps (the
 # programs behind the npurt command) are named as modules to import: their chains resolve
 # after importing the longest module path they start with.
 NAMES_CHECK = r'''
@@ -85,7 +86,7 @@ missing = []
 for page, imports, chain in json.loads(sys.stdin.read()):
     ns = {"npurt": npurt}
     exec(imports, ns)
-    if chain.startswith(("npurt.torch", "npurt.apps")):
+    if chain.startswith(("npurt.torch", "npurt.apps", "npurt.capi")):
         parts = chain.split(".")
         for n in range(len(parts), 1, -1):
             try:
