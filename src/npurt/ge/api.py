@@ -12,9 +12,7 @@ import threading
 from ..runtime import SyncTimeoutError
 from ..runtime import constants as C
 from ..runtime.api import streams as rt_streams
-from ..runtime.errors import InvalidValueError, NpuError
-from ..runtime.kernel import host_bytes
-from ..runtime.observers import HOOKS
+from ..runtime import HOOKS, InvalidValueError, NpuError, RUNTIME, address, host_bytes, resolve as locate
 from . import aipp as A
 from . import constants as G
 from . import model as M
@@ -248,9 +246,6 @@ def set_aipp_by_input_index(model_id: int, dataset: Dataset, index: int, params:
 
 
 def _write_aipp(model, dataset: Dataset, param_index: int, image, params: A.DynamicParams) -> None:
-    from ..runtime import address
-    from ..runtime.memops import locate
-    from ..runtime.runtime import RUNTIME
     import numpy as np
     buf = dataset.buffer(param_index)
     if not buf.data:

@@ -50,16 +50,8 @@ from math import prod
 
 import numpy as np
 
-from ..runtime import address
-from ..runtime import constants as C
-from ..runtime.api.memory import free, malloc_on
-from ..runtime.context import current_context
-from ..runtime.errors import InvalidValueError, NpuError
-from ..runtime.memops import locate
-from ..runtime.memory import note_use
-from ..runtime.observers import HOOKS
-from ..runtime.runtime import RUNTIME
-from ..runtime.tasks import Task
+from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, Task, address, constants as C,
+                       current_context, free, malloc_on, note_use, resolve as locate)
 from . import aipp as A
 from ..runtime import effective_op_execute_timeout_us
 from . import engine, om
