@@ -14,6 +14,7 @@ spec without one here is a stub (`npurt.capi.entry`).
 | allocator | aclrtAllocator* (custom allocators per stream) |
 | reslimit | device and stream resource limits (recorded, not enforced) |
 | system | aclsys* versions, CANN attributes, data buffers, error detail |
+| tdt | acltdt* channels, queues, buffers and routes on simulated host-device queues |
 | control | callbacks, report threads, host functions, op timeouts, last error, exception info |
 """
-from . import allocator, context, control, device, event, lifecycle, memory, reslimit, stream, system  # noqa: F401
+from . import allocator, context, control, device, event, lifecycle, memory, reslimit, stream, system, tdt  # noqa: F401
