@@ -15,6 +15,7 @@ spec without one here is a stub (`npurt.capi.entry`).
 | reslimit | device and stream resource limits (recorded, not enforced) |
 | system | aclsys* versions, CANN attributes, data buffers, error detail |
 | tdt | acltdt* channels, queues, buffers and routes on simulated host-device queues |
+| prof | aclprof* and mstx*, through the pyACL facade's acl.prof (one implementation for both faces) |
 | control | callbacks, report threads, host functions, op timeouts, last error, exception info |
 """
-from . import allocator, context, control, device, event, lifecycle, memory, reslimit, stream, system, tdt  # noqa: F401
+from . import allocator, context, control, device, event, lifecycle, memory, prof, reslimit, stream, system, tdt  # noqa: F401
