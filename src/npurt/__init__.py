@@ -15,8 +15,6 @@ The runtime initializes on first use and a thread starts on device 0. `npurt.Mod
 runs an .om model (converted by `npurt atc`) on device arrays. `npurt.acl` is the
 pyACL-compatible facade over the same runtime; `npurt.runtime` is the runtime layer.
 """
-from __future__ import annotations
-
 from ._version import __version__  # noqa: F401
 
 import sys as _sys
@@ -46,7 +44,8 @@ _sys.modules.setdefault("npurt.array", _sys.modules["npurt._array"])
 _LAZY = {"kernel": ("npurt.runtime.kernel", "kernel"), "GM": ("npurt.runtime.kernel", "GM"),
          "ops": ("npurt.ops", None), "acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None),
          "Model": ("npurt.model", "Model"), "matmul": ("npurt.ops.array_ops", "matmul"),
-         "launch": ("npurt.launching", "launch")}
+         "launch": ("npurt.launching", "launch"), "sanitizer": ("npurt.sanitizer", None),
+         "hccl": ("npurt.hccl", None)}
 
 
 def __getattr__(name: str):

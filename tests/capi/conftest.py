@@ -62,7 +62,7 @@ def build_c(cann_home, tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("c-programs")
     built: dict[str, Program] = {}
 
-    def build(source: str, libs: tuple[str, ...] = ("ascendcl",)) -> Program:
+    def build(source: str, libs: tuple[str, ...] = ("ascendcl",)) -> Program:  # noqa: B006
         if source in built:
             return built[source]
         exe = str(out_dir / os.path.splitext(source)[0])

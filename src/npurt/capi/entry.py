@@ -93,8 +93,8 @@ def start(ffi, lib) -> None:
     ffi.def_extern(name="npurt_py_flush")(flush)
 
     @ffi.def_extern(name="npurt_py_describe_fault")
-    def _describe(addr, out, size):
-        text = describe_fault(addr).encode("utf-8", "replace")[: size - 1]
+    def _describe(addr, exact, out, size):
+        text = describe_fault(addr, bool(exact)).encode("utf-8", "replace")[: size - 1]
         ffi.memmove(out, text + b"\0", len(text) + 1)
         return len(text)
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 from .. import runtime as rt
 
 
-def describe_fault(addr: int) -> str:
+def describe_fault(addr: int, exact: bool = False) -> str:
+    """The explanation for a fault at (or, when not `exact`, through a register holding)
+    device address `addr`. x86-64 does not report the address of a non-canonical access, so
+    the handler finds the device address the access used in the registers: the access may be
+    at an offset from it."""
     try:
         attrs = rt.pointer_get_attributes(addr)
     except Exception:  # noqa: BLE001 - a freed or unknown address: say what is known
         attrs = None
-    head = f"\nnpurt: the program dereferenced 0x{addr:x} on the host, "
+    head = (f"\nnpurt: the program dereferenced {'' if exact else 'an address at or near '}0x{addr:x} on the host, ")
     if attrs and attrs.get("size"):
         where = (f"which is device memory of device {attrs['location']['id']}: {attrs['size']} bytes from "
                  f"aclrtMalloc at 0x{attrs['allocation']:x} (offset {addr - attrs['allocation']})")

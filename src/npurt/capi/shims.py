@@ -50,7 +50,7 @@ def _ret_wire(spec: Spec, fn: dict) -> str:
 
 def python_api(spec: Spec) -> str:
     lines = ["int npurt_py_ready(void);", "void npurt_py_flush(void);",
-             "int npurt_py_describe_fault(uintptr_t addr, char *out, size_t size);"]
+             "int npurt_py_describe_fault(uintptr_t addr, int exact, char *out, size_t size);"]
     for name, fn in sorted(spec.functions.items()):
         params = ", ".join(f"{w} {n}" for w, n, _ in _wire_params(spec, fn)) or "void"
         lines.append(f"{_ret_wire(spec, fn)} npurt_py_{name}({params});")

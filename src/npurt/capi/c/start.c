@@ -119,6 +119,7 @@ static int npurt_is_device_address(uintptr_t a)
 static void npurt_on_fault(int sig, siginfo_t *info, void *context)
 {
     uintptr_t addr = (uintptr_t)info->si_addr;
+    int exact = npurt_is_device_address(addr);
     /* x86-64 reports a non-canonical address (all of npurt's device addresses) as a general
      * protection fault without an address: look for it in the registers the access used. */
     if (!npurt_is_device_address(addr)) {
@@ -146,7 +147,7 @@ static void npurt_on_fault(int sig, siginfo_t *info, void *context)
     if (addr && npurt_state == 1) {
         static char message[4096];
         alarm(5);                           /* never hang a dying program on the GIL */
-        if (npurt_py_describe_fault(addr, message, sizeof message) > 0) {
+        if (npurt_py_describe_fault(addr, exact, message, sizeof message) > 0) {
             ssize_t ignored = write(2, message, strlen(message));
             (void)ignored;
         }

@@ -12,6 +12,11 @@ spec without one here is a stub (`npurt.capi.entry`).
 | event | aclrtCreateEvent ... aclrtEventGetTimestamp |
 | memory | aclrtMalloc ... aclrtPointerGetAttributes |
 | allocator | aclrtAllocator* (custom allocators per stream) |
+| reslimit | device and stream resource limits (recorded, not enforced) |
+| system | aclsys* versions, CANN attributes, data buffers, error detail |
 | control | callbacks, report threads, host functions, op timeouts, last error, exception info |
+| kernels | aclrtBinary*, aclrtLaunchKernel*, aclrtKernelArgs*, npurtLaunchNativeKernel (<<<>>>) |
+| aclnn | acl_meta.h's tensor objects, aclnn<Op>GetWorkspaceSize / aclnn<Op> (libopapi, libnnopbase) |
 """
-from . import allocator, context, control, device, event, lifecycle, memory, stream  # noqa: F401
+from . import (aclnn, allocator, context, control, device, event, kernels, lifecycle, memory, reslimit,  # noqa: F401
+               stream, system)

@@ -14,6 +14,7 @@ import queue
 import threading
 
 from ... import runtime as rt
+from ...runtime import NpuError, constants as C
 from .. import cdata
 from ..registry import c_function
 from ._common import null, stream_of
@@ -46,42 +47,78 @@ def aclrtProcessReport(timeout):
     return 0
 
 
-class _HostFunctionThread:
-    """The one thread host functions run on (started at the first aclrtLaunchHostFunc)."""
+class HostFunctions:
+    """Where host functions run: on the thread that subscribed their stream with
+    aclrtSubscribeHostFunc (inside its aclrtProcessHostFunc), else on the C interface's own
+    host-function thread. The stream's task waits until the function has run, so stream order
+    holds; the function never runs on the thread that enqueued or synchronizes."""
 
     def __init__(self):
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = None
+        self.queues: dict[int, queue.SimpleQueue] = {}     # thread id -> its jobs
+        self.subscribers: dict[int, int] = {}               # stream handle -> subscribed thread id
+        self._own = None
         self._lock = threading.Lock()
 
-    def _serve(self):
-        while True:
-            fn, args, done, box = self._jobs.get()
-            try:
-                fn(cdata.ffi.cast("void *", args))
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting task
-                box.append(exc)
-            finally:
-                done.set()
+    def _queue(self, thread_id: int) -> queue.SimpleQueue:
+        with self._lock:
+            return self.queues.setdefault(thread_id, queue.SimpleQueue())
 
-    def run(self, fn, args):
-        """Run fn(args) on the host-function thread and wait for it (inside the task)."""
-        if self._thread is None:
+    def _own_thread(self) -> int:
+        if self._own is None:
             with self._lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._serve, name="npurt-host-func", daemon=True)
-                    self._thread.start()
-        if threading.current_thread() is self._thread:
+                if self._own is None:
+                    t = threading.Thread(target=self._serve, name="npurt-host-func", daemon=True)
+                    t.start()
+                    self._own = t
+        return self._own.ident
+
+    def _serve(self):
+        jobs = self._queue(threading.get_ident())
+        while True:
+            self.run_one(jobs.get())
+
+    @staticmethod
+    def run_one(job) -> None:
+        fn, args, done, box = job
+        try:
+            fn(cdata.ffi.cast("void *", args))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting task
+            box.append(exc)
+        finally:
+            done.set()
+
+    def call(self, stream_handle: int, fn, args) -> None:
+        """The task's body: hand fn(args) to its thread and wait for it."""
+        target = self.subscribers.get(stream_handle) or self._own_thread()
+        if target == threading.get_ident():
             fn(cdata.ffi.cast("void *", args))
             return
         done, box = threading.Event(), []
-        self._jobs.put((fn, args, done, box))
+        self._queue(target).put((fn, args, done, box))
         done.wait()
         if box:
             raise box[0]
 
+    def process(self, timeout_ms: int) -> None:
+        """aclrtProcessHostFunc: run the host functions posted to the calling thread, waiting
+        up to timeout_ms (-1: forever) for the first."""
+        if timeout_ms == 0 or timeout_ms < -1:
+            raise rt.InvalidValueError(f"timeout must be -1 or a positive number of ms, got {timeout_ms}")
+        jobs = self._queue(threading.get_ident())
+        try:
+            job = jobs.get(timeout=None if timeout_ms < 0 else timeout_ms / 1000)
+        except queue.Empty:
+            raise NpuError(f"no host function arrived within {timeout_ms} ms", C.ACL_ERROR_RT_REPORT_TIMEOUT) from None
+        self.run_one(job)
+        while True:
+            try:
+                job = jobs.get_nowait()
+            except queue.Empty:
+                return
+            self.run_one(job)
 
-HOST_FUNCTIONS = _HostFunctionThread()
+
+HOST_FUNCTIONS = HostFunctions()
 
 
 @c_function("aclrtLaunchHostFunc")
@@ -89,7 +126,34 @@ def aclrtLaunchHostFunc(stream, fn, args):
     if not fn:
         raise null("fn")
     call = cdata.ffi.cast("aclrtHostFunc", fn)
-    rt.launch_host_func(stream_of(stream), HOST_FUNCTIONS.run, call, args, name="aclrtLaunchHostFunc")
+    s = rt.stream_of(stream_of(stream))
+    rt.launch_host_func(s, HOST_FUNCTIONS.call, s.handle, call, args, name="aclrtLaunchHostFunc")
+    return 0
+
+
+@c_function("aclrtSubscribeHostFunc")
+def aclrtSubscribeHostFunc(hostFuncThreadId, exeStream):
+    s = rt.stream_of(stream_of(exeStream))
+    if HOST_FUNCTIONS.subscribers.get(s.handle) not in (None, hostFuncThreadId):
+        raise NpuError(f"stream {s.stream_id} is already subscribed to host-function thread "
+                       f"{HOST_FUNCTIONS.subscribers[s.handle]}", C.ACL_ERROR_REPEAT_SUBSCRIBE)
+    HOST_FUNCTIONS.subscribers[s.handle] = hostFuncThreadId
+    return 0
+
+
+@c_function("aclrtUnSubscribeHostFunc")
+def aclrtUnSubscribeHostFunc(hostFuncThreadId, exeStream):
+    s = rt.stream_of(stream_of(exeStream))
+    if HOST_FUNCTIONS.subscribers.get(s.handle) != hostFuncThreadId:
+        raise NpuError(f"stream {s.stream_id} is not subscribed to host-function thread {hostFuncThreadId}",
+                       C.ACL_ERROR_RT_STREAM_SUBSCRIBE)
+    del HOST_FUNCTIONS.subscribers[s.handle]
+    return 0
+
+
+@c_function("aclrtProcessHostFunc")
+def aclrtProcessHostFunc(timeout):
+    HOST_FUNCTIONS.process(timeout)
     return 0
 
 

@@ -146,3 +146,65 @@ def aclrtGetStreamOverflowSwitch(stream, flag):
         raise null("flag")
     flag[0] = rt.get_stream_attribute(stream_of(stream), C.ACL_STREAM_ATTR_FLOAT_OVERFLOW_CHECK)["overflowSwitch"]
     return 0
+
+
+@c_function("aclrtStreamStop")
+def aclrtStreamStop(stream):
+    """Stops the stream's tasks: npurt treats it as aclrtStreamAbort (queued work is dropped)."""
+    rt.stream_abort(stream_of(stream))
+    return 0
+
+
+# ---------------------------------------------------------------- the stream-config API
+_configs: dict[int, object] = {}   # handle address -> the cdata that keeps the struct alive
+# aclrtStreamConfigAttr -> the member of aclrtStreamConfigHandle it sets
+_CONFIG_FIELD = {0: "workptr", 1: "workSize", 2: "flag", 3: "priority"}
+
+
+@c_function("aclrtCreateStreamConfigHandle")
+def aclrtCreateStreamConfigHandle():
+    handle = cdata.ffi.new("aclrtStreamConfigHandle *")
+    addr = int(cdata.ffi.cast("uintptr_t", handle))
+    _configs[addr] = handle
+    return addr
+
+
+def _config(handle):
+    if not handle:
+        raise null("handle")
+    got = _configs.get(handle)
+    if got is None:
+        raise InvalidValueError(f"0x{handle:x} is not a handle from aclrtCreateStreamConfigHandle")
+    return got
+
+
+@c_function("aclrtDestroyStreamConfigHandle")
+def aclrtDestroyStreamConfigHandle(handle):
+    _config(handle)
+    del _configs[handle]
+    return 0
+
+
+@c_function("aclrtSetStreamConfigOpt")
+def aclrtSetStreamConfigOpt(handle, attr, attrValue, valueSize):
+    config = _config(handle)
+    if not attrValue:
+        raise null("attrValue")
+    if attr not in _CONFIG_FIELD:
+        raise InvalidValueError(f"attr {attr} is not an aclrtStreamConfigAttr (ACL_RT_STREAM_WORK_ADDR_PTR 0 .. "
+                                "ACL_RT_STREAM_PRIORITY 3)")
+    field = _CONFIG_FIELD[attr]
+    if valueSize not in (1, 2, 4, 8):
+        raise InvalidValueError(f"valueSize {valueSize} is not the size of an integer or pointer value")
+    value = int.from_bytes(cdata.read(attrValue, valueSize), "little")
+    if field == "workptr":
+        config.workptr = cdata.ffi.cast("void *", value)
+    else:
+        setattr(config, field, value)
+    return 0
+
+
+@c_function("aclrtCreateStreamV2")
+def aclrtCreateStreamV2(stream, handle):
+    config = _config(handle)
+    return _new(stream, rt.create_stream(int(config.priority), int(config.flag)))

@@ -176,3 +176,10 @@ def eval_c_int(expr: str, names: dict[str, int] | None = None) -> int:
     text = re.sub(r"\(\s*(?:u?int\d+_t|unsigned int|int|unsigned)\s*\)", "", text)
     env = dict(names or {})
     return int(eval(text, {"__builtins__": {}}, env))  # noqa: S307 - spec text, integer expressions only
+
+
+# spec fragments of the C interface beyond acl.json: native kernel launches, aclnn
+from ..aclnn.spec import spec as _aclnn  # noqa: E402
+from ..native_spec import spec as _native  # noqa: E402
+
+EXTRA_SPECS.extend((_native, _aclnn))
