@@ -20,7 +20,7 @@ import numbers
 import numpy as np
 
 from . import _devices, streams
-from ._array import DeviceArray
+from .array import DeviceArray
 from .exceptions import InvalidValueError
 from .runtime.kernel import GM, KernelFunction, enqueue_launch, function_of
 
