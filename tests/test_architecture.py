@@ -297,6 +297,10 @@ def test_the_runtime_publishes_its_surface_in_all():
     assert surface, "npurt/runtime/__init__.py defines no __all__"
     missing = sorted(n for n in surface if not hasattr(rt, n))
     assert not missing, f"npurt.runtime.__all__ names what the package does not define: {missing}"
+    import types
+    shadowed = sorted(n for n in surface if f"npurt.runtime.{n}" in MODULES
+                      and not isinstance(getattr(rt, n), types.ModuleType))
+    assert not shadowed, f"published names hide the runtime's submodules of the same name: {shadowed}"
 
 
 def test_no_import_breaks_the_contract_beyond_the_allow_list():

@@ -28,6 +28,7 @@ from .array import (DeviceArray, array, asarray, asnumpy, broadcast_to, empty, e
                     empty_pinned, full, full_like, is_pinned, ones, ones_like, tensor, to_device, zeros,
                     zeros_like)
 from . import ops  # noqa: E402 - gives DeviceArray its operators (npurt.ops.use_operations)
+from .kernel import GM, kernel, launch  # noqa: F401 - (binds `npurt.kernel` to the decorator, not its module)
 from .ops import arange, matmul  # noqa: F401
 from . import dtypes as _dtypes
 from .dtypes import (double, float16, float32, float64, half, int8, int16, int32, int64, uint8,  # noqa: F401
@@ -40,10 +41,8 @@ from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, D
                          StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError)
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
 
-# loaded on first use: the kernel model and the op library pull in more than the core needs
-_LAZY = {"kernel": ("npurt.runtime.kernel", "kernel"), "GM": ("npurt.runtime.kernel", "GM"),
-         "acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None),
-         "Model": ("npurt.model", "Model"), "launch": ("npurt.launching", "launch")}
+# loaded on first use: the pyACL face, the profiler and the model runner pull in more than the core needs
+_LAZY = {"acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None), "Model": ("npurt.model", "Model")}
 
 
 def __getattr__(name: str):

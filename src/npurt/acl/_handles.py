@@ -8,9 +8,7 @@ These objects are plain host records, as in ACL: they outlive acl.finalize.
 """
 from __future__ import annotations
 
-from ..runtime import constants as C
-from ..runtime.errors import NpuError
-from ..runtime import HandleTable, handle_table
+from ..runtime import HandleTable, NpuError, constants as C, handle_table
 
 
 class GeHandles(HandleTable):

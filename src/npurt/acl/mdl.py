@@ -14,9 +14,8 @@ from ..ge import api as GE
 from ..ge import constants as G
 from ..ge.dataset import Dataset as _Dataset
 from ..ge.desc import ModelDesc as _ModelDesc
-from ..runtime import constants as C
-from ..runtime.errors import InvalidValueError as _InvalidValueError, NpuError as _NpuError
-from ..runtime.runtime import RUNTIME as _RUNTIME
+from ..runtime import (InvalidValueError as _InvalidValueError, NpuError as _NpuError, RUNTIME as _RUNTIME,
+                       constants as C)
 from . import _handles as H
 from ._args import Api as _Api
 from ._wrap import stream_of as _stream_of

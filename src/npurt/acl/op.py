@@ -19,9 +19,8 @@ from ..ge.ops import kernels as K
 from ..ge.ops import registry
 from ..ge.ops.attrs import OpAttr as _OpAttr, acl_to_ge_type as _acl_to_ge_type
 from ..ge.tensor import DataBuffer as _DataBuffer
-from ..runtime import constants as C
-from ..runtime.errors import InvalidValueError as _InvalidValueError, NpuError as _NpuError
-from ..runtime.kernel import host_bytes as _host_bytes
+from ..runtime import (InvalidValueError as _InvalidValueError, NpuError as _NpuError, constants as C,
+                       host_bytes as _host_bytes)
 from . import _handles as H
 from ._args import Api as _Api, ArgTypeError as _ArgTypeError, ArgValueError as _ArgValueError
 from ._args import handle_list as _handle_list

@@ -35,9 +35,7 @@ import struct
 import threading
 import time
 
-from ..runtime import constants as C
-from ..runtime import handle_table
-from ..runtime.runtime import RUNTIME
+from ..runtime import HOOKS, RUNTIME, address, constants as C, enqueue, handle_table
 from ..tools.profiler import markers
 from ..tools.profiler import session as _session
 from ..tools.profiler.markers import MarkerTask
@@ -420,10 +418,9 @@ def mark_ex(*args):
         return got
     try:
         s = stream_of(stream)
-        from ..runtime import api
         markers.mark(msg)
         if _state.switches & ACL_PROF_MSPROFTX:  # the marker task is msproftx data too
-            api.enqueue(s, MarkerTask(msg))
+            enqueue(s, MarkerTask(msg))
     except Exception as exc:  # noqa: BLE001
         return fail(exc, "acl.prof.mark_ex")
     return 0
@@ -512,9 +509,8 @@ def get_step_timestamp(*args):
         if tag == ACL_STEP_START:
             info.index = next(_step_index)
         if _state.switches & ACL_PROF_TRAINING_TRACE:
-            from ..runtime import api
             label = f"step {info.index} {'start' if tag == ACL_STEP_START else 'end'}"
-            api.enqueue(s, MarkerTask(label, (handle, info.index, tag)))
+            enqueue(s, MarkerTask(label, (handle, info.index, tag)))
     except Exception as exc:  # noqa: BLE001
         return fail(exc, "acl.prof.get_step_timestamp")
     return 0
@@ -621,7 +617,6 @@ def model_subscribe(*args):
         if model_id in _state.subscribed:
             return _error(C.ACL_ERROR_PROF_REPEAT_SUBSCRIBE, where, f"model {model_id} is already subscribed")
         if not _state.subscribed:
-            from ..runtime.observers import HOOKS
             HOOKS.add(_observer)
         _state.subscribed[model_id] = config
     return 0
@@ -634,7 +629,6 @@ def model_unsubscribe(*args):
         if _state.subscribed.pop(model_id, None) is None:
             return _error(INVALID, "model_unsubscribe", f"model {model_id} is not subscribed")
         if not _state.subscribed:
-            from ..runtime.observers import HOOKS
             HOOKS.remove(_observer)
             _observer.started.clear()
     return 0
@@ -653,7 +647,6 @@ def _records(op_info: int, length: int, where: str):
         return _error(INVALID, where, f"op_info_len must be a positive multiple of {OP_DESC.size} (the size "
                       f"acl.prof.get_op_desc_size returns), got {length}")
     try:
-        from ..runtime import address
         data = bytes(address.view(op_info, length))
     except Exception as exc:  # noqa: BLE001
         return fail(exc, f"acl.prof.{where}")

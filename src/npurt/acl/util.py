@@ -17,10 +17,7 @@ import warnings
 
 import numpy as np
 
-from ..runtime import address
-from ..runtime import constants as C
-from ..runtime.observers import HOOKS
-from ..runtime.runtime import RUNTIME
+from ..runtime import HOOKS, RUNTIME, address, constants as C
 from ._wrap import CPYTHON_MESSAGE, Group, Raise, fail, record
 
 util = Group("acl.util")

@@ -33,8 +33,7 @@ from .. import _devices
 from .. import runtime as rt
 from .. import streams as _streams
 from ..exceptions import ArrayIndexError, HostConversionError, InvalidValueError
-from ..runtime import HOOKS, RUNTIME, Task
-from ..runtime import address, memops
+from ..runtime import HOOKS, RUNTIME, Task, address, record_use, resolve
 from ..runtime import constants as C
 
 H2D, D2H, D2D = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_MEMCPY_DEVICE_TO_DEVICE
@@ -200,11 +199,11 @@ def _byte_span(shape, strides, itemsize) -> tuple[int, int]:
 
 def _strided_copy(dst: "DeviceArray", src: "DeviceArray", stream) -> int:
     task = StridedCopyTask(dst, src)
-    dspan = memops.locate(RUNTIME, dst._ptr + task.dst_span[0], task.dst_span[1] - task.dst_span[0], "destination")
-    sspan = memops.locate(RUNTIME, src._ptr + task.src_span[0], task.src_span[1] - task.src_span[0], "source")
+    dspan = resolve(RUNTIME, dst._ptr + task.dst_span[0], task.dst_span[1] - task.dst_span[0], "destination")
+    sspan = resolve(RUNTIME, src._ptr + task.src_span[0], task.src_span[1] - task.src_span[0], "source")
     seq = rt.enqueue(stream, task)
-    memops.record_use(dspan, stream, seq)
-    memops.record_use(sspan, stream, seq)
+    record_use(dspan, stream, seq)
+    record_use(sspan, stream, seq)
     return seq
 
 

@@ -27,7 +27,7 @@ import struct
 
 import numpy as np
 
-from ..runtime.errors import InvalidValueError
+from ..runtime import InvalidValueError, NpuError, constants as C
 from . import constants as G
 
 FORMATS = {"YUV420SP_U8": G.ACL_YUV420SP_U8, "XRGB8888_U8": G.ACL_XRGB8888_U8, "RGB888_U8": G.ACL_RGB888_U8,
@@ -409,8 +409,6 @@ def unpack(blob: bytes) -> tuple[dict, list[dict]]:
            "padding_value": 0.0, "resize": False}
     count = h[4]
     if count <= 0:
-        from ..runtime import constants as C
-        from ..runtime.errors import NpuError
         raise NpuError("the dynamic AIPP parameters hold no image (batch 0): set them with acl.mdl.set_input_aipp "
                        "before executing", C.ACL_ERROR_GE_AIPP_BATCH_EMPTY)
     if len(blob) < HEAD_SIZE + count * BATCH_SIZE:

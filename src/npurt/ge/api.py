@@ -11,9 +11,7 @@ import threading
 
 from ..runtime import constants as C
 from ..runtime.api import streams as rt_streams
-from ..runtime.errors import InvalidValueError, NpuError
-from ..runtime.kernel import host_bytes
-from ..runtime.observers import HOOKS
+from ..runtime import HOOKS, InvalidValueError, NpuError, RUNTIME, address, host_bytes, resolve as locate
 from . import aipp as A
 from . import constants as G
 from . import model as M
@@ -42,8 +40,9 @@ def load(data: bytes, work=(0, 0), weight=(0, 0), priority: int = 0) -> int:
 
 
 def query_size(data: bytes) -> tuple[int, int]:
-    mdef, _ = M.parse(data)
-    return mdef.work_size, mdef.weight_size
+    """(work, weight) bytes: exactly what load_*_with_mem needs (alignment included)."""
+    mdef, graph = M.parse(data)
+    return M.memory_needs(mdef, M.parse_graph(graph))
 
 
 def desc_from(desc: ModelDesc, data: bytes) -> None:
@@ -221,9 +220,6 @@ def set_aipp_by_input_index(model_id: int, dataset: Dataset, index: int, params:
 
 
 def _write_aipp(model, dataset: Dataset, param_index: int, image, params: A.DynamicParams) -> None:
-    from ..runtime import address
-    from ..runtime.memops import locate
-    from ..runtime.runtime import RUNTIME
     import numpy as np
     buf = dataset.buffer(param_index)
     if not buf.data:

@@ -8,8 +8,7 @@ Names longer than 127 characters are reported as GE shortens them:
 """
 from __future__ import annotations
 
-from ..runtime import constants as C
-from ..runtime.errors import InvalidValueError, NpuError
+from ..runtime import InvalidValueError, NpuError, constants as C
 from . import constants as G
 from .modeldef import ModelDef
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime import constants as R
-from ..runtime.errors import InvalidValueError
+from ..runtime import InvalidValueError, constants as R
 from . import constants as G
 
 SIZES = {R.ACL_STRING: 0, R.ACL_DT_UNDEFINED: 0, G.ACL_UINT1: 1, G.ACL_INT4: 1, R.ACL_BOOL: 1, R.ACL_INT8: 1,

@@ -12,8 +12,7 @@ live in the model's weight memory in the device arena.
 """
 from __future__ import annotations
 
-from ..runtime import constants as C
-from ..runtime.errors import NpuError
+from ..runtime import NpuError, RUNTIME, constants as C
 
 INSTALL = "pip install 'npurt[models]'"
 
@@ -61,6 +60,5 @@ def session(graph: bytes, threads: int, external: tuple[list, list] | None = Non
 
 def ai_core_threads(spec_cores: int) -> int:
     """ORT threads for a model: bounded by the SoC's AI cores and the driver's core pool."""
-    from ..runtime.runtime import RUNTIME
     pool = RUNTIME.driver.cores.threads if RUNTIME.driver is not None else 1
     return max(1, min(spec_cores, pool))

@@ -6,8 +6,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from ..runtime import constants as C
-from ..runtime.errors import NpuError
+from ..runtime import NpuError, constants as C
 from .tensor import TensorDesc
 
 _failed: OrderedDict = OrderedDict()

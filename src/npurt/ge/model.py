@@ -15,6 +15,15 @@ is reported at the stream's synchronize as ACL_ERROR_RT_MODEL_EXECUTE (507011). 
 executions are serialised (one lock per model), as GE does across threads.
 
 Model ids are process-wide; an unknown id is ACL_ERROR_GE_EXEC_MODEL_ID_INVALID (145003).
+
+A payload the loader cannot use is ACL_ERROR_GE_PARAM_INVALID (145000), what GE's
+ModelHelper::LoadModel returns for model content it cannot parse: a description that is not
+the converter's (fields missing or of the wrong type: see modeldef.check_meta), a graph
+protobuf cannot parse, a tensor with negative dims or data that does not match them, and any
+tensor whose data lives outside the .om ("external data": a path the loader would resolve
+against the process's working directory, so a model file could read the files there). A
+converted model's weights always live inside the .om (`npurt atc` reads an ONNX model's
+external data from the model's own directory and embeds it).
 """
 from __future__ import annotations
 
@@ -26,23 +35,17 @@ from math import prod
 
 import numpy as np
 
-from ..runtime import address
-from ..runtime import constants as C
-from ..runtime.api.memory import free, malloc_on
-from ..runtime.context import current_context
-from ..runtime.errors import InvalidValueError, NpuError
-from ..runtime.memops import locate
-from ..runtime.memory import note_use
-from ..runtime.observers import HOOKS
-from ..runtime.runtime import RUNTIME
-from ..runtime.tasks import Task
+from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, Task, address, constants as C,
+                       current_context, free, malloc_on, note_use, resolve as locate)
 from . import aipp as A
 from . import engine, om
 from .dataset import Dataset
-from .modeldef import ROLE_AIPP_DATA, ROLE_DATA, ROLE_MBATCH, IODef, ModelDef
+from .modeldef import ROLE_AIPP_DATA, ROLE_DATA, ROLE_MBATCH, IODef, ModelDef, ModelDefError
 from .tensor import TensorDesc
 
 WEIGHT_ALIGN = 64
+BAD_MODEL = C.ACL_ERROR_GE_PARAM_INVALID  # GE ModelHelper::LoadModel: content it cannot parse
+_CORRUPT = (ModelDefError, KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError)
 _log = logging.getLogger("npurt.ge")
 _models: dict[int, "Model"] = {}
 _ids = itertools.count(1)
@@ -81,7 +84,69 @@ def parse(data) -> tuple[ModelDef, bytes]:
     if meta["kind"] != "model":
         raise NpuError("this .om is a single-operator model: register it with acl.op.load or "
                        "acl.op.set_model_dir, not acl.mdl", C.ACL_ERROR_GE_PARAM_INVALID)
-    return ModelDef(meta), graph
+    try:
+        return ModelDef(meta), graph
+    except _CORRUPT as exc:
+        raise NpuError(f"the model description in this .om is corrupt ({exc}): convert the model again",
+                       BAD_MODEL) from None
+
+
+def parse_graph(graph: bytes):
+    """The ONNX graph of an .om as a ModelProto, checked (see the module docstring)."""
+    onnx = engine.import_onnx()
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(graph)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and its warnings as errors)
+        raise NpuError(f"the graph in this .om cannot be parsed ({exc}): the file is corrupt, convert the "
+                       "model again", BAD_MODEL) from None
+    problem = _tensor_problem(proto.graph, onnx.TensorProto.EXTERNAL)
+    if problem:
+        raise NpuError(f"this .om cannot be loaded: {problem}", BAD_MODEL)
+    return proto
+
+
+def _tensor_problem(graph, external: int, depth: int = 0) -> str | None:
+    """Why a tensor of `graph` (initializers, constants in node attributes, subgraphs) cannot
+    be loaded, or None."""
+    def tensor(t, where: str) -> str | None:
+        if t.data_location == external or len(t.external_data):
+            location = next((e.value for e in t.external_data if e.key == "location"), "?")
+            return (f"{where} {t.name!r} names external weight data ({location!r}); a loaded model's weights "
+                    "must live inside the .om (npurt atc embeds them)")
+        if any(d < 0 for d in t.dims):
+            return f"{where} {t.name!r} has negative dims {list(t.dims)}: the file is corrupt"
+        return None
+
+    if depth > 64:
+        return "its graph nests subgraphs more than 64 deep"
+    for t in graph.initializer:
+        why = tensor(t, "initializer")
+        if why:
+            return why
+    for st in graph.sparse_initializer:
+        why = tensor(st.values, "sparse initializer") or tensor(st.indices, "sparse initializer")
+        if why:
+            return why
+    for node in graph.node:
+        for attr in node.attribute:
+            tensors = [attr.t, *attr.tensors]
+            tensors += [x for st in [attr.sparse_tensor, *attr.sparse_tensors] for x in (st.values, st.indices)]
+            for t in tensors:
+                why = tensor(t, f"a tensor of node {node.name or node.op_type!r}")
+                if why:
+                    return why
+            for sub in [attr.g, *attr.graphs]:
+                why = _tensor_problem(sub, external, depth + 1)
+                if why:
+                    return why
+    return None
+
+
+def memory_needs(mdef: ModelDef, proto) -> tuple[int, int]:
+    """(work, weight) bytes a load needs: what query_size reports and load_*_with_mem checks
+    the application's memory against (the weights at their 64-byte aligned offsets)."""
+    return mdef.work_size, max(mdef.weight_size, weight_layout(proto.graph.initializer)[1])
 
 
 def load(data, work_ptr: int = 0, work_size: int = 0, weight_ptr: int = 0, weight_size: int = 0,
@@ -153,13 +218,11 @@ class Model:
     def load(self, work_ptr: int, work_size: int, weight_ptr: int, weight_size: int, priority: int) -> None:
         onnx = engine.import_onnx()
         from onnx import numpy_helper
-        proto = onnx.ModelProto()
-        proto.ParseFromString(self.graph)
+        proto = parse_graph(self.graph)
         inits = list(proto.graph.initializer)
         input_names = {vi.name for vi in proto.graph.input}
-        offsets, total = weight_layout(inits)
-        need_weight = max(self.mdef.weight_size, total)
-        need_work = self.mdef.work_size
+        offsets, _ = weight_layout(inits)
+        need_work, need_weight = memory_needs(self.mdef, proto)
         self.priority = priority
         try:
             self.weight_ptr, self.owns_weight = self._memory(weight_ptr, weight_size, need_weight, "weight")
@@ -168,7 +231,11 @@ class Model:
             for t, off in zip(inits, offsets):
                 if t.name in input_names or t.data_type in (8, 16) or t.data_type > 16:
                     continue  # strings, bfloat16, float8, overridable inputs: ORT keeps them
-                arr = numpy_helper.to_array(t)
+                try:
+                    arr = numpy_helper.to_array(t)
+                except _CORRUPT as exc:
+                    raise NpuError(f"initializer {t.name!r} of this .om is corrupt ({exc}): convert the model "
+                                   "again", BAD_MODEL) from None
                 nbytes = arr.nbytes
                 view = self.device.backend.view(self.weight_ptr + off, nbytes)
                 typed = view.view(arr.dtype).reshape(arr.shape)

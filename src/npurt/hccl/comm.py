@@ -13,10 +13,7 @@ import operator
 import threading
 from collections import defaultdict
 
-from ..runtime import memops
-from ..runtime.errors import InvalidValueError
-from ..runtime.runtime import RUNTIME
-from ..runtime.stream import Stream
+from ..runtime import InvalidValueError, RUNTIME, Stream, memops
 from . import types as T
 from .ops import Op
 from .task import CollectiveTask

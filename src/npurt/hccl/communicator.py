@@ -25,7 +25,7 @@ import numpy as np
 from .. import _devices
 from .. import streams as _streams
 from ..array import DeviceArray, empty
-from ..runtime.runtime import RUNTIME
+from ..runtime import RUNTIME
 from . import api, world
 from . import types as T
 from .comm import HcclComm

@@ -16,9 +16,7 @@ import weakref
 
 import numpy as np
 
-from ..runtime import address
-from ..runtime.runtime import RUNTIME
-from ..runtime.scheduler import WATCHDOG
+from ..runtime import RUNTIME, WATCHDOG, address
 from . import types as T
 from . import world
 from .ops import COLLECTIVES, Op, check_agreement

@@ -8,8 +8,7 @@ at its next synchronize.
 """
 from __future__ import annotations
 
-from ..runtime.scheduler import Blocker
-from ..runtime.tasks import Task
+from ..runtime import Blocker, Task
 from .ops import Op
 from .types import HCCL_E_INTERNAL
 

@@ -8,8 +8,7 @@ hands them out as int handles from the tables below.
 """
 from __future__ import annotations
 
-from ..runtime.errors import InvalidValueError
-from ..runtime import HandleTable, handle_table
+from ..runtime import HandleTable, InvalidValueError, handle_table
 
 BATCH_MAX_SIZE = 256  # pictures in one batch description
 ROI_MAX = 0xFFFF      # ROI and border offsets are uint16 in the device structures

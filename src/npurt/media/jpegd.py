@@ -27,11 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import address
-from ..runtime import constants as C
-from ..runtime.errors import InvalidValueError, NpuError, as_int
-from ..runtime.memops import locate as locate_any
-from ..runtime.runtime import RUNTIME
+from ..runtime import (InvalidValueError, NpuError, RUNTIME, address, as_int, constants as C, resolve as
+                       locate_any)
 from . import constants as F, memory
 from ._pillow import image_module
 from .channel import ChannelDesc

@@ -16,10 +16,7 @@ import struct
 
 import numpy as np
 
-from ..runtime import address
-from ..runtime.errors import InvalidValueError, as_int
-from ..runtime.memops import locate as locate_any
-from ..runtime.runtime import RUNTIME
+from ..runtime import InvalidValueError, RUNTIME, address, as_int, resolve as locate_any
 from . import colour, constants as F, geometry, memory
 from ._pillow import image_module
 from .channel import ChannelDesc

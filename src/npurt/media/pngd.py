@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime.errors import InvalidValueError, as_int
+from ..runtime import InvalidValueError, as_int
 from . import constants as F, memory
 from ._pillow import image_module
 from .channel import ChannelDesc

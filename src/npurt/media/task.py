@@ -17,11 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..runtime import address
-from ..runtime import constants as C
-from ..runtime.errors import NpuError
-from ..runtime.memops import Span, record_use
-from ..runtime.tasks import Task
+from ..runtime import NpuError, Span, Task, address, constants as C, record_use
 from .descs import PicDesc
 from .layout import Layout
 

@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from ..runtime import RUNTIME, InvalidValueError
-from ..runtime.kernel import launch as _launch
+from ..runtime import launch_function as _launch
 from . import kernels as K
 
 PER_BLOCK = 1 << 18      # elements per block for default block counts

@@ -9,7 +9,7 @@ if not getattr(_sys, "_is_gil_enabled", lambda: True)():
     raise ImportError("npurt's lock-free fast paths (memory pool, scheduler) rely on the GIL; "
                       "run it on a CPython build with the GIL enabled (not a free-threaded build)")
 
-from . import constants  # noqa: E402
+from . import address, constants  # noqa: E402
 from .api import *  # noqa: F401,F403 - the runtime's operations
 from .context import PER_THREAD, Context, bind, current_context, peek_context
 from .device import Device
@@ -18,30 +18,67 @@ from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventEr
                      NpuError, OutOfMemoryError, ResourceExhaustedError, StreamAbortedError,
                      SubscriptionError, SyncTimeoutError, TaskError, error_name, get_last_error,
                      get_recent_err_msg, set_last_error, ParamInvalidError)
+from .address import Span, dead_address_message, record_use, resolve
+from .binary import binary_get_function, binary_load_from_data
+from .config import ENV_VARIABLES, Settings
+from .errors import MemcpyKindWarning, as_int, register_code_names
 from .event import Event
+from .kernel import GM, KernelFunction, enqueue_launch, function_of, host_bytes, resolve_dtype
+from .kernel import kernel as kernel_function, launch as launch_function  # not `kernel`: that is the module
+from .memory import note_use, note_uses
+from .warn import HangWarning, LeakWarning
+from .watchdog import WATCHDOG
 from .handles import HandleTable, table as handle_table
 from .observers import HOOKS
 from .runtime import RUNTIME
 from .scheduler import Blocker, task_error
 from .stream import Stream
 from .tasks import HostFuncTask, Task
+from .kernel import GM, KernelFunction, function_handle, function_of, launch, launch_kernel, \
+    launch_kernel_with_config, launch_kernel_with_host_args
+from .binary import (binary_get_function, binary_load, binary_load_from_data, binary_load_from_file, binary_of,
+                     binary_unload, create_binary, destroy_binary, get_function_addr, get_function_name)
+from .kernel_args import (kernel_args_append, kernel_args_append_place_holder, kernel_args_finalize,
+                          kernel_args_get_handle_mem_size, kernel_args_get_mem_size,
+                          kernel_args_get_place_holder_buffer, kernel_args_init, kernel_args_init_by_user_mem,
+                          kernel_args_para_update)
+from .native import KernelTrap, NativeKernel, launch_native
 
 # The surface: everything above the runtime (faces, clients, tools, the Pythonic API) imports
 # only these names, from `npurt.runtime` itself (tests/test_architecture.py holds it).
 __all__ = [
     # data: ACL constants and aclError codes
     'constants',
+    # addresses: resolve(rt, addr, nbytes, role) -> Span (the allocation holding it); the
+    # `address` module's host probes and views (view, host_view, is_device, VA_BASE, ...)
+    'address', 'Span', 'dead_address_message', 'record_use', 'resolve',
     # objects and the one owner of process state
     'Blocker', 'CallbackTask', 'Context', 'HandleTable', 'PER_THREAD', 'bind', 'handle_table', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
     'Task', 'current_context', 'peek_context', 'task_error',
     # observers
     'HOOKS',
-    # errors
+    # settings
+    'ENV_VARIABLES', 'Settings',
+    # stream-ordered use of memory (what a task holds, retired with it), the watchdog's timers
+    'note_use', 'note_uses', 'WATCHDOG',
+    # kernels: @kernel functions, their launch, kernel binaries
+    'GM', 'KernelFunction', 'binary_get_function', 'binary_load_from_data', 'enqueue_launch', 'function_of',
+    'host_bytes', 'kernel_function', 'launch_function', 'resolve_dtype',
+    # errors and warnings; as_int: the runtime's exact-int argument check
+    'HangWarning', 'LeakWarning', 'MemcpyKindWarning', 'as_int', 'register_code_names',
     'AddressUnalignedError', 'ContextError', 'DeadlockError', 'EventError',
     'FeatureNotSupportedError', 'InvalidDeviceError', 'InvalidHandleError', 'InvalidValueError',
     'NotInitializedError', 'NpuError', 'OutOfMemoryError', 'ParamInvalidError',
     'ResourceExhaustedError', 'StreamAbortedError', 'SubscriptionError', 'SyncTimeoutError',
     'TaskError', 'error_name', 'get_last_error', 'get_recent_err_msg', 'set_last_error',
+    # kernels: Python @kernel functions and host-built native kernels, binaries, launches
+    'GM', 'KernelFunction', 'KernelTrap', 'NativeKernel', 'binary_get_function', 'binary_load',
+    'binary_load_from_data', 'binary_load_from_file', 'binary_of', 'binary_unload', 'create_binary',
+    'destroy_binary', 'function_handle', 'function_of', 'get_function_addr', 'get_function_name',
+    'kernel_args_append', 'kernel_args_append_place_holder', 'kernel_args_finalize',
+    'kernel_args_get_handle_mem_size', 'kernel_args_get_mem_size', 'kernel_args_get_place_holder_buffer',
+    'kernel_args_init', 'kernel_args_init_by_user_mem', 'kernel_args_para_update', 'launch', 'launch_kernel',
+    'launch_kernel_with_config', 'launch_kernel_with_host_args', 'launch_native',
     # operations (api/, one module per ACL group)
     'AllocatorDesc', 'allocator_create_desc', 'allocator_destroy_desc', 'allocator_of',
     'allocator_register', 'allocator_set', 'allocator_unregister', 'check_device_id',

@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from ...runtime.errors import InvalidValueError, NpuError
+from ...runtime import InvalidValueError, NpuError
 from .. import om
 from ..converter import ConversionError, check_soc
 from .attrs import OpAttr

@@ -14,14 +14,9 @@ from math import prod
 
 import numpy as np
 
-from ...runtime import address
-from ...runtime import constants as C
+from ...runtime import address, constants as C
 from ...runtime.api import streams as rt_streams
-from ...runtime.errors import InvalidValueError, NpuError
-from ...runtime.memops import locate
-from ...runtime.memory import note_use
-from ...runtime.runtime import RUNTIME
-from ...runtime.tasks import Task
+from ...runtime import InvalidValueError, NpuError, RUNTIME, Task, note_use, resolve as locate
 from ..constants import ACL_MEMTYPE_DEVICE
 from ..tensor import DataBuffer, TensorDesc
 from . import kernels, registry

@@ -20,12 +20,8 @@ from __future__ import annotations
 import struct
 import threading
 
-from ...runtime import constants as C
-from ...runtime.api.memory import free, malloc_on
-from ...runtime.api.streams import stream_of
-from ...runtime.binary import binary_get_function, binary_load_from_data
-from ...runtime.errors import InvalidValueError, NpuError
-from ...runtime.kernel import launch
+from ...runtime import (InvalidValueError, NpuError, binary_get_function, binary_load_from_data, constants as
+                        C, free, launch_function as launch, malloc_on, stream_of)
 from .. import constants as G
 
 _selectors: dict[str, object] = {}

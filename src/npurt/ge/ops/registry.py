@@ -14,8 +14,7 @@ import os
 import threading
 from collections import OrderedDict
 
-from ...runtime import constants as C
-from ...runtime.errors import InvalidValueError, NpuError
+from ...runtime import InvalidValueError, NpuError, constants as C
 from .. import om
 from .opmodel import OpModel
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 import os
 import threading
 
-from ...runtime import constants as C
-from ...runtime.errors import InvalidValueError, NpuError
-from ...runtime.observers import HOOKS
+from ...runtime import HOOKS, InvalidValueError, NpuError, RUNTIME, Settings, constants as C
 from . import apicalls, summary, trace
 from .collector import Collector
 from .timeline import Timeline, build
@@ -49,16 +47,13 @@ def check_out_dir(path) -> str:
 
 
 def _soc() -> str:
-    from ...runtime.runtime import RUNTIME
     if RUNTIME.driver is not None:
         return RUNTIME.driver.spec.name
-    from ...runtime.config import Settings
     return Settings.from_env().soc
 
 
 def _allocated_now() -> dict:
     """Bytes the application holds on each device (requested sizes of live blocks)."""
-    from ...runtime.runtime import RUNTIME
     out = {}
     for device in list(getattr(RUNTIME, "devices", []) or []):
         if device is not None:

@@ -20,7 +20,7 @@ import threading
 import weakref
 
 from npurt.runtime.address import VA_BASE, is_host_alias
-from npurt.runtime.observers import HOOKS
+from npurt.runtime import HOOKS, RUNTIME, address
 
 from . import hostwatch, initcheck, leakcheck, memcheck, threadsync
 from .clocks import HostAgent, StreamClock, join, ordered
@@ -193,7 +193,6 @@ class Sanitizer:
         if self.finished:
             return
         self.finished = True
-        from npurt.runtime.runtime import RUNTIME
         gc.collect()  # managed memory whose owners are gone is freed now, not reported
         with self.lock:
             found = self.watch.ordered(lambda info: True, None)
@@ -353,7 +352,6 @@ class Sanitizer:
     def _prepare_view(self, info: TaskInfo, lo: int, n: int) -> None:
         """Before an "rw" view is used: keep what is needed to find its writes later (the
         first time this task sees those bytes)."""
-        from npurt.runtime import address
         if info.prepared is None:
             info.prepared = IntervalSet()
         for g_lo, g_hi in info.prepared.missing(lo, lo + n):
@@ -369,7 +367,6 @@ class Sanitizer:
             info.prepared.add(g_lo, g_hi)
 
     def _found_writes(self, info: TaskInfo, lo: int, ref) -> None:
-        from npurt.runtime import address
         try:
             now = address.view(lo, ref.size)
         except Exception:  # noqa: BLE001 - memory released meanwhile (a reset)
@@ -461,7 +458,6 @@ class Sanitizer:
     def _adopt(self, addr: int) -> None:
         """Memory allocated before the sanitizer was enabled: learn it from the runtime."""
         from npurt.runtime.memory import LIVE
-        from npurt.runtime.runtime import RUNTIME
         device = RUNTIME.device_by_physical.get((addr - VA_BASE) >> 40)
         if device is None:
             return
@@ -705,7 +701,6 @@ def _async_host(task, addr: int, n: int) -> bool:
     buffer the task keeps): then the host must not touch it until it is synchronized."""
     if getattr(task, "keep", None) is not None:
         return True
-    from npurt.runtime.runtime import RUNTIME
     try:
         return RUNTIME.host.find(addr, n) is not None
     except Exception:  # noqa: BLE001
@@ -713,7 +708,6 @@ def _async_host(task, addr: int, n: int) -> bool:
 
 
 def _alias_target(alias: int, n: int):
-    from npurt.runtime.runtime import RUNTIME
     try:
         return RUNTIME.host.alias_target(alias, n)
     except Exception:  # noqa: BLE001
