@@ -3,6 +3,7 @@ strictly, so a broken reference or link fails; the API reference covers the publ
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import subprocess
 import sys
@@ -68,3 +69,67 @@ def test_the_api_reference_names_every_public_function_and_class():
                                   "compatibility.md"])
 def test_the_site_navigation_lists_the_reference_pages(page):
     assert page in (ROOT / "mkdocs.yml").read_text()
+
+
+# What the docs name must exist: every `npurt.x.y` in inline code and in the Python samples
+# resolves after `import npurt` (and the sample's own imports; `import acl` as under npurt run).
+# npurt.torch (opt-in: importing it registers torch's "npu" device), npurt.capi (the C interface's
+# builder) and npurt.apps (the
+# programs behind the npurt command) are named as modules to import: their chains resolve
+# after importing the longest module path they start with.
+NAMES_CHECK = r'''
+import importlib, json, re, sys
+from npurt.apps.runner import install_acl_alias
+install_acl_alias()
+import npurt
+missing = []
+for page, imports, chain in json.loads(sys.stdin.read()):
+    ns = {"npurt": npurt}
+    exec(imports, ns)
+    if chain.startswith(("npurt.torch", "npurt.apps", "npurt.capi")):
+        parts = chain.split(".")
+        for n in range(len(parts), 1, -1):
+            try:
+                importlib.import_module(".".join(parts[:n]))
+                break
+            except ImportError:
+                continue
+    obj = ns["npurt"]
+    for part in chain.split(".")[1:]:
+        if not hasattr(obj, part):
+            missing.append(f"{page}: {chain}")
+            break
+        obj = getattr(obj, part)
+print(json.dumps(missing))
+'''
+
+
+def _documented_names() -> list[tuple[str, str, str]]:
+    """(page, the imports of its sample, npurt.chain) for every name the README and docs use."""
+    found = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text()
+        name = str(page.relative_to(ROOT))
+        for block in re.findall(r"```python\n(.*?)```", text, re.S):
+            imports = "\n".join(line for line in block.splitlines() if re.match(r"(import|from) \S", line))
+            code = re.sub(r"([\"']).*?\1", "", block)         # module names in strings (`-m npurt.cli`)
+            found += [(name, imports, c) for c in sorted(set(re.findall(r"(?<![\w.])npurt(?:\.\w+)+", code)))]
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        for span in re.findall(r"`([^`\n]+)`", prose):
+            found += [(name, "", c) for c in re.findall(r"(?<![\w./-])npurt(?:\.\w+)+", span)]
+    return found
+
+
+def test_every_name_the_docs_use_resolves_after_import_npurt():
+    names = _documented_names()
+    assert any(c == "npurt.sanitizer.enable" for _, _, c in names)   # the README's `with npurt.sanitizer.enable():`
+    pytest.importorskip("torch")
+    proc = subprocess.run([sys.executable, "-c", NAMES_CHECK], input=json.dumps(names), capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
+
+
+def test_the_package_namespace_holds_no_future_import():
+    assert "annotations" not in dir(npurt)
+    assert {"sanitizer", "hccl", "acl", "ops", "profiler"} <= set(dir(npurt))

@@ -15,10 +15,7 @@ The runtime initializes on first use and a thread starts on device 0. `npurt.Mod
 runs an .om model (converted by `npurt atc`) on device arrays. `npurt.acl` is the
 pyACL-compatible facade over the same runtime; `npurt.runtime` is the runtime layer.
 """
-from __future__ import annotations
-
 from ._version import __version__  # noqa: F401
-
 
 from ._devices import (DeviceProperties, current_device, device, device_count, empty_cache,  # noqa: F401
                        get_device_name, get_device_properties, is_available, max_memory_allocated,
@@ -40,9 +37,12 @@ from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, D
                          OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
                          StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError)
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+from . import faults  # noqa: F401,E402 - npurt.faults: fault injection and controlled schedules
 
-# loaded on first use: the pyACL face, the profiler and the model runner pull in more than the core needs
-_LAZY = {"acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None), "Model": ("npurt.model", "Model")}
+# loaded on first use: the pyACL face, the profiler, the model runner, the sanitizer and the
+# collectives pull in more than the core needs
+_LAZY = {"acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None), "Model": ("npurt.model", "Model"),
+         "sanitizer": ("npurt.sanitizer", None), "hccl": ("npurt.hccl", None)}
 
 
 def __getattr__(name: str):

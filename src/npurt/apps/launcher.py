@@ -20,6 +20,7 @@ hostfile, `host:slots` per line, passed to mpiexec as `-f FILE`, with `-ppn K` w
 """
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import shutil
@@ -27,19 +28,8 @@ import signal
 import subprocess
 import sys
 
-USAGE = """usage: npurt launch [-n N] [--per-host K] [--hostfile FILE] [-l] [-v] script.py [args...]
+from .cliargs import CommandParser, Exit, command_parser, parse, split_passthrough
 
-Run script.py as N ranks (processes) connected by MPI, with RANK, LOCAL_RANK, WORLD_SIZE and
-LOCAL_WORLD_SIZE set; rank r uses simulated device LOCAL_RANK.
-  -n, --np N        number of ranks (default 2)
-  --per-host K      ranks per host (default N, at most 16); without --hostfile the hosts are
-                    simulated on this machine
-  --hostfile FILE   run on the hosts listed in FILE (mpiexec -f FILE)
-  -l, --label       prefix every output line with its rank
-  -v, --verbose     print the mpiexec command line (on stderr)
-  -h, --help        show this help
-Needs the extra npurt[dist] (mpi4py and an MPI library): pip install 'npurt[dist]'
-"""
 MAX_DEVICES = 16
 
 
@@ -55,48 +45,74 @@ def find_mpiexec() -> str | None:
 
 
 def _fail(message: str) -> int:
-    print(f"npurt launch: {message}", file=sys.stderr)
+    print(f"npurt launch: error: {message}", file=sys.stderr)
     return 2
 
 
+SUMMARY = ("Run a program as N ranks (processes) connected by MPI, with RANK, LOCAL_RANK, WORLD_SIZE and "
+           "LOCAL_WORLD_SIZE set; rank r uses simulated device LOCAL_RANK. Each rank runs it as `npurt run` "
+           "does, with the run options given here.")
+EPILOG = """Needs the extra npurt[dist] (mpi4py and an MPI library): pip install 'npurt[dist]'.
+With --profile DIR each rank writes its profile to DIR/rank<R>; with --sanitize-report FILE to
+FILE.rank<R>.json (FILE's extension kept). The exit status is the MPI launcher's (not 0 when a rank failed)."""
+
+
+def parser() -> CommandParser:
+    p = command_parser("launch", SUMMARY, EPILOG)
+    p.add_argument("-n", "--np", dest="n", type=_positive, default=2, metavar="N", help="number of ranks (default 2)")
+    p.add_argument("--per-host", type=_positive, metavar="K",
+                   help="ranks per host (default N, at most 16); without --hostfile the hosts are simulated "
+                        "on this machine")
+    p.add_argument("--hostfile", metavar="FILE", help="run on the hosts listed in FILE (mpiexec -f FILE)")
+    p.add_argument("-l", "--label", action="store_true", help="prefix every output line with its rank")
+    p.add_argument("-v", "--verbose", action="store_true", help="print the mpiexec command line (on stderr)")
+    run = p.add_argument_group("run options (passed to every rank's npurt run)")
+    run.add_argument("--torch-npu", action="store_true", help="as npurt run --torch-npu")
+    run.add_argument("--sanitize", action="store_true", help="sanitize every rank (exit status 86 on a report)")
+    run.add_argument("--tools", metavar="LIST", help="the sanitizer's tools (implies --sanitize)")
+    run.add_argument("--sanitize-report", metavar="FILE", help="JSON reports, one file per rank (implies --sanitize)")
+    run.add_argument("--profile", metavar="OUT_DIR", help="profile every rank, into OUT_DIR/rank<R>")
+    p.add_argument("program", nargs="?", metavar="script.py", help="the program every rank runs")
+    p.add_argument("args", nargs="*", metavar="ARGS", help="its arguments (passed through)")
+    return p
+
+
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value!r}")
+    return int(value)
+
+
+OPTIONS_WITH_VALUES = {"-n", "--np", "--per-host", "--hostfile", "--tools", "--sanitize-report", "--profile"}
+
+
+def _run_options(args) -> list[str]:
+    """The options each rank's `npurt run` gets."""
+    opts = ["--torch-npu"] if args.torch_npu else []
+    if args.sanitize or args.tools is not None or args.sanitize_report is not None:
+        opts.append("--sanitize")
+    for flag, value in (("--tools", args.tools), ("--sanitize-report", args.sanitize_report),
+                        ("--profile", args.profile)):
+        if value is not None:
+            opts += [flag, os.path.abspath(value) if flag != "--tools" else value]
+    return opts
+
+
 def main(argv: list[str]) -> int:
-    args = list(argv)
-    n, per_host, label, verbose, hostfile = 2, None, False, False, None
-    while args and args[0].startswith("-"):
-        opt = args.pop(0)
-        if opt in ("-h", "--help"):
-            print(USAGE, end="")
-            return 0
-        if opt == "--":
-            break
-        if opt in ("-l", "--label"):
-            label = True
-        elif opt in ("-v", "--verbose"):
-            verbose = True
-        elif opt == "--hostfile" or opt.startswith("--hostfile="):
-            hostfile = opt.partition("=")[2] or (args.pop(0) if args else "")
-            if not os.path.isfile(hostfile):
-                return _fail(f"hostfile {hostfile!r} does not exist")
-        elif opt in ("-n", "--np", "--per-host") or opt.startswith(("--np=", "--per-host=")):
-            name, _, value = opt.partition("=")
-            if not value:
-                if not args:
-                    return _fail(f"{opt} needs a number\n{USAGE}")
-                value = args.pop(0)
-            if not value.isdigit() or int(value) < 1:
-                return _fail(f"{name} must be a positive integer, got {value!r}")
-            if name == "--per-host":
-                per_host = int(value)
-            else:
-                n = int(value)
-        else:
-            return _fail(f"unknown option {opt!r}\n{USAGE}")
-    if not args:
-        print(USAGE, end="", file=sys.stderr)
-        return 2
-    script = args[0]
-    if not os.path.isfile(script):
-        return _fail(f"can't open file {script!r}: no such file")
+    p = parser()
+    try:
+        own, program, rest = split_passthrough(list(argv), OPTIONS_WITH_VALUES)
+        args = parse(p, own + program)
+        if args.program is None:
+            p.error("give the program the ranks run: npurt launch -n N script.py [args...]")
+        if args.hostfile is not None and not os.path.isfile(args.hostfile):
+            p.error(f"hostfile {args.hostfile!r} does not exist")
+        if not os.path.isfile(args.program):
+            p.error(f"can't open file {args.program!r}: no such file")
+    except Exit as exc:
+        return exc.status
+    n, per_host, hostfile = args.n, args.per_host, args.hostfile
+    args_for_ranks = [*_run_options(args), "--", args.program, *rest]
     # ranks on one host: all of them, or --per-host K; with a hostfile and no --per-host the
     # MPI launcher spreads them by the hosts' slots
     local = per_host or (n if hostfile is None else min(n, 8))
@@ -120,13 +136,13 @@ def main(argv: list[str]) -> int:
     command = [mpiexec, "-n", str(n)]
     if hostfile is not None:
         command += ["-f", hostfile] + (["-ppn", str(per_host)] if per_host else [])
-    if label:
+    if args.label:
         command.append("-prepend-rank")
     # --rank-of K: K ranks per simulated host on this machine; 0: real hosts, whose local ranks
     # the MPI launcher gives
     rank_of = local if hostfile is None else 0
-    command += [sys.executable, "-m", "npurt.apps.launcher", "--rank-of", str(rank_of), "--", *args]
-    if verbose:
+    command += [sys.executable, "-m", "npurt.apps.launcher", "--rank-of", str(rank_of), "--", *args_for_ranks]
+    if args.verbose:
         print("npurt launch: " + " ".join(command), file=sys.stderr)
     try:
         child = subprocess.Popen(command, env=env)
@@ -149,11 +165,25 @@ def wait_for(child: subprocess.Popen) -> int:
         signal.signal(signal.SIGTERM, previous)
 
 
+def per_rank_outputs(run_argv: list[str], rank: int) -> list[str]:
+    """Rank `rank`'s npurt run arguments: its own profile directory (OUT_DIR/rank<R>) and
+    sanitizer report (FILE.rank<R>.json), so the ranks do not write over each other."""
+    out = list(run_argv)
+    end = out.index("--") if "--" in out else len(out)
+    for i in range(end - 1):
+        if out[i] == "--profile":
+            out[i + 1] = os.path.join(out[i + 1], f"rank{rank}")
+        elif out[i] == "--sanitize-report":
+            root, ext = os.path.splitext(out[i + 1])
+            out[i + 1] = f"{root}.rank{rank}{ext or '.json'}"
+    return out
+
+
 def rank_main(argv: list[str]) -> int:
     """In each rank: set the torchrun-style variables from the MPI launcher's, then run the
     script as `npurt run` does."""
     per_host = int(argv[1])
-    rest = argv[2:]
+    rest = argv[3:] if argv[2:3] == ["--"] else argv[2:]    # npurt run's options, --, the program
     from npurt.hccl.world import World, _from_env
     w: World = _from_env(mpi_only=True)
     if w.size <= 1 and os.environ.get("PMI_SIZE") is None:
@@ -165,6 +195,7 @@ def rank_main(argv: list[str]) -> int:
     else:  # real hosts: the MPI launcher knows which ranks share one
         os.environ.update(LOCAL_RANK=str(w.local_rank), LOCAL_WORLD_SIZE=str(w.local_size))
     os.environ.update(RANK=str(w.rank), WORLD_SIZE=str(w.size))
+    rest = per_rank_outputs(rest, w.rank)
     # Initialize MPI in every rank now: MPI_Init waits for every process of the job, so a rank
     # that never used MPI (it never made a communicator) would leave the others hanging there.
     from mpi4py import MPI  # noqa: F401

@@ -9,7 +9,7 @@ kernels themselves. Importing this package gives DeviceArray its operators (`x +
 and kernel-backed methods (`fill`, `astype`, `contiguous`), which forward to `array_ops`.
 """
 from ..array import core as _core
-from . import array_ops
+from . import array_ops, kernels, launch, launchers  # noqa: F401 - (launch: the launchers' old name)
 from .array_ops import (add, arange, arange_into, astype, cast, contiguous, div, fill, gelu,  # noqa: F401
                         layer_norm, matmul, max, maximum, mean, mul, relu, softmax, sub, sum, transpose)
 from .array_ops import __all__  # noqa: F401

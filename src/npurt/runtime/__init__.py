@@ -19,30 +19,23 @@ from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventEr
                      SubscriptionError, SyncTimeoutError, TaskError, error_name, get_last_error,
                      get_recent_err_msg, set_last_error, ParamInvalidError)
 from .address import Span, dead_address_message, record_use, resolve
-from .binary import binary_get_function, binary_load_from_data
 from .config import ENV_VARIABLES, Settings
 from .errors import MemcpyKindWarning, as_int, register_code_names
 from .event import Event
-from .kernel import GM, KernelFunction, enqueue_launch, function_of, host_bytes, resolve_dtype
-from .kernel import kernel as kernel_function, launch as launch_function  # not `kernel`: that is the module
+from .faults import FAULTS, FaultSpecError, operations_of as _operations_of
+from . import api as _api
 from .memory import note_use, note_uses
 from .warn import HangWarning, LeakWarning
 from .watchdog import WATCHDOG
 from .handles import HandleTable, table as handle_table
+from .memory import DeviceMemory as _DeviceMemory
+from .schedule import SCHEDULE, ScheduleSpecError
+from .schedule import parse as parse_schedule
 from .observers import HOOKS
 from .runtime import RUNTIME
 from .scheduler import Blocker, task_error
 from .stream import Stream
 from .tasks import HostFuncTask, Task
-from .kernel import GM, KernelFunction, function_handle, function_of, launch, launch_kernel, \
-    launch_kernel_with_config, launch_kernel_with_host_args
-from .binary import (binary_get_function, binary_load, binary_load_from_data, binary_load_from_file, binary_of,
-                     binary_unload, create_binary, destroy_binary, get_function_addr, get_function_name)
-from .kernel_args import (kernel_args_append, kernel_args_append_place_holder, kernel_args_finalize,
-                          kernel_args_get_handle_mem_size, kernel_args_get_mem_size,
-                          kernel_args_get_place_holder_buffer, kernel_args_init, kernel_args_init_by_user_mem,
-                          kernel_args_para_update)
-from .native import KernelTrap, NativeKernel, launch_native
 
 # The surface: everything above the runtime (faces, clients, tools, the Pythonic API) imports
 # only these names, from `npurt.runtime` itself (tests/test_architecture.py holds it).
@@ -55,15 +48,12 @@ __all__ = [
     # objects and the one owner of process state
     'Blocker', 'CallbackTask', 'Context', 'HandleTable', 'PER_THREAD', 'bind', 'handle_table', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
     'Task', 'current_context', 'peek_context', 'task_error',
-    # observers
-    'HOOKS',
+    # observers; fault injection (faults.py) and controlled schedules (schedule.py)
+    'HOOKS', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # settings
     'ENV_VARIABLES', 'Settings',
     # stream-ordered use of memory (what a task holds, retired with it), the watchdog's timers
     'note_use', 'note_uses', 'WATCHDOG',
-    # kernels: @kernel functions, their launch, kernel binaries
-    'GM', 'KernelFunction', 'binary_get_function', 'binary_load_from_data', 'enqueue_launch', 'function_of',
-    'host_bytes', 'kernel_function', 'launch_function', 'resolve_dtype',
     # errors and warnings; as_int: the runtime's exact-int argument check
     'HangWarning', 'LeakWarning', 'MemcpyKindWarning', 'as_int', 'register_code_names',
     'AddressUnalignedError', 'ContextError', 'DeadlockError', 'EventError',
@@ -79,6 +69,7 @@ __all__ = [
     'kernel_args_get_handle_mem_size', 'kernel_args_get_mem_size', 'kernel_args_get_place_holder_buffer',
     'kernel_args_init', 'kernel_args_init_by_user_mem', 'kernel_args_para_update', 'launch', 'launch_kernel',
     'launch_kernel_with_config', 'launch_kernel_with_host_args', 'launch_native',
+    'enqueue_launch', 'host_bytes', 'kernel_function', 'launch_function', 'resolve_dtype',
     # operations (api/, one module per ACL group)
     'AllocatorDesc', 'allocator_create_desc', 'allocator_destroy_desc', 'allocator_of',
     'allocator_register', 'allocator_set', 'allocator_unregister', 'check_device_id',
@@ -109,3 +100,44 @@ __all__ = [
     'subscribe_report', 'synchronize_device', 'synchronize_event', 'synchronize_stream',
     'unsubscribe_report',
 ]
+
+# The kernel model (kernels, binaries, kernel args, native kernels) loads on first use, so that
+# `import npurt` stays light: published name -> (module, name).
+# `kernel_function` is the @kernel decorator: `kernel` names the module.
+_BY_MODULE = {
+    "kernel": ("GM", "KernelFunction", "enqueue_launch", "function_handle", "function_of", "host_bytes",
+               "launch", "launch_kernel", "launch_kernel_with_config", "launch_kernel_with_host_args",
+               "resolve_dtype"),
+    "native": ("KernelTrap", "NativeKernel", "launch_native"),
+    "binary": ("binary_get_function", "binary_load", "binary_load_from_data", "binary_load_from_file",
+               "binary_of", "binary_unload", "create_binary", "destroy_binary", "get_function_addr",
+               "get_function_name"),
+    "kernel_args": ("kernel_args_append", "kernel_args_append_place_holder", "kernel_args_finalize",
+                    "kernel_args_get_handle_mem_size", "kernel_args_get_mem_size",
+                    "kernel_args_get_place_holder_buffer", "kernel_args_init", "kernel_args_init_by_user_mem",
+                    "kernel_args_para_update"),
+}
+_LAZY = {name: (module, name) for module, names in _BY_MODULE.items() for name in names}
+_LAZY.update(kernel_function=("kernel", "kernel"), launch_function=("kernel", "launch"))
+
+
+def __getattr__(name: str):
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'npurt.runtime' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f"{__name__}.{target[0]}"), target[1])
+    globals()[name] = value
+    return value
+
+
+def _kernel_operations() -> dict:
+    """The kernel model's operations, for a fault spec that names one (loads them)."""
+    import importlib
+    return _operations_of(*(importlib.import_module(f"{__name__}.{m}") for m in (*_BY_MODULE, "reduce")))
+
+
+# fault injection gates these operations by name, whichever face calls them (faults.py)
+FAULTS.bind(_operations_of(_api), _DeviceMemory, peek_context, _kernel_operations)
+FAULTS.arm_from_environment()
+SCHEDULE.start_from_environment()

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..driver.simulated import DEVICE_WINDOW, HOST_ALIAS_OFFSET, VA_BASE
+from ..driver.layout import DEVICE_WINDOW, HOST_ALIAS_OFFSET, VA_BASE
 from .errors import InvalidValueError, as_int, fork_hint
 from .memory import LIVE, note_use, usable_size
 from .observers import HOOKS

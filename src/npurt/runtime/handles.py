@@ -78,7 +78,9 @@ TAGS = {"context": 0xC0, "stream": 0x57, "event": 0xE7, "binary": 0xB1, "functio
         # profiling (acl.prof)
         "profiling config": 0x9C, "msproftx stamp": 0x9D, "step info": 0x9E, "subscribe config": 0x9F,
         # collectives (npurt.hccl)
-        "hccl comm": 0xCC}
+        "hccl comm": 0xCC,
+        # aclnn objects (npurt.capi.aclnn)
+        "aclnn tensor": 0x31, "aclnn scalar": 0x32, "aclnn array": 0x33, "aclnn executor": 0x34}
 TAG_KINDS = {tag: kind for kind, tag in TAGS.items()}
 assert len(TAG_KINDS) == len(TAGS), "two kinds of handle share a tag"
 

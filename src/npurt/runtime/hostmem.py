@@ -15,7 +15,7 @@ import numpy as np
 
 from . import address
 from . import constants as C
-from ..driver.simulated import DEVICE_WINDOW, HOST_ALIAS_OFFSET
+from ..driver.layout import DEVICE_WINDOW, HOST_ALIAS_OFFSET
 from .errors import InvalidValueError, NpuError, OutOfMemoryError, ResourceExhaustedError, as_int
 from .memory import uses_pending
 

@@ -630,7 +630,7 @@ class DeviceMemory:
     def stats(self) -> dict:
         """Counters of this device's memory, PyTorch-style names."""
         self.collect_pending()  # a stream-ordered free whose work is done counts as free
-        committed = self.backend.arena.committed_bytes if hasattr(self.backend, "arena") else self.reserved
+        committed = self.backend.committed_bytes
         allocs = self.num_frees + len(self.live) + self.forgotten
         return {
             "allocated_bytes": self.allocated,

@@ -13,12 +13,13 @@ import threading
 import time
 from collections import deque
 
-from ..driver import SimulatedNpu
+from .. import driver as drivers
 from . import address
 from . import constants as C
 from .config import Settings
 from .context import Context, bind
 from .device import Device
+from .faults import FAULTS
 from .errors import (InvalidDeviceError, InvalidValueError, NpuError,
                      SubscriptionError, SyncTimeoutError)
 from .handles import table
@@ -109,7 +110,7 @@ class Runtime:
         settings = Settings.from_env()
         spec = settings.spec()
         settings.apply_log_level()
-        driver = SimulatedNpu(spec, settings.physical_devices)
+        driver = drivers.open(settings.driver, spec, settings.physical_devices)
         try:  # map the visible devices' arenas now: copies resolve addresses by them
             for physical in settings.visible_devices:
                 driver.device(physical)
@@ -296,6 +297,7 @@ class Runtime:
             HOOKS.emit("device_release", device=device, reason=reason)
         leaked = device.memory.release_all(reason)
         device.backend.reset()
+        FAULTS.on_reset(device.id)  # a device lost by an injected fault works again
         log.info("%s: device %d released (%d allocation(s) still live)", reason, device.id, len(leaked))
         if leaked:
             total = sum(b.requested for b in leaked)

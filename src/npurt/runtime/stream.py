@@ -137,7 +137,7 @@ class Stream:
                 HOOKS.emit("task_enqueued", task=task)
             self.enqueued_seq = seq
             self.queue.append(task)  # no call between the store and the append: both or neither
-        token = thread_token() if inline else None
+        token = thread_token() if inline and self.scheduler.controlled is None else None
         if self.state is IDLE:  # test and set (see scheduler.py); an owner empties the queue
             if token is not None:  # before it sets IDLE, so this task is never stranded
                 self.runner = token
@@ -252,7 +252,9 @@ class Stream:
         token = thread_token()
         claimed = False  # set with the claim: the handler below gives back only what we took
         try:
-            inline = deadline is None  # a timed wait never runs work inline: it could not time out
+            # a timed wait never runs work inline: it could not time out; under a controlled
+            # schedule the device thread runs it (wait_until)
+            inline = deadline is None and self.scheduler.controlled is None
             while self.completed_seq < until:
                 if inline:
                     t = self.ticket
@@ -320,6 +322,8 @@ class Stream:
     def query(self) -> bool:
         """True if every task enqueued so far has finished (then raises a pending failure)."""
         until = self.enqueued_seq
+        if self.completed_seq < until and self.scheduler.controlled is not None:
+            self.scheduler.controlled.poll()  # a controlled device progresses one step per query
         done = self.completed_seq >= until
         if done:
             if HOOKS.active:

@@ -266,7 +266,7 @@ def get_device_utilization_rate(device_id: int) -> dict:
     """aclrtUtilizationInfo. Compute utilization is not sampled here (-1, "unsupported");
     memory utilization is the percentage of device memory in use."""
     device = rt.device(device_id)
-    arena = device.backend.arena
+    arena = device.backend
     used = arena.usable - arena.free_bytes
     return {"cube_utilization": -1, "vector_utilization": -1, "aicpu_utilization": -1,
             "memory_utilization": used * 100 // arena.usable, "utilization_extend": 0}

@@ -90,7 +90,7 @@ def get_mem_info(attr: int) -> tuple[int, int]:
     """(free, total) bytes of the current device for an aclrtMemAttr; (0, 0) for memory
     kinds this SoC does not have."""
     device = current_context().device
-    arena = device.backend.arena
+    arena = device.backend
     kind = device.spec.memory_kind
     hbm = {C.ACL_HBM_MEM, C.ACL_HBM_MEM_HUGE, C.ACL_HBM_MEM_NORMAL, C.ACL_HBM_MEM_P2P_HUGE,
            C.ACL_HBM_MEM_P2P_NORMAL, C.ACL_HBM_MEM_HUGE1G, C.ACL_HBM_MEM_P2P_HUGE1G}

@@ -1,0 +1,19 @@
+"""The Python implementations of libacl_rt.so's C functions, one module per ACL group.
+
+Importing this package registers them (`npurt.capi.registry.c_function`); a C function of the
+spec without one here is a stub (`npurt.capi.entry`).
+
+| module | C functions |
+| --- | --- |
+| lifecycle | aclInit, aclFinalize, versions, aclGetRecentErrMsg, aclAppLog, fp16 |
+| device | aclrtSetDevice ... device queries, peer access, limits, overflow, sys params |
+| context | aclrtCreateContext ... aclrtCtxGetCurrentDefaultStream |
+| stream | aclrtCreateStream ... stream attributes |
+| event | aclrtCreateEvent ... aclrtEventGetTimestamp |
+| memory | aclrtMalloc ... aclrtPointerGetAttributes |
+| allocator | aclrtAllocator* (custom allocators per stream) |
+| reslimit | device and stream resource limits (recorded, not enforced) |
+| system | aclsys* versions, CANN attributes, data buffers, error detail |
+| control | callbacks, report threads, host functions, op timeouts, last error, exception info |
+"""
+from . import allocator, context, control, device, event, lifecycle, memory, reslimit, stream, system  # noqa: F401

@@ -1,0 +1,46 @@
+"""C programs against the prefix: each one checks itself and prints "<name>: ok"."""
+from __future__ import annotations
+
+import pytest
+
+
+def run_ok(program, name, *args, **kw):
+    res = program.run(*args, **kw)
+    assert res.returncode == 0 and f"{name}: ok" in res.stdout, res.stdout + res.stderr
+    return res
+
+
+def test_memory_in_every_direction(build_c):
+    res = run_ok(build_c("memory.c"), "memory")
+    assert "oversized copy: 107000 aclrtMemcpy: count (32) is larger than destMax (16)" in res.stdout
+
+
+def test_a_program_runs_with_only_set_env_sh(build_c):
+    """No Python environment of its own: env -i plus the prefix's set_env.sh."""
+    import subprocess
+    prog = build_c("memory.c")
+    res = subprocess.run(["env", "-i", "bash", "-c", f". {prog.prefix}/set_env.sh && PYTHONPATH=/nonexistent "
+                          f"PYTHONHOME=/nonexistent {prog.exe}"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "memory: ok" in res.stdout, res.stdout + res.stderr
+
+
+def test_streams_and_events(build_c):
+    res = run_ok(build_c("streams_events.c"), "streams_events")
+    assert "stale event: 107017" in res.stdout
+
+
+def test_callbacks_and_host_functions_run_on_the_right_threads(build_c):
+    run_ok(build_c("callbacks.cpp"), "callbacks")
+
+
+def test_four_c_threads_at_once(build_c):
+    run_ok(build_c("threads.cpp"), "threads")
+
+
+def test_a_host_dereference_of_device_memory_is_sigsegv_explained(build_c):
+    import signal
+    res = build_c("fault.c").run()
+    assert res.returncode == -signal.SIGSEGV, (res.returncode, res.stdout, res.stderr)
+    assert "about to read device memory" in res.stdout
+    assert "device memory of device 0: 4096 bytes from aclrtMalloc" in res.stderr
+    assert "aclrtMemcpy" in res.stderr
