@@ -24,13 +24,6 @@ HEADERS = ["acl/acl.h", "acl/acl_base.h", "acl/acl_rt.h", "acl/acl_rt_allocator.
 # C functions the pyACL facade implements and the C face does not yet, with the reason
 # (docs/c-api.md lists them); the test fails when one is implemented (remove it here) or a new gap opens
 KNOWN_GAPS = {
-    # kernel binaries and launches: helper capi-kernels' npurt.capi.impl.kernels
-    "aclrtBinaryGetFunction", "aclrtBinaryLoad", "aclrtBinaryLoadFromData", "aclrtBinaryLoadFromFile",
-    "aclrtBinaryUnLoad", "aclrtCreateBinary", "aclrtDestroyBinary", "aclrtGetFunctionAddr", "aclrtGetFunctionName",
-    "aclrtKernelArgsAppend", "aclrtKernelArgsAppendPlaceHolder", "aclrtKernelArgsFinalize",
-    "aclrtKernelArgsGetHandleMemSize", "aclrtKernelArgsGetMemSize", "aclrtKernelArgsGetPlaceHolderBuffer",
-    "aclrtKernelArgsInit", "aclrtKernelArgsInitByUserMem", "aclrtKernelArgsParaUpdate", "aclrtLaunchKernel",
-    "aclrtLaunchKernelWithConfig", "aclrtLaunchKernelWithHostArgs", "aclrtRegisterCpuFunc",
     # the runtime does not publish reduce_async yet (asked on the board)
     "aclrtReduceAsync",
 }

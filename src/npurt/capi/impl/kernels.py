@@ -92,6 +92,14 @@ def aclrtBinaryGetFunction(binHandle, kernelName, funcHandle):
     return _out(funcHandle, "funcHandle", rt.binary_get_function(binHandle, c_string(kernelName, "kernelName")).handle)
 
 
+@c_function("aclrtRegisterCpuFunc")
+def aclrtRegisterCpuFunc(handle, funcName, kernelName, funcHandle):
+    rt.binary_of(handle)
+    raise rt.FeatureNotSupportedError("aclrtRegisterCpuFunc: AI CPU kernels are not supported by the simulated "
+                                      "NPU; write the kernel in Ascend C (npurt's ascendc_library) or as a Python "
+                                      "@kernel function")
+
+
 @c_function("aclrtGetFunctionName")
 def aclrtGetFunctionName(funcHandle, maxLen, name):
     if not name:
