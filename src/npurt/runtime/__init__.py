@@ -11,7 +11,8 @@ if not getattr(_sys, "_is_gil_enabled", lambda: True)():
 
 from . import address, constants  # noqa: E402
 from .api import *  # noqa: F401,F403 - the runtime's operations
-from .context import PER_THREAD, Context, bind, current_context, peek_context
+from .context import (PER_THREAD, Context, bind, current_context, current_stream_on, current_streams, peek_context,
+                      set_current_stream)
 from .device import Device
 from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventError, FeatureNotSupportedError,
                      InvalidDeviceError, InvalidHandleError, InvalidValueError, NotInitializedError,
@@ -49,6 +50,8 @@ __all__ = [
     # objects and the one owner of process state
     'Blocker', 'CallbackTask', 'Context', 'HandleTable', 'PER_THREAD', 'bind', 'handle_table', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
     'Task', 'current_context', 'peek_context', 'task_error', 'RecordTask', 'WaitTask',
+    # the current stream per thread and device
+    'current_stream_on', 'current_streams', 'set_current_stream',
     # observers; fault injection (faults.py) and controlled schedules (schedule.py)
     'HOOKS', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # settings
