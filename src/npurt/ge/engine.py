@@ -58,6 +58,15 @@ def session(graph: bytes, threads: int, external: tuple[list, list] | None = Non
     return ort.InferenceSession(graph, session_options(threads, external), providers=["CPUExecutionProvider"])
 
 
+def run_options():
+    """RunOptions of one model execution: npurt sets `terminate` to stop it (its deadline, a
+    device reset, Ctrl-C, interpreter exit) and reports that itself, so ORT's own error log
+    of a terminated run is silenced."""
+    ro = import_ort().RunOptions()
+    ro.log_severity_level = 4
+    return ro
+
+
 def ai_core_threads(spec_cores: int) -> int:
     """ORT threads for a model: bounded by the SoC's AI cores and the driver's core pool."""
     pool = RUNTIME.driver.cores.threads if RUNTIME.driver is not None else 1

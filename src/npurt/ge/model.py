@@ -16,6 +16,19 @@ executions are serialised (one lock per model), as GE does across threads.
 
 Model ids are process-wide; an unknown id is ACL_ERROR_GE_EXEC_MODEL_ID_INVALID (145003).
 
+An execution runs inside one ONNX Runtime call with its own RunOptions, and stops (ORT's
+`terminate`) when:
+* its deadline passes: the op execute timeout in effect (set_op_execute_timeout*, as for a
+  kernel, timed over the whole run): ACL_ERROR_RT_AICORE_TIMEOUT (507014);
+* an execute_v2 config's stream timeout passes while it runs: ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+  (507046, what the synchronize returns);
+* its device is reset or the runtime finalized: ACL_ERROR_RT_DEVICE_TASK_ABORT (107022);
+* Ctrl-C reaches a synchronous `execute` (which therefore waits for the run from the main
+  thread instead of running it there: a signal is only handled between bytecodes);
+* the interpreter exits (an atexit hook stops every run and waits for it to leave ORT, so the
+  engine is never torn down under a thread still inside it).
+Unloading a model stops its executions in flight (107022) before its session goes away.
+
 A payload the loader cannot use is ACL_ERROR_GE_PARAM_INVALID (145000), what GE's
 ModelHelper::LoadModel returns for model content it cannot parse: a description that is not
 the converter's (fields missing or of the wrong type: see modeldef.check_meta), a graph
@@ -27,9 +40,11 @@ external data from the model's own directory and embeds it).
 """
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import threading
+import time
 from collections import OrderedDict
 from math import prod
 
@@ -38,7 +53,9 @@ import numpy as np
 from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, Task, address, constants as C,
                        current_context, free, malloc_on, note_use, resolve as locate)
 from . import aipp as A
+from ..runtime import effective_op_execute_timeout_us
 from . import engine, om
+from .deadlines import DEADLINES
 from .dataset import Dataset
 from .modeldef import ROLE_AIPP_DATA, ROLE_DATA, ROLE_MBATCH, IODef, ModelDef, ModelDefError
 from .tensor import TensorDesc
@@ -48,6 +65,8 @@ BAD_MODEL = C.ACL_ERROR_GE_PARAM_INVALID  # GE ModelHelper::LoadModel: content i
 _CORRUPT = (ModelDefError, KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError)
 _log = logging.getLogger("npurt.ge")
 _models: dict[int, "Model"] = {}
+_running: dict["ModelTask", "Model"] = {}  # executions inside ONNX Runtime now
+EXIT_WAIT_S = 30.0  # at interpreter exit: how long stopped runs may take to leave ORT
 _ids = itertools.count(1)
 _lock = threading.Lock()
 
@@ -181,6 +200,34 @@ def _release_device(device, reason) -> None:
         m.release(quiet=True)
 
 
+def stop_runs(model: "Model | None", code: int, why: str) -> list["ModelTask"]:
+    """Stop the executions inside ONNX Runtime (of `model`, or all); returns them."""
+    tasks = [t for t, m in list(_running.items()) if model is None or m is model]
+    for t in tasks:
+        t.expire(code, why)
+    return tasks
+
+
+def _stop_at_exit() -> None:
+    """atexit: no thread may be inside ONNX Runtime when the interpreter tears it down (a
+    daemon worker still running a model made the process die with SIGABRT)."""
+    if not stop_runs(None, C.ACL_ERROR_RT_DEVICE_TASK_ABORT, "was stopped: the interpreter is exiting"):
+        return
+    deadline = time.monotonic() + EXIT_WAIT_S
+    while _running and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+_exit_hook = []
+
+
+def _register_exit_hook() -> None:
+    """Registered after ONNX Runtime was imported (atexit runs hooks last-in first-out, so
+    ours runs before any ORT registers)."""
+    if not _exit_hook:
+        _exit_hook.append(atexit.register(_stop_at_exit))
+
+
 RUNTIME.release_hooks.append(_release_device)
 
 
@@ -205,11 +252,21 @@ class Model:
         self._plans: dict = {}
         self._warned: set = set()  # (input index, size) warned of a buffer bigger than the input
         self._no_dims = (None,) * len(mdef.inputs)
+        self.cancelled: dict = {}  # stream -> (seq, code, why): its executions up to seq fail unrun
         spec = self.device.spec
         if mdef.soc != spec.name:
             raise NpuError(f"this model was converted for {mdef.soc} (--soc_version) but device {self.device.id} "
                            f"is {spec.name}: convert it again with --soc_version={spec.name}, or run with "
                            f"NPURT_SOC={mdef.soc}", C.ACL_ERROR_GE_LOAD_MODEL)
+
+    def cancel(self, stream, seq: int, code: int, why: str) -> None:
+        """Its executions on `stream` up to `seq` fail with `code`: stopped if running, unrun
+        if still queued (Ctrl-C in a synchronous execute, an execute_v2 stream timeout)."""
+        old = self.cancelled.get(stream)
+        if old is None or old[0] < seq:
+            self.cancelled[stream] = (seq, code, why)
+        for t in [t for t, m in list(_running.items()) if m is self and t.stream is stream and t.seq <= seq]:
+            t.expire(code, why)
 
     def __repr__(self) -> str:
         return f"<npurt model {self.id} {self.mdef.name!r} on device {self.device.id}>"
@@ -251,6 +308,7 @@ class Model:
                 self.session = engine.session(proto.SerializeToString(), threads, (names, values))
             except Exception as exc:  # noqa: BLE001 - ORT's reason is the message
                 raise NpuError(f"the model cannot be loaded: {exc}", C.ACL_ERROR_GE_LOAD_MODEL) from None
+            _register_exit_hook()
             self._plan_work()
             self.stream = self.device.new_stream(self.context)
         except BaseException:
@@ -285,7 +343,12 @@ class Model:
                 offset += (nbytes + 511) // 512 * 512
 
     def release(self, quiet: bool = False) -> None:
-        """Drop the session; free the memory the runtime allocated; destroy the stream."""
+        """Drop the session; free the memory the runtime allocated; destroy the stream.
+        Executions in flight are stopped first (ACL_ERROR_RT_DEVICE_TASK_ABORT), and none is
+        inside the session when it goes; queued ones fail when they come to run. `quiet`: a
+        device reset or finalize (errors freeing memory are not raised)."""
+        stop_runs(self, C.ACL_ERROR_RT_DEVICE_TASK_ABORT,
+                  "was aborted: the model was unloaded (or its device reset) while it ran")
         stream, self.stream = self.stream, None
         if stream is not None and not stream.destroyed:
             try:
@@ -293,7 +356,8 @@ class Model:
             except NpuError:
                 stream.abort()
             self.device.release_stream(stream)
-        self.session = None
+        with self.lock:  # a run on another stream holds it while inside the session
+            self.session = None
         self._bindings.clear()
         self._values = []
         for attr, owns in (("weight_ptr", "owns_weight"), ("work_ptr", "owns_work")):
@@ -510,11 +574,25 @@ class Model:
                 self._bindings[key] = binding
                 if len(self._bindings) > 16:
                     self._bindings.popitem(last=False)
+            cancel = self.cancelled.get(task.stream)
+            if cancel is not None and task.seq <= cancel[0]:
+                raise NpuError(f"model {self.id} ({self.mdef.name}) execution {cancel[2]} before it ran", cancel[1])
+            options = task.options = engine.run_options()
+            if task.stop is not None:  # stopped before it started
+                options.terminate = True
+            _running[task] = self
+            DEADLINES.watch(task, time.monotonic() + effective_op_execute_timeout_us() / 1e6)
             try:
-                session.run_with_iobinding(binding)
+                session.run_with_iobinding(binding, options)
             except Exception as exc:  # noqa: BLE001 - ORT's message names the failing node
+                stop = task.stop
+                if stop is not None:
+                    raise NpuError(stop[1], stop[0]) from None
                 raise NpuError(f"the graph failed: {exc}", C.ACL_ERROR_RT_MODEL_EXECUTE) \
                     from None
+            finally:
+                DEADLINES.unwatch(task)
+                _running.pop(task, None)
             if self.mdef.dynamic_shape or not all(known for _, _, known in task.outs):
                 self._finish_outputs(task, binding)
 
@@ -666,12 +744,29 @@ def _externalise(onnx, t, offset: int, length: int) -> None:
 class ModelTask(Task):
     """One model execution on a stream."""
 
-    __slots__ = ("model", "ins", "outs", "gear", "in_dims", "out_ds")
+    __slots__ = ("model", "ins", "outs", "gear", "in_dims", "out_ds", "options", "stop")
     kind = "model_execute"
     error_code = C.ACL_ERROR_RT_MODEL_EXECUTE
 
     def __init__(self, model: Model, ins, outs, gear, in_dims, out_ds):
         self.model, self.ins, self.outs, self.gear, self.in_dims, self.out_ds = model, ins, outs, gear, in_dims, out_ds
+        self.options = None      # its ORT RunOptions while it runs
+        self.stop = None         # (code, message) once it was told to stop
+
+    def expire(self, code: int = C.ACL_ERROR_RT_AICORE_TIMEOUT, why: str = "") -> bool:
+        """Stop this execution (its deadline, a device reset, an interrupt, exit): ORT leaves
+        the run at its next node and the task fails with `code`. True if it was running."""
+        if self.stop is None:
+            if not why:
+                limit = effective_op_execute_timeout_us()
+                why = (f"did not finish within the op execute timeout of {limit / 1e3:.3f} ms and was stopped at "
+                       "its deadline (AI core timeout; set_op_execute_timeout_us)")
+            m = self.model
+            self.stop = (code, f"model {m.id} ({m.mdef.name}) execution {why}")
+        options = self.options
+        if options is not None:
+            options.terminate = True
+        return options is not None
 
     def run(self) -> None:
         try:
