@@ -57,6 +57,27 @@ def test_a_race_is_found_whichever_stream_runs_first(rt, san, writer_first):
     assert [r.kind for r in races(san)] == ["WAR hazard" if not writer_first else "RAW hazard"]
 
 
+@kernel
+def _fill_sevens(ctx, out: GM, n: np.int32):
+    ctx.gm(out, np.uint8, n, "w")[:] = 7
+
+
+@pytest.mark.parametrize("kind", [D2H, D2D])
+def test_a_synchronous_copy_from_memory_a_kernel_on_a_stream_still_writes_is_a_race(rt, san, kind):
+    # the copy follows two launches with no host access between them: it is ordered after
+    # neither kernel (issue 24, item 9: the second launch's kernel was missed)
+    src, other = rt.malloc(4096), rt.malloc(4096)
+    dst = rt.malloc_host(4096) if kind == D2H else rt.malloc(4096)
+    for p in (src, other) + ((dst,) if kind == D2D else ()):
+        rt.memset(p, 4096, 0, 4096)
+    a = rt.create_stream()
+    launch(_fill_sevens, 1, (other, 4096), a)
+    launch(_fill_sevens, 1, (src, 4096), a)
+    rt.memcpy(dst, 4096, src, 4096, kind)
+    rt.synchronize_device()
+    assert [r.kind for r in races(san)] in (["RAW hazard"], ["WAR hazard"])
+
+
 def test_an_event_orders_the_reader_after_the_writer(rt, san):
     a, b = rt.create_stream(), rt.create_stream()
     dev, host = rt.malloc(4096), rt.malloc_host(4096)

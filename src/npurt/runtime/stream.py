@@ -37,7 +37,7 @@ class Stream:
     # slots: ten thousand streams are ten thousand of these, made and read on hot paths
     __slots__ = ("device", "context", "scheduler", "is_default", "flags", "priority", "stream_id", "handle",
                  "queue", "enq_lock", "ticket", "state", "runner", "current", "enqueued_seq", "completed_seq",
-                 "dropped_upto", "_cond", "waiters", "lock", "watchers", "parked_on", "error", "stopped",
+                 "dropped_upto", "_cond", "waiters", "lock", "watchers", "parked_on", "error", "stopped", "stop_seen",
                  "failure_mode_set", "_failure_mode", "abort_epoch", "destroyed", "closing", "_attributes",
                  "subscriber", "_task_stacks", "_launch_blocking", "__weakref__")
 
@@ -68,6 +68,7 @@ class Stream:
         self.parked_on = None
         self.error: TaskError | None = None  # first failure not yet reported
         self.stopped: TaskError | None = None
+        self.stop_seen = False               # a synchronize or query has reported the stop to the host
         self.failure_mode_set = False
         self._failure_mode = C.ACL_CONTINUE_ON_FAILURE
         self.abort_epoch = 0
@@ -128,9 +129,12 @@ class Stream:
         if self._task_stacks:
             task.capture_stack()
         with self.enq_lock:
-            if self.stopped is not None or self.destroyed:  # checked under the lock: a failure
-                raise self._refusal()                          # may stop the stream concurrently
+            stopped = self.stopped  # checked under the lock: a failure may stop the stream concurrently
+            if self.destroyed or (stopped is not None and self.stop_seen):
+                raise self._refusal()
             seq = task.seq = self.enqueued_seq + 1
+            if stopped is not None:  # a failure the host has not seen yet: accepted, as by an NPU,
+                self.dropped_upto = seq  # whose stopped stream drops it; the synchronize reports it
             if on_seq is not None:
                 on_seq(seq)
             if HOOKS.active:  # under the lock, so observers see the enqueue before the task runs
@@ -161,10 +165,11 @@ class Stream:
         if self.destroyed:
             return InvalidHandleError(f"stream {self.stream_id} was destroyed; create a new stream")
         stop = self.stopped
+        # Context::CheckTaskSend: once the host knows of the failure, a launch returns it
         return StreamAbortedError(
             f"stream {self.stream_id} stopped on failure and accepts no new work "
             f"(ACL_STOP_ON_FAILURE); the failure was: {stop.message}. "
-            "Destroy it and create a new stream.")
+            "Destroy it and create a new stream.", stop.code)
 
     @property
     def cond(self) -> threading.Condition:
@@ -316,6 +321,8 @@ class Stream:
         err = self.error
         if err is not None:
             self.error = None
+            if self.stopped is not None:
+                self.stop_seen = True  # from now on a launch is refused with the failure
             set_last_error(err)
             raise err
 

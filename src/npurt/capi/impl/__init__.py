@@ -14,9 +14,11 @@ spec without one here is a stub (`npurt.capi.entry`).
 | allocator | aclrtAllocator* (custom allocators per stream) |
 | reslimit | device and stream resource limits (recorded, not enforced) |
 | system | aclsys* versions, CANN attributes, data buffers, error detail |
+| tdt | acltdt* channels, queues, buffers and routes on simulated host-device queues |
+| prof | aclprof* and mstx*, through the pyACL facade's acl.prof (one implementation for both faces) |
 | control | callbacks, report threads, host functions, op timeouts, last error, exception info |
 | kernels | aclrtBinary*, aclrtLaunchKernel*, aclrtKernelArgs*, npurtLaunchNativeKernel (<<<>>>) |
 | aclnn | acl_meta.h's tensor objects, aclnn<Op>GetWorkspaceSize / aclnn<Op> (libopapi, libnnopbase) |
 """
-from . import (aclnn, allocator, context, control, device, event, kernels, lifecycle, memory, reslimit,  # noqa: F401
-               stream, system)
+from . import (aclnn, allocator, context, control, device, event, kernels, lifecycle, memory, prof,  # noqa: F401
+               reslimit, stream, system, tdt)

@@ -7,7 +7,8 @@ parameter declarations and names). It is produced by `extract.py` and committed;
 headers, the C shims of `libacl_rt.so` and the list of stubs are all generated from it, so a
 signature or a constant cannot drift from the runtime's.
 
-Other spec files (the aclnn operator headers, npurt-private native entry points) join through
+Other spec files beside it (`mstx.json`: the mstx tools extension) are merged in name order;
+generated fragments (the aclnn operator headers, npurt-private native entry points) join through
 `EXTRA_SPECS`: callables returning a dict in the same format (`{"headers": {path: {"includes":
 [...], "items": [...]}}}`); `load()` merges them after `acl.json`.
 
@@ -164,6 +165,10 @@ def load() -> Spec:
     """acl.json merged with every `EXTRA_SPECS` provider."""
     with open(os.path.join(SPEC_DIR, "acl.json"), encoding="utf-8") as f:
         data = json.load(f)
+    for name in sorted(os.listdir(SPEC_DIR)):
+        if name.endswith(".json") and name != "acl.json":
+            with open(os.path.join(SPEC_DIR, name), encoding="utf-8") as f:
+                _merge(data, json.load(f))
     for provider in EXTRA_SPECS:
         _merge(data, provider())
     return Spec(data)
