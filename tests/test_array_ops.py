@@ -13,6 +13,7 @@ import pytest
 
 import npurt
 from gates import Gate
+from npurt.array.core import as_dtype
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -188,7 +189,7 @@ def test_contiguous_of_a_permuted_view_uses_the_transpose_kernel(rng):
 def test_astype_matches_numpy(dst, rng):
     a = (_f32(rng, 50) * 20).astype(np.float32)
     got = npurt.to_device(a).astype(dst)
-    want = a.astype(npurt._array.as_dtype(dst))
+    want = a.astype(as_dtype(dst))
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got.to_host(), want)
 

@@ -494,4 +494,12 @@ def test_kernel_args_built_in_user_memory(rt, vecs):
 
 def test_kernel_and_gm_are_exported_by_npurt():
     import npurt
-    assert npurt.kernel is kernel and npurt.GM is GM
+    assert npurt.GM is GM
+
+    @npurt.kernel
+    def k(ctx, x: GM):
+        pass
+    assert isinstance(k, KernelFunction)     # what the runtime's launches and binaries take
+    assert callable(k[1])                    # and it launches from Python: k[blocks](...)
+    with pytest.raises(TypeError, match="needs @npurt.kernel"):
+        kernel(k.fn)[1]                      # the runtime's own decorator makes no Python launcher

@@ -17,15 +17,17 @@ pyACL-compatible facade over the same runtime; `npurt.runtime` is the runtime la
 """
 from ._version import __version__  # noqa: F401
 
-import sys as _sys
-
 from ._devices import (DeviceProperties, current_device, device, device_count, empty_cache,  # noqa: F401
                        get_device_name, get_device_properties, is_available, max_memory_allocated,
                        max_memory_reserved, mem_get_info, memory_allocated, memory_reserved, memory_stats,
                        memory_summary, reset_peak_memory_stats, set_device, synchronize)
-from ._array import (DeviceArray, arange, array, asarray, asnumpy, broadcast_to, empty, empty_like,  # noqa: F401
-                     empty_pinned, full, full_like, is_pinned, ones, ones_like, tensor, to_device, zeros,
-                     zeros_like)
+from .array import (DeviceArray, array, asarray, asnumpy, broadcast_to, empty, empty_like,  # noqa: F401
+                    empty_pinned, full, full_like, is_pinned, ones, ones_like, tensor, to_device, zeros,
+                    zeros_like)
+from . import ops  # noqa: E402 - gives DeviceArray its operators (npurt.ops.use_operations)
+from .kernel import GM, kernel, launch  # noqa: F401 - (binds `npurt.kernel` to the decorator, not its module)
+from .ops import arange, matmul  # noqa: F401
+from . import dtypes as _dtypes
 from .dtypes import (double, float16, float32, float64, half, int8, int16, int32, int64, uint8,  # noqa: F401
                      bool_)
 from .random import manual_seed, rand, randint, randn  # noqa: F401
@@ -37,21 +39,15 @@ from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, D
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
 from . import faults  # noqa: F401,E402 - npurt.faults: fault injection and controlled schedules
 
-# `npurt.array` is the function; code that imported the module by its old name still works
-_sys.modules.setdefault("npurt.array", _sys.modules["npurt._array"])
-
-# loaded on first use: the kernel model and the op library pull in more than the core needs
-_LAZY = {"kernel": ("npurt.runtime.kernel", "kernel"), "GM": ("npurt.runtime.kernel", "GM"),
-         "ops": ("npurt.ops", None), "acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None),
-         "Model": ("npurt.model", "Model"), "matmul": ("npurt.ops.array_ops", "matmul"),
-         "launch": ("npurt.launching", "launch"), "sanitizer": ("npurt.sanitizer", None),
-         "hccl": ("npurt.hccl", None)}
+# loaded on first use: the pyACL face, the profiler, the model runner, the sanitizer and the
+# collectives pull in more than the core needs
+_LAZY = {"acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None), "Model": ("npurt.model", "Model"),
+         "sanitizer": ("npurt.sanitizer", None), "hccl": ("npurt.hccl", None)}
 
 
 def __getattr__(name: str):
     if name in ("bfloat16", "bf16"):  # needs ml_dtypes: looked up on first use
-        from . import dtypes
-        return getattr(dtypes, name)
+        return getattr(_dtypes, name)
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'npurt' has no attribute {name!r}")

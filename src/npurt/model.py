@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _devices
 from . import streams as _streams
-from ._array import DeviceArray, to_device
+from .array import DeviceArray, to_device
 from .exceptions import InvalidValueError
 from .ge import api as GE
 from .ge import model as M

@@ -11,7 +11,8 @@ import threading
 
 import numpy as np
 
-from ._array import DeviceArray, _size, as_dtype, to_device
+from .array.core import DeviceArray, as_dtype
+from .array.creation import _size, to_device
 from .exceptions import InvalidValueError
 
 _lock = threading.Lock()

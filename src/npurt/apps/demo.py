@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from ..runtime.kernel import GM, kernel
+from ..kernel import GM, kernel
 
 ROWS, COLS = 1024, 2048          # one batch: 8 MiB of float32
 DEFAULT_BATCHES = 24

@@ -40,6 +40,10 @@ def stub_reason(name: str) -> str:
     return "npurt does not implement it (docs/c-api.md lists what is implemented)"
 
 
+# return types that carry a status code: a failure returns its code (aclnn's aclnnStatus too)
+STATUS_TYPES = ("aclError", "aclnnStatus")
+
+
 def _stub(name: str, returns_error: bool):
     message = f"not supported by npurt: {stub_reason(name)}"
 
@@ -78,7 +82,7 @@ def bindings() -> dict[str, object]:
     spec = load()
     out = {}
     for name, fn in spec.functions.items():
-        returns_error = fn["ret"] == "aclError"
+        returns_error = fn["ret"] in STATUS_TYPES
         out[name] = IMPLEMENTATIONS.get(name) or _stub(name, returns_error)
     return out
 
@@ -89,7 +93,7 @@ def start(ffi, lib) -> None:
     for name, py in bindings().items():
         fn = spec.functions[name]
         params = tuple(p["name"] for p in fn["params"] if p.get("name"))
-        ffi.def_extern(name=f"npurt_py_{name}", onerror=_onerror(name, params, fn["ret"] == "aclError"))(py)
+        ffi.def_extern(name=f"npurt_py_{name}", onerror=_onerror(name, params, fn["ret"] in STATUS_TYPES))(py)
     ffi.def_extern(name="npurt_py_flush")(flush)
 
     @ffi.def_extern(name="npurt_py_describe_fault")

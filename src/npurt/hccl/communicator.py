@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _devices
 from .. import streams as _streams
-from .._array import DeviceArray, empty
+from ..array import DeviceArray, empty
 from ..runtime import RUNTIME
 from . import api, world
 from . import types as T

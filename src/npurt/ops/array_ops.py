@@ -15,16 +15,19 @@ Rules (documented for users):
 """
 from __future__ import annotations
 
+import builtins
 import math
 import numbers
 
 import numpy as np
 
 from .. import _devices
-from .._array import DeviceArray, _copy_into, _ints, _rt_stream, as_dtype, broadcast_to, full
+from ..array.core import DeviceArray, _copy_into, _ints, _rt_stream, as_dtype, broadcast_to
+from ..array.creation import _default_dtype, full
 from ..exceptions import InvalidValueError
-from ..runtime.context import peek_context
-from . import launch
+from ..runtime import peek_context
+from ..streams import Stream
+from . import launchers as launch
 
 __all__ = ["add", "sub", "mul", "div", "maximum", "relu", "gelu", "cast", "astype", "matmul", "sum", "max",
            "mean", "softmax", "layer_norm", "transpose", "fill", "arange", "arange_into", "contiguous"]
@@ -140,7 +143,6 @@ def _binary(op: str, a, b, out, stream) -> DeviceArray:
 
 
 def _wrap(s):
-    from ..streams import Stream
     return Stream._wrap(s)
 
 
@@ -230,10 +232,22 @@ def arange_into(out: DeviceArray, start, step, stream=None) -> DeviceArray:
     return out
 
 
-def arange(start, stop=None, step=1, dtype=None, device=None, stream=None) -> DeviceArray:
-    """npurt.arange (the arange kernel)."""
-    from .._array import arange as _arange
-    return _arange(start, stop, step, dtype, device, stream)
+def arange(start, stop=None, step=1, dtype=None, device: int | None = None, stream=None) -> DeviceArray:
+    """npurt.arange: evenly spaced values in [start, stop) (the arange kernel); numpy's rules for the
+    arguments. dtype defaults to int32 when all arguments are ints, else float32."""
+    if stop is None:
+        start, stop = 0, start
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if not isinstance(v, numbers.Real) or isinstance(v, bool):
+            raise InvalidValueError(f"arange: {name} must be a real number, got {v!r}")
+    if step == 0:
+        raise InvalidValueError("arange: step must not be zero")
+    dt = _default_dtype(start, stop, step) if dtype is None else as_dtype(dtype)
+    n = builtins.max(0, math.ceil((stop - start) / step))  # (this module defines max and sum)
+    out = DeviceArray((n,), dt, device)
+    if n:
+        arange_into(out, start, step, stream=stream)
+    return out
 
 
 # ---------------------------------------------------------------- matmul

@@ -16,7 +16,8 @@ import math
 
 import numpy as np
 
-from ..runtime.kernel import GM, kernel, resolve_dtype
+from ..runtime import GM, resolve_dtype
+from ..runtime import kernel_function as kernel
 
 # dtype codes (kernel argument `dt`)
 DTYPES = ("float32", "float16", "bfloat16", "int32", "int8", "float64", "int16", "int64", "uint8")

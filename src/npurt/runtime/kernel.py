@@ -152,10 +152,11 @@ class KernelFunction:
                         "from pyACL (npurt.launch, not the `npurt launch` command, which starts processes)")
 
     def __getitem__(self, config):
-        """`vadd[blocks]` / `vadd[blocks, stream]`: a launcher taking DeviceArrays and scalars
-        (npurt.launch)."""
-        from ..launching import bind  # the Python face of a launch lives with the Pythonic API
-        return bind(self, config)
+        """A KernelFunction made by the runtime's own decorator launches through the runtime's
+        operations; `k[blocks](...)` belongs to the Pythonic `Kernel` (`@npurt.kernel`)."""
+        raise TypeError(f"kernel {self.name!r} was made with npurt.runtime's kernel_function: launch it with "
+                        f"npurt.launch({self.name}, blocks, args...) or the runtime's launch; "
+                        f"{self.name}[blocks](args...) needs @npurt.kernel")
 
     def pack(self, *values) -> bytes:
         """The packed argument block for `values` (one 8-byte slot each)."""

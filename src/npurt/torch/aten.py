@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import torch
 
+from ..runtime import note_uses
 from . import copies, random, storage
 from .device import index_of
 from .fallback import Call
-from .optask import launch, note_uses, run_sync
+from .optask import launch, run_sync
 from .plan import plan_of
 from .refs import ref, write_view
 from .resize import resize_npu

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import _array as _np_array
+from ..array import pinned as _pinned
 from .. import _devices
 from ..runtime import RUNTIME, create_event, destroy_event, memcpy_async, record_event, stream_wait_event
 from ..runtime import constants as C
@@ -39,7 +39,7 @@ def is_pinned_tensor(t: torch.Tensor) -> bool:
 
 def pin_memory(t: torch.Tensor, device=None) -> torch.Tensor:
     """A copy of CPU tensor `t` in page-locked host memory (npurt.empty_pinned)."""
-    arr = _np_array.empty_pinned(max(t.numel() * t.element_size(), 1), np.uint8)
+    arr = _pinned.empty_pinned(max(t.numel() * t.element_size(), 1), np.uint8)
     out = torch.from_numpy(arr)[: t.numel() * t.element_size()].view(t.dtype).view(t.shape)
     out.copy_(t)
     return out

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from ..runtime import RUNTIME
+from ..runtime import RUNTIME, note_uses
 from .fallback import Call
-from .optask import OpTask, current_stream, note_uses
+from .optask import OpTask, current_stream
 from .plan import CPU_KEYSET, FUNCTIONAL, INPLACE, META, SYNC_PATH, VIEW, Plan, plan_of, scalar_key
 from .storage import INFOS, ITEMSIZE, alloc, block_of, info, itemsize
 

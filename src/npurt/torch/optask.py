@@ -14,9 +14,8 @@ from __future__ import annotations
 import threading
 
 from .. import streams as _streams
-from ..runtime import Task
+from ..runtime import Task, note_uses
 from ..runtime import constants as C
-from ..runtime.memory import note_uses  # the one place npu ops record their uses of blocks
 from .refs import info_of, read_view, span, write_view
 
 

@@ -17,8 +17,7 @@ import math
 import torch
 
 from .. import _devices
-from ..runtime import HOOKS, RUNTIME, free, malloc_on
-from ..runtime.memops import dead_address_message
+from ..runtime import HOOKS, RUNTIME, dead_address_message, free, malloc_on
 from . import _dlpack
 
 ITEMSIZE: dict[torch.dtype, int] = {}

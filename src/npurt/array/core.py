@@ -1,4 +1,7 @@
-"""DeviceArray: an n-dimensional array in device memory, and the functions that make one.
+"""DeviceArray: an n-dimensional array in device memory (layout, views, indexing, copies).
+
+The functions that make one are in creation.py (and pinned host buffers in pinned.py); its
+operators and kernel-backed methods forward to npurt.ops (`use_operations`).
 
 * Memory is one runtime allocation (`rt.malloc`) shared by the array and every view of it
   (basic slicing, reshape, `.T`); the allocation is freed when the last of them is
@@ -26,15 +29,12 @@ import operator
 
 import numpy as np
 
-from . import _devices
-from . import streams as _streams
-from .exceptions import ArrayIndexError, HostConversionError, InvalidValueError
-from .runtime import address, memops
-from .runtime import api as rt
-from .runtime import constants as C
-from .runtime.observers import HOOKS
-from .runtime.runtime import RUNTIME
-from .runtime.tasks import Task
+from .. import _devices
+from .. import runtime as rt
+from .. import streams as _streams
+from ..exceptions import ArrayIndexError, HostConversionError, InvalidValueError
+from ..runtime import HOOKS, RUNTIME, Task, address, record_use, resolve
+from ..runtime import constants as C
 
 H2D, D2H, D2D = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_MEMCPY_DEVICE_TO_DEVICE
 # numpy functions with a device counterpart in npurt.ops (named in the "copy it first" error)
@@ -199,11 +199,11 @@ def _byte_span(shape, strides, itemsize) -> tuple[int, int]:
 
 def _strided_copy(dst: "DeviceArray", src: "DeviceArray", stream) -> int:
     task = StridedCopyTask(dst, src)
-    dspan = memops.locate(RUNTIME, dst._ptr + task.dst_span[0], task.dst_span[1] - task.dst_span[0], "destination")
-    sspan = memops.locate(RUNTIME, src._ptr + task.src_span[0], task.src_span[1] - task.src_span[0], "source")
+    dspan = resolve(RUNTIME, dst._ptr + task.dst_span[0], task.dst_span[1] - task.dst_span[0], "destination")
+    sspan = resolve(RUNTIME, src._ptr + task.src_span[0], task.src_span[1] - task.src_span[0], "source")
     seq = rt.enqueue(stream, task)
-    memops.record_use(dspan, stream, seq)
-    memops.record_use(sspan, stream, seq)
+    record_use(dspan, stream, seq)
+    record_use(sspan, stream, seq)
     return seq
 
 
@@ -456,8 +456,7 @@ class DeviceArray:
                 raise InvalidValueError(f"host array has shape {host.shape}, this array has shape {self.shape}")
             host = np.ascontiguousarray(host, dtype=self.dtype)
         if not self.is_contiguous():
-            tmp = to_device(host, stream=stream, device=self.device)
-            _copy_into(self, tmp, stream)
+            _copy_into(self, _uploaded(host, self.device, stream), stream)
             return self
         if host.nbytes:
             rt.copy_array_async(self._ptr, host, _rt_stream(stream, self.device))
@@ -476,10 +475,9 @@ class DeviceArray:
             return self
         perm = _permuted_contiguous(self)
         if perm is not None:
-            from .ops import array_ops
             base_shape, axes = perm
             base = DeviceArray._view(self, self._ptr, base_shape, c_strides(base_shape, self.itemsize))
-            return array_ops.transpose(base, axes, stream=stream)
+            return _ops.transpose(base, axes, stream=stream)
         out = DeviceArray(self.shape, self.dtype, self.device)
         if out.size:
             _strided_copy(out, self, _rt_stream(stream, self.device))
@@ -505,7 +503,7 @@ class DeviceArray:
         src = out.contiguous(stream)
         s = _rt_stream(stream, src.device)
         if not rt.device_can_access_peer(src.device, target):
-            return to_device(src.to_host(stream), device=target)
+            return _uploaded(src.to_host(stream), target, None)
         _enable_peer(src.device, target)
         dst = DeviceArray(src.shape, src.dtype, target)
         if src.nbytes:
@@ -519,8 +517,7 @@ class DeviceArray:
 
     def fill(self, value, stream=None) -> "DeviceArray":
         """Set every element to `value` (queued); returns self."""
-        from .ops import array_ops
-        array_ops.fill(self, value, stream=stream)
+        _ops.fill(self, value, stream=stream)
         return self
 
     def astype(self, dtype, copy: bool = True, stream=None) -> "DeviceArray":
@@ -529,8 +526,7 @@ class DeviceArray:
         dtype = as_dtype(dtype)
         if dtype == self.dtype:
             return self.copy(stream) if copy else self
-        from .ops import array_ops
-        return array_ops.cast(self, dtype, stream=stream)
+        return _ops.cast(self, dtype, stream=stream)
 
     # ---------------------------------------------------------- views
     def reshape(self, *shape) -> "DeviceArray":
@@ -583,15 +579,15 @@ class DeviceArray:
             dst.fill(value)
         else:
             host = np.asarray(value, dtype=self.dtype)
-            _copy_into(dst, to_device(host, device=self.device), None)
+            _copy_into(dst, _uploaded(host, self.device, None), None)
 
     # ---------------------------------------------------------- operators (npurt.ops)
     def _op(self, name, *args, **kw):
-        return getattr(_array_ops(), name)(*args, **kw)
+        return getattr(_ops, name)(*args, **kw)
 
     def __add__(self, other):
         if type(other) is DeviceArray:  # the common case, one call shorter
-            return _array_ops().add(self, other)
+            return _ops.add(self, other)
         return self._op("add", self, _operand(other))
 
     def __radd__(self, other):
@@ -649,16 +645,24 @@ class DeviceArray:
         return self._op("mean", self, axis=axis, keepdims=keepdims)
 
 
-_ops_module = None
+class _NoOperations:
+    """Until npurt.ops gives DeviceArray its operations (it does on import, and `import npurt`
+    imports it): a clear error instead of an AttributeError on None."""
+
+    def __getattr__(self, name):
+        raise RuntimeError(f"DeviceArray operation {name!r} needs npurt.ops, which is not imported yet")
 
 
-def _array_ops():
-    """npurt.ops.array_ops, imported on first use (it imports this module)."""
-    global _ops_module
-    if _ops_module is None:
-        from .ops import array_ops
-        _ops_module = array_ops
-    return _ops_module
+_ops = _NoOperations()
+
+
+def use_operations(ops) -> None:
+    """Give DeviceArray its operations: `ops` has the array-level functions its operators and
+    methods forward to (add, sub, mul, div, matmul, sum, max, mean, fill, cast, transpose).
+    npurt.ops calls this when it is imported: the operations sit above this module (they
+    allocate DeviceArrays), as numpy's ndarray gets its arithmetic from its umath module."""
+    global _ops
+    _ops = ops
 
 
 def _operand(other, scalar_ok: bool = True):
@@ -778,207 +782,12 @@ def _copy_into(dst: DeviceArray, src: DeviceArray, stream) -> None:
         _strided_copy(dst, src, s)
 
 
+def _uploaded(host: np.ndarray, device: int, stream) -> DeviceArray:
+    """A new array on `device` with the contents of numpy array `host` (queued on `stream`)."""
+    return DeviceArray(host.shape, host.dtype, device).copy_from_host(host, stream)
+
+
 def _enable_peer(src: int, dst: int) -> None:
     if not rt.device_peer_access_status(src, dst):  # the copy runs on src's stream: src -> dst
         with _devices._bound(src):
             rt.device_enable_peer_access(dst, 0)
-
-
-# ---------------------------------------------------------------- constructors
-_NOT_COUNTS = (type, str, tuple, list, np.dtype)  # a dtype or a shape: never a dimension
-
-
-def _all_counts(size: tuple) -> bool:
-    """Whether every item is an integer (not a bool): torch's `f(*size)`. Exact ints and the
-    usual dtype and shape arguments are told apart before the ABC check, which costs about
-    a microsecond per item (and npurt.empty is on the hot path)."""
-    for n in size:
-        if type(n) is int:
-            continue
-        if isinstance(n, _NOT_COUNTS) or type(n) is bool or not isinstance(n, numbers.Integral):
-            return False
-    return True
-
-
-def _size(fn: str, size: tuple, dtype, device):
-    """(shape, dtype, device) from numpy's `f(shape, dtype, device)` or torch's `f(*size, ...)`."""
-    if size and _all_counts(size):
-        return size, dtype, device                     # torch: zeros(2, 3), zeros(5)
-    if not size:
-        raise InvalidValueError(f"npurt.{fn}() needs a shape: {fn}((2, 3)) or {fn}(2, 3)")
-    if len(size) > 3:
-        raise InvalidValueError(f"npurt.{fn}: a shape is ints, or one tuple followed by dtype and device; "
-                                f"got {size!r}")
-    n = len(size)
-    if n > 1:
-        if dtype is not None:
-            raise InvalidValueError(f"npurt.{fn}: dtype given twice")
-        dtype = size[1]
-    if n > 2:
-        if device is not None:
-            raise InvalidValueError(f"npurt.{fn}: device given twice")
-        device = size[2]
-    return size[0], dtype, device
-
-
-def _dt(dtype):
-    return "float32" if dtype is None else dtype
-
-
-def empty(*size, dtype=None, device=None) -> DeviceArray:
-    """An uninitialized array: `empty((2, 3), dtype, device)` or `empty(2, 3, dtype=, device=)`
-    (float32 and the current device by default)."""
-    shape, dtype, device = _size("empty", size, dtype, device)
-    return DeviceArray(shape, "float32" if dtype is None else dtype, device)
-
-
-def empty_like(a: DeviceArray, dtype=None, device=None) -> DeviceArray:
-    return DeviceArray(a.shape, a.dtype if dtype is None else dtype, a.device if device is None else device)
-
-
-def zeros(*size, dtype=None, device=None, stream=None) -> DeviceArray:
-    """An array of zeros (a memset queued on the current stream); shapes as in `empty`."""
-    shape, dtype, device = _size("zeros", size, dtype, device)
-    out = DeviceArray(shape, _dt(dtype), device)
-    if out.nbytes:
-        rt.memset_async(out._ptr, out.nbytes, 0, out.nbytes, _rt_stream(stream, out.device))
-    return out
-
-
-def zeros_like(a: DeviceArray, dtype=None, stream=None) -> DeviceArray:
-    return zeros(a.shape, a.dtype if dtype is None else dtype, a.device, stream=stream)
-
-
-def _default_dtype(*values) -> np.dtype:
-    if all(isinstance(v, numbers.Integral) for v in values):
-        return np.dtype(np.int32)
-    return np.dtype(np.float32)
-
-
-def full(shape, fill_value, dtype=None, device: int | None = None, stream=None) -> DeviceArray:
-    """An array filled with `fill_value` (the fill kernel). dtype defaults to int32 for an
-    int value and float32 otherwise."""
-    out = DeviceArray(shape, _default_dtype(fill_value) if dtype is None else dtype, device)
-    return out.fill(fill_value, stream=stream)
-
-
-def full_like(a: DeviceArray, fill_value, dtype=None, stream=None) -> DeviceArray:
-    return full(a.shape, fill_value, a.dtype if dtype is None else dtype, a.device, stream)
-
-
-def ones(*size, dtype=None, device=None, stream=None) -> DeviceArray:
-    """An array of ones; shapes as in `empty`."""
-    shape, dtype, device = _size("ones", size, dtype, device)
-    return full(shape, 1, _dt(dtype), device, stream)
-
-
-def ones_like(a: DeviceArray, dtype=None, stream=None) -> DeviceArray:
-    return full(a.shape, 1, a.dtype if dtype is None else dtype, a.device, stream)
-
-
-def arange(start, stop=None, step=1, dtype=None, device: int | None = None, stream=None) -> DeviceArray:
-    """Evenly spaced values in [start, stop) (the arange kernel); numpy's rules for the
-    arguments. dtype defaults to int32 when all arguments are ints, else float32."""
-    if stop is None:
-        start, stop = 0, start
-    for name, v in (("start", start), ("stop", stop), ("step", step)):
-        if not isinstance(v, numbers.Real) or isinstance(v, bool):
-            raise InvalidValueError(f"arange: {name} must be a real number, got {v!r}")
-    if step == 0:
-        raise InvalidValueError("arange: step must not be zero")
-    dt = _default_dtype(start, stop, step) if dtype is None else as_dtype(dtype)
-    n = max(0, math.ceil((stop - start) / step))
-    out = DeviceArray((n,), dt, device)
-    if n:
-        from .ops import array_ops
-        array_ops.arange_into(out, start, step, stream=stream)
-    return out
-
-
-def to_device(arr, stream=None, device=None, dtype=None) -> DeviceArray:
-    """Copy host data (a numpy array or anything np.asarray takes) to a new DeviceArray on
-    `device` (default: current). The copy is queued on `stream` (default: the current stream
-    of that device) and is asynchronous: the queued copy holds `arr` and reads it when it
-    runs, so do not modify `arr` until the stream has passed the copy. The dtype is kept
-    (float64 stays float64), except that Python floats and lists become float32 as in torch."""
-    if isinstance(arr, DeviceArray):
-        return arr.to(device, dtype=dtype, stream=stream)
-    host = np.asarray(arr) if dtype is None else np.asarray(arr, dtype=as_dtype(dtype))
-    if host.dtype == np.float64 and dtype is None and not isinstance(arr, np.ndarray):
-        host = host.astype(np.float32)  # Python floats/lists default to float32, as in torch
-    as_dtype(host.dtype)
-    out = DeviceArray(host.shape, host.dtype, device)
-    return out.copy_from_host(host, stream)
-
-
-def asarray(a, dtype=None, device=None, stream=None) -> DeviceArray:
-    """CuPy's asarray: `a` itself if it is a DeviceArray already there with that dtype, else a
-    copy of it on the device (host data is copied as in to_device)."""
-    return to_device(a, stream=stream, device=device, dtype=dtype)
-
-
-def array(obj, dtype=None, device=None, copy: bool = True, stream=None) -> DeviceArray:
-    """A DeviceArray from host data or another DeviceArray (CuPy's `array`, torch's `tensor`):
-    always a new array unless `copy=False` and `obj` is already a DeviceArray that fits."""
-    if isinstance(obj, DeviceArray):
-        out = obj.to(device, dtype=dtype, stream=stream)
-        return out.copy(stream) if copy and out is obj else out
-    return to_device(obj, stream=stream, device=device, dtype=dtype)
-
-
-tensor = array
-
-
-def asnumpy(a, stream=None, out: np.ndarray | None = None) -> np.ndarray:
-    """CuPy's asnumpy: a numpy array of `a` (a DeviceArray is copied to the host, waiting for
-    the copy; host data is returned as np.asarray returns it)."""
-    if isinstance(a, DeviceArray):
-        return a.copy_to_host(out, stream)
-    host = np.asarray(a)
-    if out is not None:
-        out[...] = host
-        return out
-    return host
-
-
-# ---------------------------------------------------------------- pinned host memory
-class _PinnedBuffer:
-    """Owner of a malloc_host allocation exposed to numpy (as the array's base); frees the
-    allocation when the last array viewing it is collected."""
-
-    def __init__(self, nbytes: int):
-        _devices._context()
-        self.ptr = rt.malloc_host(max(nbytes, 1), managed=True)
-        self.range = RUNTIME.host.ranges[self.ptr]
-        # a buffer export of the mapping keeps it mapped while we live, even if the runtime
-        # is finalized meanwhile (its close then leaves the mapping to us)
-        self._export = memoryview(self.range.mm)
-        self.__array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (self.ptr, False),
-                                    "version": 3}
-
-    def __del__(self) -> None:
-        try:
-            self._export.release()
-            if RUNTIME.initialized and RUNTIME.host.ranges.get(self.ptr) is self.range:
-                rt.free_host(self.ptr, managed=True)
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
-
-
-def empty_pinned(shape, dtype="float32") -> np.ndarray:
-    """An uninitialized numpy array in page-locked host memory (malloc_host): copies to and
-    from it are truly asynchronous. Freed when the array (and every view) is collected."""
-    shape, dtype = _shape(shape), as_dtype(dtype)
-    nbytes = math.prod(shape) * dtype.itemsize
-    raw = np.asarray(_PinnedBuffer(nbytes))   # base: the owner
-    return raw[:nbytes].view(dtype).reshape(shape)
-
-
-def is_pinned(arr: np.ndarray) -> bool:
-    """True if the numpy array lies in page-locked host memory the runtime knows."""
-    if not isinstance(arr, np.ndarray) or RUNTIME.initialized is False or arr.nbytes == 0:
-        return False
-    try:
-        return RUNTIME.host.find(arr.ctypes.data, arr.nbytes) is not None
-    except Exception:  # noqa: BLE001 - part of the range outside a pinned range
-        return False
