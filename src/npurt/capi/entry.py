@@ -20,6 +20,7 @@ from . import cdata, impl  # noqa: F401 - impl registers the implementations
 from .errors import code_space, fail, record
 from .faults import describe_fault
 from .registry import IMPLEMENTATIONS
+from .shims import interface_digest
 from .spec import load
 
 STUB_REASONS = (
@@ -90,6 +91,11 @@ def bindings() -> dict[str, object]:
 def start(ffi, lib) -> None:
     cdata.ffi = ffi
     spec = load()
+    built = ffi.string(lib.npurt_interface_digest()).decode()
+    if built != interface_digest(spec):
+        raise RuntimeError("this libacl_rt.so was built for another version of npurt's C interface (its functions "
+                           "differ from this npurt's); make the prefix again with `npurt cann-home` and rebuild "
+                           "the program against it")
     for name, py in bindings().items():
         fn = spec.functions[name]
         params = tuple(p["name"] for p in fn["params"] if p.get("name"))
