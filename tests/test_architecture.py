@@ -141,9 +141,29 @@ def _inside(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
 
+def _package_aliases(name: str, tree: ast.Module, runtime: str) -> set[str]:
+    """Names bound to the runtime package itself (`from npurt import runtime as rt`)."""
+    aliases = set()
+    parent, _, leaf = runtime.rpartition(".")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and _resolve_from(name, node) == parent:
+            aliases.update(a.asname or a.name for a in node.names if a.name == leaf)
+        elif isinstance(node, ast.Import):
+            aliases.update(a.asname for a in node.names if a.name == runtime and a.asname)
+    return aliases
+
+
+def _unpublished_attributes(name: str, tree: ast.Module, runtime: str, surface: set[str]) -> set[str]:
+    """`rt.x` through an alias of the runtime package, where x is not published."""
+    aliases = _package_aliases(name, tree, runtime)
+    return {node.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id in aliases and node.attr not in surface}
+
+
 def _private_reaches(name: str, tree: ast.Module, imports: list[Import], runtime: str) -> set[str]:
     """Private attributes read through names bound to runtime objects (`RUNTIME._streams`)."""
-    bound = set()
+    bound = _package_aliases(name, tree, runtime)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             base = _resolve_from(name, node)
@@ -274,6 +294,8 @@ def findings() -> set[str]:
         if not _inside(name, runtime):
             for reach in _private_reaches(name, tree, imports, runtime):
                 result.add(f"reach: {name} -> {reach}")
+            for attr in _unpublished_attributes(name, tree, runtime, surface):
+                result.add(f"private: {name} -> {runtime}.{attr}")
         if my_floor < APPS_FLOOR and _sys_modules_back_doors(tree):
             result.add(f"sysmodules: {name}")
     for a, b in _circle_edges(runs):
@@ -339,7 +361,8 @@ def test_the_checker_sees_function_level_upward_and_circular_imports(tmp_path, m
             "upward: npurt.driver -> npurt.runtime.stream",
             "lazy: npurt.driver -> npurt.runtime.stream",
             "private: npurt.acl -> npurt.runtime.stream",
-            "reach: npurt.acl -> _rt.RUNTIME._streams"} <= got
+            "reach: npurt.acl -> _rt.RUNTIME._streams",
+            "private: npurt.acl -> npurt.runtime.RUNTIME"} <= got
     assert not any(f.startswith("private: npurt.acl -> npurt.runtime.Stream") for f in got)
 
 

@@ -240,7 +240,9 @@ def _run_module(name: str) -> None:
     runpy.run_module(name, run_name="__main__", alter_sys=True)
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], uncaught: list | None = None) -> int:
+    """`npurt run`; an uncaught exception of the program is also appended to `uncaught`
+    (npurt launch aborts the job for it)."""
     try:
         args = parse_run_args(argv)
     except Exit as exc:
@@ -335,6 +337,8 @@ def main(argv: list[str]) -> int:
         status = 130
     except BaseException as exc:  # noqa: BLE001 - reported exactly as python would
         _print_program_traceback(exc)
+        if uncaught is not None:
+            uncaught.append(exc)
         if _missing_torch_npu(exc) and not args.torch_npu:
             print("npurt run: torch_npu is npurt's shim only under --torch-npu: run with "
                   f"npurt run --torch-npu {' '.join(argv)}", file=sys.stderr)

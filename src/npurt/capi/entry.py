@@ -20,6 +20,7 @@ from . import cdata, impl, session  # noqa: F401 - impl registers the implementa
 from .errors import code_space, fail, record
 from .faults import describe_fault
 from .registry import IMPLEMENTATIONS
+from .shims import interface_digest
 from .spec import load
 
 STUB_REASONS = (
@@ -38,6 +39,10 @@ def stub_reason(name: str) -> str:
         if key in name:
             return reason
     return "npurt does not implement it (docs/c-api.md lists what is implemented)"
+
+
+# return types that carry a status code: a failure returns its code (aclnn's aclnnStatus too)
+STATUS_TYPES = ("aclError", "aclnnStatus")
 
 
 def _stub(name: str, returns_error: bool):
@@ -79,7 +84,7 @@ def bindings() -> dict[str, object]:
     spec = load()
     out = {}
     for name, fn in spec.functions.items():
-        returns_error = fn["ret"] == "aclError"
+        returns_error = fn["ret"] in STATUS_TYPES
         out[name] = IMPLEMENTATIONS.get(name) or _stub(name, returns_error)
     return out
 
@@ -87,10 +92,15 @@ def bindings() -> dict[str, object]:
 def start(ffi, lib) -> None:
     cdata.ffi = ffi
     spec = load()
+    built = ffi.string(lib.npurt_interface_digest()).decode()
+    if built != interface_digest(spec):
+        raise RuntimeError("this libacl_rt.so was built for another version of npurt's C interface (its functions "
+                           "differ from this npurt's); make the prefix again with `npurt cann-home` and rebuild "
+                           "the program against it")
     for name, py in bindings().items():
         fn = spec.functions[name]
         params = tuple(p["name"] for p in fn["params"] if p.get("name"))
-        ffi.def_extern(name=f"npurt_py_{name}", onerror=_onerror(name, params, fn["ret"] == "aclError"))(py)
+        ffi.def_extern(name=f"npurt_py_{name}", onerror=_onerror(name, params, fn["ret"] in STATUS_TYPES))(py)
     ffi.def_extern(name="npurt_py_flush")(flush)
 
     @ffi.def_extern(name="npurt_py_describe_fault")

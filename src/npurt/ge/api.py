@@ -11,7 +11,7 @@ import threading
 
 from ..runtime import SyncTimeoutError
 from ..runtime import constants as C
-from ..runtime.api import streams as rt_streams
+from ..runtime import stream_of
 from ..runtime import HOOKS, InvalidValueError, NpuError, RUNTIME, address, host_bytes, resolve as locate
 from . import aipp as A
 from . import constants as G
@@ -95,7 +95,7 @@ def execute(model_id: int, inputs: Dataset, outputs: Dataset) -> None:
 
 def execute_async(model_id: int, inputs: Dataset, outputs: Dataset, stream) -> int:
     model = M.model_of(model_id)
-    return model.enqueue(inputs, outputs, rt_streams.stream_of(stream))
+    return model.enqueue(inputs, outputs, stream_of(stream))
 
 
 def execute_v2(model_id: int, inputs: Dataset, outputs: Dataset, stream, config: "ExecConfig") -> None:
@@ -105,7 +105,7 @@ def execute_v2(model_id: int, inputs: Dataset, outputs: Dataset, stream, config:
         execute(model_id, inputs, outputs)
         return
     model = M.model_of(model_id)
-    s = rt_streams.stream_of(stream)
+    s = stream_of(stream)
     seq = model.enqueue(inputs, outputs, s)
     timeout = config.stream_sync_timeout
     try:

@@ -13,7 +13,7 @@ import operator
 import threading
 from collections import defaultdict
 
-from ..runtime import InvalidValueError, RUNTIME, Stream, memops
+from ..runtime import InvalidValueError, RUNTIME, Stream, record_use, resolve
 from . import types as T
 from .ops import Op
 from .task import CollectiveTask
@@ -175,7 +175,7 @@ class HcclComm:
 
     def _locate(self, op: Op, addr: int, nbytes: int, role: str):
         try:
-            span = memops.locate(RUNTIME, addr, nbytes, f"{op.kind} {role} buffer")
+            span = resolve(RUNTIME, addr, nbytes, f"{op.kind} {role} buffer")
         except InvalidValueError as exc:
             raise T.HcclError(f"{op.kind}: {exc.message}", T.HCCL_E_PARA) from None
         if span.device is not self.device:
@@ -208,7 +208,7 @@ class HcclComm:
 
         def record(seq: int) -> None:
             for span in spans:
-                memops.record_use(span, stream, seq)
+                record_use(span, stream, seq)
 
         with self._lock:
             op.index = self._issued

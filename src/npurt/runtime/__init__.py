@@ -9,9 +9,10 @@ if not getattr(_sys, "_is_gil_enabled", lambda: True)():
     raise ImportError("npurt's lock-free fast paths (memory pool, scheduler) rely on the GIL; "
                       "run it on a CPython build with the GIL enabled (not a free-threaded build)")
 
-from . import address, constants  # noqa: E402
+from . import address, constants, dtypes  # noqa: E402
 from .api import *  # noqa: F401,F403 - the runtime's operations
-from .context import PER_THREAD, Context, bind, current_context, peek_context
+from .context import (PER_THREAD, Context, bind, current_context, current_stream_on, current_streams, peek_context,
+                      set_current_stream)
 from .device import Device
 from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventError, FeatureNotSupportedError,
                      InvalidDeviceError, InvalidHandleError, InvalidValueError, NotInitializedError,
@@ -21,10 +22,11 @@ from .errors import (AddressUnalignedError, ContextError, DeadlockError, EventEr
 from .address import Span, dead_address_message, record_use, resolve
 from .config import ENV_VARIABLES, Settings
 from .errors import MemcpyKindWarning, as_int, register_code_names
-from .event import Event
+from .event import Event, RecordTask, WaitTask
 from .faults import FAULTS, FaultSpecError, operations_of as _operations_of
 from . import api as _api
-from .memory import note_use, note_uses
+from .memory import LIVE as BLOCK_LIVE, note_use, note_uses
+from .memops import KIND_NAMES as MEMCPY_KIND_NAMES
 from .warn import HangWarning, LeakWarning
 from .watchdog import WATCHDOG
 from .handles import HandleTable, table as handle_table
@@ -40,20 +42,22 @@ from .tasks import HostFuncTask, Task
 # The surface: everything above the runtime (faces, clients, tools, the Pythonic API) imports
 # only these names, from `npurt.runtime` itself (tests/test_architecture.py holds it).
 __all__ = [
-    # data: ACL constants and aclError codes
-    'constants',
+    # data: ACL constants and aclError codes; the one dtype table (aclDataType, numpy, sizes, bfloat16)
+    'constants', 'dtypes',
     # addresses: resolve(rt, addr, nbytes, role) -> Span (the allocation holding it); the
     # `address` module's host probes and views (view, host_view, is_device, VA_BASE, ...)
     'address', 'Span', 'dead_address_message', 'record_use', 'resolve',
     # objects and the one owner of process state
     'Blocker', 'CallbackTask', 'Context', 'HandleTable', 'PER_THREAD', 'bind', 'handle_table', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
-    'Task', 'current_context', 'peek_context', 'task_error',
+    'Task', 'current_context', 'peek_context', 'task_error', 'RecordTask', 'WaitTask',
+    # the current stream per thread and device
+    'current_stream_on', 'current_streams', 'set_current_stream',
     # observers; fault injection (faults.py) and controlled schedules (schedule.py)
     'HOOKS', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # settings
     'ENV_VARIABLES', 'Settings',
     # stream-ordered use of memory (what a task holds, retired with it), the watchdog's timers
-    'note_use', 'note_uses', 'WATCHDOG',
+    'note_use', 'note_uses', 'WATCHDOG', 'BLOCK_LIVE', 'MEMCPY_KIND_NAMES',
     # errors and warnings; as_int: the runtime's exact-int argument check
     'HangWarning', 'LeakWarning', 'MemcpyKindWarning', 'as_int', 'register_code_names',
     'AddressUnalignedError', 'ContextError', 'DeadlockError', 'EventError',
@@ -70,6 +74,7 @@ __all__ = [
     'kernel_args_init', 'kernel_args_init_by_user_mem', 'kernel_args_para_update', 'launch', 'launch_kernel',
     'launch_kernel_with_config', 'launch_kernel_with_host_args', 'launch_native',
     'enqueue_launch', 'host_bytes', 'kernel_function', 'launch_function', 'resolve_dtype',
+    'register_cpu_func', 'reduce_async',
     # operations (api/, one module per ACL group)
     'AllocatorDesc', 'allocator_create_desc', 'allocator_destroy_desc', 'allocator_of',
     'allocator_register', 'allocator_set', 'allocator_unregister', 'check_device_id',
@@ -111,7 +116,8 @@ _BY_MODULE = {
     "native": ("KernelTrap", "NativeKernel", "launch_native"),
     "binary": ("binary_get_function", "binary_load", "binary_load_from_data", "binary_load_from_file",
                "binary_of", "binary_unload", "create_binary", "destroy_binary", "get_function_addr",
-               "get_function_name"),
+               "get_function_name", "register_cpu_func"),
+    "reduce": ("reduce_async",),
     "kernel_args": ("kernel_args_append", "kernel_args_append_place_holder", "kernel_args_finalize",
                     "kernel_args_get_handle_mem_size", "kernel_args_get_mem_size",
                     "kernel_args_get_place_holder_buffer", "kernel_args_init", "kernel_args_init_by_user_mem",
@@ -134,7 +140,7 @@ def __getattr__(name: str):
 def _kernel_operations() -> dict:
     """The kernel model's operations, for a fault spec that names one (loads them)."""
     import importlib
-    return _operations_of(*(importlib.import_module(f"{__name__}.{m}") for m in (*_BY_MODULE, "reduce")))
+    return _operations_of(*(importlib.import_module(f"{__name__}.{m}") for m in _BY_MODULE))
 
 
 # fault injection gates these operations by name, whichever face calls them (faults.py)

@@ -37,8 +37,13 @@ class Context:
 
 
 class ThreadState(threading.local):
-    """What belongs to the calling thread: `context`, its current context (or None)."""
+    """What belongs to the calling thread: `context`, its current context (or None), and
+    `streams`, its current stream per device id (work without a stream goes there; a device
+    missing from it means the device's default stream)."""
     context: Context | None = None
+
+    def __init__(self):
+        self.streams: dict[int, Stream] = {}
 
 
 # Published: the facade's generated wrappers read `PER_THREAD.context` inline (one attribute load)
@@ -73,3 +78,31 @@ def peek_context() -> Context | None:
 
 def bind(ctx: Context | None) -> None:
     _thread.context = ctx
+
+
+# ---------------------------------------------------------------- the current stream
+# One home for "the current stream" (as CuPy keeps it at the bottom): per thread and device.
+# The Pythonic API (`npurt.stream`, `Stream.use`) and torch (`torch.npu.set_stream`) both
+# write it here and read it here.
+def current_stream_on(device_id: int) -> Stream | None:
+    """The calling thread's current stream on `device_id`; None when it made none current
+    there (or it was destroyed since: a reset, a finalize), i.e. the default stream."""
+    streams = _thread.streams
+    s = streams.get(device_id)
+    if s is not None and s.destroyed:
+        del streams[device_id]
+        return None
+    return s
+
+
+def set_current_stream(device_id: int, stream: Stream | None) -> None:
+    """Make `stream` the calling thread's current stream on `device_id` (None: the default)."""
+    if stream is None:
+        _thread.streams.pop(device_id, None)
+    else:
+        _thread.streams[device_id] = stream
+
+
+def current_streams() -> dict[int, Stream]:
+    """device id -> the calling thread's current stream, for every device it set one on."""
+    return {dev: s for dev, s in list(_thread.streams.items()) if not s.destroyed}

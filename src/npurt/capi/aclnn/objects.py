@@ -35,8 +35,15 @@ ACL_FORMAT_ND = 2
 _FORMATS = {-1, 0, 1, 2, 3, 4, 27, 29, 30, 31, 32}  # UNDEFINED NCHW NHWC ND NC1HWC0 ... NCDHW NDHWC NCL
 
 
+STATUS_NAMES = {ACLNN_ERR_PARAM_NULLPTR: "ACLNN_ERR_PARAM_NULLPTR", ACLNN_ERR_PARAM_INVALID: "ACLNN_ERR_PARAM_INVALID",
+                ACLNN_ERR_RUNTIME_ERROR: "ACLNN_ERR_RUNTIME_ERROR"}
+
+
 class AclnnError(NpuError):
     """A failure of an aclnn call, with its aclnn status code."""
+
+    def __str__(self) -> str:
+        return f"{self.message} [{STATUS_NAMES.get(self.code, 'aclnnStatus')} {self.code}]"
 
 
 def null(name: str) -> AclnnError:

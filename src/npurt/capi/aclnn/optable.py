@@ -86,7 +86,7 @@ def _check_dtype(op: str, dt: np.dtype, allowed=None) -> None:
     name = _name(dt)
     allowed = _SUPPORTED if allowed is None else allowed
     if name not in allowed:
-        raise O.invalid(f"aclnn{op}: dtype {name} is not supported (supported: {', '.join(sorted(allowed))})")
+        raise O.invalid(f"dtype {name} is not supported (supported: {', '.join(sorted(allowed))})")
 
 
 _FLOATS = {"float32", "float16", "bfloat16", "float64"}
@@ -96,12 +96,12 @@ def broadcast(op: str, *shapes) -> tuple:
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
-        raise O.invalid(f"aclnn{op}: shapes {', '.join(str(list(s)) for s in shapes)} do not broadcast") from None
+        raise O.invalid(f"shapes {', '.join(str(list(s)) for s in shapes)} do not broadcast") from None
 
 
 def _check_out(op: str, out: O.Tensor, shape: tuple, what: str = "out") -> None:
     if tuple(out.shape) != tuple(shape):
-        raise O.invalid(f"aclnn{op}: {what} has shape {list(out.shape)}, the result has shape {list(shape)}")
+        raise O.invalid(f"{what} has shape {list(out.shape)}, the result has shape {list(shape)}")
 
 
 def _bstrides(t: O.Tensor, shape: tuple) -> tuple:
@@ -123,7 +123,7 @@ def _input(plan: Plan, t: O.Tensor, shape: tuple, dtype: np.dtype):
         return t.address
     tmp = plan.temp(math.prod(shape) * dtype.itemsize)
     if len(shape) > 8:
-        raise O.invalid(f"aclnn{plan.op}: more than 8 dimensions")
+        raise O.invalid("more than 8 dimensions")
     plan.step(launch_strided_copy, tmp, t.address, shape, O.contiguous_strides(shape), _bstrides(t, shape),
               dtype, t.dtype)
     return tmp
@@ -177,7 +177,7 @@ def _binary_plan(op: str, kernel_op: str, self_t, other, out, alpha=None, div=Fa
         plan.step(L.elementwise, kernel_op, dst, a, b, n, cd)
     else:
         if not _is_float(cd) and float(alpha_value) != int(alpha_value):
-            raise O.invalid(f"aclnn{op}: alpha {alpha_value} is not an integer, but the op computes in {_name(cd)}")
+            raise O.invalid(f"alpha {alpha_value} is not an integer, but the op computes in {_name(cd)}")
         plan.step(launch_axpby, dst, a, b, n, alpha_value, kernel_op == "sub", cd)
     finish()
     return plan
@@ -236,9 +236,9 @@ _RELU = _FLOATS | {"int8", "int16", "int32", "int64"}
 
 def plan_cast(op, self, dtype, out):
     p = Plan(op)
-    target = O.numpy_dtype(dtype, f"aclnn{op}")
+    target = O.numpy_dtype(dtype, "dtype")
     if out.dtype != target:
-        raise O.invalid(f"aclnn{op}: out is {_name(out.dtype)}, but dtype asks for {_name(target)}")
+        raise O.invalid(f"out is {_name(out.dtype)}, but dtype asks for {_name(target)}")
     _check_out(op, out, tuple(self.shape))
     _check_dtype(op, self.dtype)
     _check_dtype(op, target)
@@ -258,13 +258,13 @@ _MM = _FLOATS | {"int32"}
 def _matmul_plan(op, self, mat2, out, cubeMathType, ranks=None) -> Plan:
     p = Plan(op)
     if cubeMathType not in (0, 1, 2, 3):
-        raise O.invalid(f"aclnn{op}: cubeMathType {cubeMathType} is not KEEP_DTYPE (0), "
+        raise O.invalid(f"cubeMathType {cubeMathType} is not KEEP_DTYPE (0), "
                         "ALLOW_FP32_DOWN_PRECISION (1), USE_FP16 (2) or USE_HF32 (3)")
     if ranks is not None and (len(self.shape) != ranks or len(mat2.shape) != ranks):
-        raise O.invalid(f"aclnn{op}: self and mat2 must be {ranks}-D, got {list(self.shape)} and {list(mat2.shape)}")
+        raise O.invalid(f"self and mat2 must be {ranks}-D, got {list(self.shape)} and {list(mat2.shape)}")
     a_shape, b_shape = list(self.shape), list(mat2.shape)
     if not a_shape or not b_shape:
-        raise O.invalid(f"aclnn{op}: operands must have at least one dimension")
+        raise O.invalid(f"operands must have at least one dimension")
     a_vec, b_vec = len(a_shape) == 1, len(b_shape) == 1
     if a_vec:
         a_shape = [1] + a_shape
@@ -273,7 +273,7 @@ def _matmul_plan(op, self, mat2, out, cubeMathType, ranks=None) -> Plan:
     m, k = a_shape[-2:]
     k2, n = b_shape[-2:]
     if k != k2:
-        raise O.invalid(f"aclnn{op}: self {list(self.shape)} and mat2 {list(mat2.shape)} do not multiply "
+        raise O.invalid(f"self {list(self.shape)} and mat2 {list(mat2.shape)} do not multiply "
                         f"({k} != {k2})")
     batch = broadcast(op, tuple(a_shape[:-2]), tuple(b_shape[:-2]))
     result = list(batch) + ([] if a_vec else [m]) + ([] if b_vec else [n])
@@ -319,7 +319,7 @@ def plan_bmm(op, self, mat2, out, cubeMathType):
 
 def _axis(op: str, dim: int, ndim: int) -> int:
     if not -max(ndim, 1) <= dim < max(ndim, 1):
-        raise O.invalid(f"aclnn{op}: dim {dim} is out of range for a {ndim}-D tensor")
+        raise O.invalid(f"dim {dim} is out of range for a {ndim}-D tensor")
     return dim % max(ndim, 1)
 
 
@@ -365,15 +365,15 @@ def _reduce_plan(op, kernel_op, self, dims, keep, out, dtype) -> Plan:
     nd = len(shape)
     axes = sorted({_axis(op, d, nd) for d in dims.values}) if dims.values else list(range(nd))
     if len(axes) != len(dims.values) and dims.values:
-        raise O.invalid(f"aclnn{op}: dim {list(dims.values)} names an axis twice")
+        raise O.invalid(f"dim {list(dims.values)} names an axis twice")
     result = tuple(1 if i in axes else d for i, d in enumerate(shape)) if keep else \
         tuple(d for i, d in enumerate(shape) if i not in axes)
     _check_out(op, out, result)
-    cd = self.dtype if dtype in (None, C.ACL_DT_UNDEFINED) else O.numpy_dtype(dtype, f"aclnn{op}")
+    cd = self.dtype if dtype in (None, C.ACL_DT_UNDEFINED) else O.numpy_dtype(dtype, "dtype")
     _check_dtype(op, cd)
     _check_dtype(op, out.dtype)
     if kernel_op != "sum" and any(shape[a] == 0 for a in axes):
-        raise O.invalid(f"aclnn{op}: reducing an empty axis has no {kernel_op}")
+        raise O.invalid(f"reducing an empty axis has no {kernel_op}")
     n_out = math.prod(result)
     if n_out == 0:
         return p
@@ -424,7 +424,7 @@ def plan_layer_norm(op, input, normalizedShape, weightOptional, biasOptional, ep
     shape = tuple(input.shape)
     norm = tuple(int(v) for v in normalizedShape.values)
     if not norm or len(norm) > len(shape) or shape[len(shape) - len(norm):] != norm:
-        raise O.invalid(f"aclnn{op}: normalizedShape {list(norm)} is not the trailing dims of input {list(shape)}")
+        raise O.invalid(f"normalizedShape {list(norm)} is not the trailing dims of input {list(shape)}")
     _check_out(op, out, shape)
     cd = input.dtype
     _check_dtype(op, cd, _FLOATS)
@@ -437,7 +437,7 @@ def plan_layer_norm(op, input, normalizedShape, weightOptional, biasOptional, ep
         if t is not None:
             _check_out(op, t, norm, what)
     if eps < 0:
-        raise O.invalid(f"aclnn{op}: eps {eps} is negative")
+        raise O.invalid(f"eps {eps} is negative")
     cols = math.prod(norm)
     rows = math.prod(shape[:begin])
     if rows * cols == 0:
@@ -463,7 +463,7 @@ def plan_permute(op, self, dims, out):
     shape = tuple(self.shape)
     axes = tuple(_axis(op, int(d), len(shape)) for d in dims.values)
     if sorted(axes) != list(range(len(shape))):
-        raise O.invalid(f"aclnn{op}: dims {list(dims.values)} is not a permutation of {len(shape)} dims")
+        raise O.invalid(f"dims {list(dims.values)} is not a permutation of {len(shape)} dims")
     _check_out(op, out, tuple(shape[a] for a in axes))
     cd = self.dtype
     _check_dtype(op, cd)

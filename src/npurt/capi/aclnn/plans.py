@@ -67,9 +67,9 @@ class Plan:
             except AclnnError:
                 raise
             except InvalidValueError as exc:  # e.g. a workspace that is not device memory of that size
-                raise AclnnError(f"{self.op}: {exc.message}", ACLNN_ERR_PARAM_INVALID) from None
+                raise AclnnError(exc.message, ACLNN_ERR_PARAM_INVALID) from None
             except NpuError as exc:
-                raise AclnnError(f"{self.op}: {exc.message}", ACLNN_ERR_RUNTIME_ERROR) from None
+                raise AclnnError(exc.message, ACLNN_ERR_RUNTIME_ERROR) from None
 
 
 EXECUTORS = handle_table("aclnn executor")

@@ -9,7 +9,7 @@
 file(READ "${IN}" source)
 string(REGEX REPLACE "(__asm__|asm)[ \t]*(volatile[ \t]*|__volatile__[ \t]*)?\\([ \t]*\"trap\"[ \t]*\\)"
        "::npurt_ascendc::trap()" source "${source}")
-string(REGEX REPLACE "([A-Za-z_][A-Za-z0-9_]*)[ \t\r\n]*<<<([^;]*)>>>"
+string(REGEX REPLACE "([A-Za-z_][A-Za-z0-9_]*)[ \t\r\n]*<<<([^;>]*)>>>"
        "::npurt_ascendc::launcher(\\1, \"\\1\", \\2)" source "${source}")
 
 set(names "")

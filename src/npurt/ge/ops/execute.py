@@ -15,7 +15,7 @@ from math import prod
 import numpy as np
 
 from ...runtime import address, constants as C
-from ...runtime.api import streams as rt_streams
+from ...runtime import stream_of
 from ...runtime import InvalidValueError, NpuError, RUNTIME, Task, note_use, resolve as locate
 from ..constants import ACL_MEMTYPE_DEVICE
 from ..tensor import DataBuffer, TensorDesc
@@ -107,7 +107,7 @@ def execute(op_type: str, in_descs, inputs, out_descs, outputs, attr: OpAttr | N
         return kernels.execute(op_type, in_descs, inputs, out_descs, outputs, attr, stream)
     if model is None:
         model = registry.find(op_type, in_descs, out_descs, attr.key())
-    s = rt_streams.stream_of(stream)
+    s = stream_of(stream)
     if out_descs and all(not d.is_dynamic and d.element_count() == 0 for d in out_descs):
         return None
     blocks: list = []

@@ -20,7 +20,7 @@ import threading
 import weakref
 
 from npurt.runtime.address import VA_BASE, is_host_alias
-from npurt.runtime import HOOKS, RUNTIME, address
+from npurt.runtime import BLOCK_LIVE, HOOKS, MEMCPY_KIND_NAMES, RUNTIME, RecordTask, WaitTask, address
 
 from . import hostwatch, initcheck, leakcheck, memcheck, threadsync
 from .clocks import HostAgent, StreamClock, join, ordered
@@ -267,7 +267,6 @@ class Sanitizer:
                         self.watch.enqueued(info, addr, addr + n, mode != "r", site)
 
     def _on_task_started(self, task, **_) -> None:
-        from npurt.runtime.event import RecordTask, WaitTask
         with self.lock:
             info = self.infos.get(id(task))
             if info is None:  # enqueued before the sanitizer was enabled
@@ -457,12 +456,11 @@ class Sanitizer:
 
     def _adopt(self, addr: int) -> None:
         """Memory allocated before the sanitizer was enabled: learn it from the runtime."""
-        from npurt.runtime.memory import LIVE
         device = RUNTIME.device_by_physical.get((addr - VA_BASE) >> 40)
         if device is None:
             return
         block = device.memory.find(addr)
-        if block is None or block.state != LIVE:
+        if block is None or block.state != BLOCK_LIVE:
             return
         a = memcheck.Allocation(device, block.addr, block.requested, True, None, "device", init=False)
         self.allocs.add(a)
@@ -608,13 +606,12 @@ class Sanitizer:
         """A copy whose kind contradicts its addresses (copied by address, or refused)."""
         if "mem" not in self.tools:
             return
-        from npurt.runtime.memops import KIND_NAMES
         site = user_site()
         actor = HostWho(threading.current_thread().name, site, op).actor("call")
         actor.what = op
-        done = "refused" if refused else f"copied as {KIND_NAMES.get(actual, actual)} by address"
-        message = (f"{op} was given {KIND_NAMES.get(kind, kind)} ({kind}) for a copy the addresses make "
-                   f"{KIND_NAMES.get(actual, actual)} ({actual}): {done}")
+        done = "refused" if refused else f"copied as {MEMCPY_KIND_NAMES.get(actual, actual)} by address"
+        message = (f"{op} was given {MEMCPY_KIND_NAMES.get(kind, kind)} ({kind}) for a copy the addresses make "
+                   f"{MEMCPY_KIND_NAMES.get(actual, actual)} ({actual}): {done}")
         with self.lock:
             self.emit(memcheck.refused_report("kind_mismatch", message, actor, dst, nbytes, None))
 

@@ -28,7 +28,7 @@
 inline thread_local int64_t block_idx = 0;
 inline thread_local int64_t block_num = 1;
 
-extern "C" uint32_t npurtLaunchNativeKernel(const char *name, void *kernel, void *trampoline, const char *kinds,
+extern "C" int npurtLaunchNativeKernel(const char *name, void *kernel, void *trampoline, const char *kinds,
                                             uint32_t blockDim, void *stream, const uint64_t *slots,
                                             uint32_t count);
 
@@ -151,7 +151,7 @@ struct Launch {
     {
         static_assert(sizeof...(A) == sizeof...(P), "npurt: wrong number of kernel launch arguments");
         const uint64_t slots[sizeof...(P) + 1] = {to_slot<P>(convert<P>(std::forward<A>(args)))..., 0};
-        return npurtLaunchNativeKernel(name, reinterpret_cast<void *>(kernel),
+        return (uint32_t)npurtLaunchNativeKernel(name, reinterpret_cast<void *>(kernel),
                                        reinterpret_cast<void *>(&trampoline<P...>), Signature<P...>::kinds,
                                        blocks, stream, slots, static_cast<uint32_t>(sizeof...(P)));
     }
