@@ -111,7 +111,7 @@ __all__ = [
 # `kernel_function` is the @kernel decorator: `kernel` names the module.
 _BY_MODULE = {
     "kernel": ("GM", "KernelFunction", "enqueue_launch", "function_handle", "function_of", "host_bytes",
-               "launch", "launch_kernel", "launch_kernel_with_config", "launch_kernel_with_host_args",
+               "launch", "launch_kernel", "launch_kernel_with_host_args",
                "resolve_dtype"),
     "native": ("KernelTrap", "NativeKernel", "launch_native"),
     "binary": ("binary_get_function", "binary_load", "binary_load_from_data", "binary_load_from_file",
@@ -121,7 +121,7 @@ _BY_MODULE = {
     "kernel_args": ("kernel_args_append", "kernel_args_append_place_holder", "kernel_args_finalize",
                     "kernel_args_get_handle_mem_size", "kernel_args_get_mem_size",
                     "kernel_args_get_place_holder_buffer", "kernel_args_init", "kernel_args_init_by_user_mem",
-                    "kernel_args_para_update"),
+                    "kernel_args_para_update", "launch_kernel_with_config"),
 }
 _LAZY = {name: (module, name) for module, names in _BY_MODULE.items() for name in names}
 _LAZY.update(kernel_function=("kernel", "kernel"), launch_function=("kernel", "launch"))

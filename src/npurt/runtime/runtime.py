@@ -53,6 +53,10 @@ class ReportQueue:
         self.streams: set = set()
 
 
+OP_TIMEOUT_INTERVAL_US = 4_294_967  # A2: 254 intervals = the 1091 s default AI Core timeout
+OP_TIMEOUT_MAX_INTERVALS = 254
+
+
 class Runtime:
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -142,6 +146,17 @@ class Runtime:
                     self._start()
 
     check_initialized = ensure_initialized  # the runtime has no init gate: it starts lazily
+
+    def effective_op_execute_timeout_us(self) -> int:
+        """The op execute timeout in effect, in microseconds: the setting rounded up to whole
+        intervals, capped at 254 intervals; 0 (not set) means the maximum. A kernel launched
+        without its own timeout that runs longer fails with ACL_ERROR_RT_AICORE_TIMEOUT."""
+        self.ensure_initialized()
+        limit = OP_TIMEOUT_INTERVAL_US * OP_TIMEOUT_MAX_INTERVALS
+        wanted = self.op_execute_timeout_us
+        if wanted == 0:
+            return limit
+        return min(-(-wanted // OP_TIMEOUT_INTERVAL_US) * OP_TIMEOUT_INTERVAL_US, limit)
 
     @property
     def acl_initialized(self) -> bool:

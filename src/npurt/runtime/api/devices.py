@@ -228,8 +228,7 @@ def get_primary_ctx_state(device_id: int) -> tuple[int, int]:
 
 # ================================================================ device queries and settings
 # (added for the pyACL facade: queries and process/context settings that do no device work)
-OP_TIMEOUT_INTERVAL_US = 4_294_967  # A2: 254 intervals = the 1091 s default AI Core timeout
-OP_TIMEOUT_MAX_INTERVALS = 254
+from ..runtime import OP_TIMEOUT_INTERVAL_US, OP_TIMEOUT_MAX_INTERVALS  # noqa: E402,F401 - the rule's home
 
 
 def set_ts_device(ts_id: int) -> None:
@@ -469,12 +468,7 @@ def effective_op_execute_timeout_us() -> int:
     intervals, capped at 254 intervals; 0 (not set) means the maximum. A kernel launched
     without its own timeout that runs longer fails with ACL_ERROR_RT_AICORE_TIMEOUT once it
     has finished (a running kernel body is Python code and cannot be preempted)."""
-    rt.check_initialized()
-    limit = OP_TIMEOUT_INTERVAL_US * OP_TIMEOUT_MAX_INTERVALS
-    wanted = rt.op_execute_timeout_us
-    if wanted == 0:
-        return limit
-    return min(-(-wanted // OP_TIMEOUT_INTERVAL_US) * OP_TIMEOUT_INTERVAL_US, limit)
+    return rt.effective_op_execute_timeout_us()
 
 
 def get_overflow_status(output_addr: int, output_size: int, stream: Stream | None) -> int:
