@@ -29,6 +29,7 @@ from .memory import LIVE as BLOCK_LIVE, note_use, note_uses
 from .memops import KIND_NAMES as MEMCPY_KIND_NAMES
 from .warn import HangWarning, LeakWarning
 from .watchdog import WATCHDOG
+from .forking import fork_safe_lock, on_fork_child
 from .handles import HandleTable, table as handle_table
 from .memory import DeviceMemory as _DeviceMemory
 from .schedule import SCHEDULE, ScheduleSpecError
@@ -58,6 +59,8 @@ __all__ = [
     'ENV_VARIABLES', 'Settings',
     # stream-ordered use of memory (what a task holds, retired with it), the watchdog's timers
     'note_use', 'note_uses', 'WATCHDOG', 'BLOCK_LIVE', 'MEMCPY_KIND_NAMES',
+    # processes: module-level locks a forked child gets back unlocked, handlers run in the child
+    'fork_safe_lock', 'on_fork_child',
     # errors and warnings; as_int: the runtime's exact-int argument check
     'HangWarning', 'LeakWarning', 'MemcpyKindWarning', 'as_int', 'register_code_names',
     'AddressUnalignedError', 'ContextError', 'DeadlockError', 'EventError',

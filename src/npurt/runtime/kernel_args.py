@@ -171,6 +171,9 @@ def forget_user_mem() -> None:
     _by_user_mem.clear()
 
 
+RUNTIME.forget_hooks.append(forget_user_mem)
+
+
 def kernel_args_append(args, param, param_size: int | None = None) -> int:
     """Append the next parameter's value (host address + size, or bytes); its param handle."""
     a = args_of(args)

@@ -48,10 +48,10 @@ import ctypes
 import inspect
 import os
 import tempfile
-import threading
 
 import numpy as np
 
+from .forking import fork_safe_lock
 from . import address
 from . import constants as C
 from .errors import InvalidValueError, NpuError
@@ -161,7 +161,7 @@ def _extent(device, ptr: int) -> int:
 
 # ------------------------------------------------------------------ <<<>>> launches
 _LAUNCHED: dict[tuple, NativeKernel] = {}
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def native_kernel(name: str, kernel_addr: int, trampoline_addr: int, kinds: str) -> NativeKernel:
