@@ -39,6 +39,7 @@ import types
 
 from npurt.runtime import FAULTS, SCHEDULE, FaultSpecError, ScheduleSpecError, parse_schedule
 
+from ..capi import home as capi_home
 from . import schedules as runs
 from .cliargs import CommandParser, Exit, command_parser, parse, split_passthrough
 
@@ -438,9 +439,13 @@ def run_schedules(args) -> int:
 
 
 def cann_home() -> str | None:
-    """The CANN prefix of `npurt cann-home` (None until it is built). Wired to npurt.capi when
-    its builder lands; until then native programs are refused with the command to run."""
-    return None
+    """The CANN prefix native programs run against: NPURT_CANN_HOME (what the prefix's
+    set_env.sh exports) when it names a finished prefix, else the one `npurt cann-home` makes
+    (built now if missing or stale). None when NPURT_CANN_HOME names something else."""
+    named = os.environ.get("NPURT_CANN_HOME", "").strip()
+    if named:
+        return named if os.path.isfile(os.path.join(named, ".npurt-stamp")) else None
+    return capi_home.cann_home()
 
 
 def native_environment(prefix: str, args, report_path: str | None) -> dict[str, str]:
@@ -476,10 +481,14 @@ def _reported_errors(path: str) -> int | None:
 
 def run_native(args) -> int:
     """Run a native program (an ELF executable) linked against the `npurt cann-home` prefix."""
-    prefix = cann_home()
+    try:
+        prefix = cann_home()
+    except Exception as exc:  # noqa: BLE001 - the build's own failure, said in one line
+        print(f"npurt run: error: cannot make the CANN prefix for {args.program}: {exc}", file=sys.stderr)
+        return 2
     if prefix is None:
-        print(f"npurt run: error: {args.program} is a native program and there is no CANN prefix yet: "
-              "build it with `npurt cann-home`", file=sys.stderr)
+        print(f"npurt run: error: NPURT_CANN_HOME={os.environ['NPURT_CANN_HOME']!r} is not a prefix made by "
+              "`npurt cann-home`: unset it, or source the set_env.sh of one", file=sys.stderr)
         return 2
     if args.torch_npu:
         print("npurt run: error: --torch-npu is for Python programs", file=sys.stderr)
