@@ -63,7 +63,7 @@ from .dtypes import RESOLVED as _DTYPES, resolve as resolve_dtype  # noqa: F401 
 from .api import stream_of
 from .errors import InvalidHandleError, InvalidValueError, NpuError, TaskError
 from .memops import dead_address_message, locate, refused
-from .memory import LIVE, PENDING, note_use, note_uses, usable_size
+from .memory import LIVE, PENDING, usable_size
 from .observers import HOOKS
 from .runtime import RUNTIME
 from .scheduler import TLS, thread_token
@@ -605,10 +605,7 @@ def enqueue_launch(func: KernelFunction, num_blocks: int, stream, values, *, arg
     blocks = gm_blocks(func, values, device, extents) if values is not None else []
     if extra_blocks:
         blocks.extend(extra_blocks)
-    seq = stream.enqueue(KernelTask(func, num_blocks, values, args_ptr, offset, timeout_ns))
-    if blocks:  # after the enqueue, as memcpy_async does: a task that already ran leaves a
-        note_uses(blocks, stream, seq)  # use that is no longer pending
-    return seq
+    return stream.enqueue(KernelTask(func, num_blocks, values, args_ptr, offset, timeout_ns), holders=blocks)
 
 
 # ---------------------------------------------------------------- launch config

@@ -18,7 +18,7 @@ from . import constants as C
 from . import dtypes
 from .api import stream_of
 from .errors import FeatureNotSupportedError, InvalidValueError
-from .memops import locate, record_use
+from .memops import locate
 from .runtime import RUNTIME
 from .tasks import Task
 
@@ -111,9 +111,4 @@ def reduce_async(dst: int, src: int, count: int, kind: int, data_type: int, stre
             where = "host memory" if span.device is None else f"memory of device {span.device.id}"
             raise InvalidValueError(f"reduce_async {role} 0x{span.addr:x} is {where}; both buffers must be "
                                     f"device memory of the stream's device {s.device.id}")
-
-    def record(seq: int) -> None:
-        record_use(d, s, seq)
-        record_use(r, s, seq)
-
-    return s.enqueue(ReduceTask(d.addr, r.addr, count, ufunc, dt), record)
+    return s.enqueue(ReduceTask(d.addr, r.addr, count, ufunc, dt), holders=(d.block, r.block))
