@@ -107,6 +107,19 @@ def test_launch_returns_the_failing_rank_status(tmp_path):
     assert run([*NPURT, "launch", "-n", "2", str(script)]).returncode != 0
 
 
+def test_a_rank_that_raises_aborts_the_job_with_its_traceback(tmp_path):
+    # issue 29: the other ranks waited (in a collective, or here in a sleep) for 30 minutes
+    script = tmp_path / "raises.py"
+    script.write_text("import os, time\n"
+                      "if os.environ['RANK'] == '1':\n"
+                      "    raise ValueError('rank 1 found bad data')\n"
+                      "time.sleep(600)\n")
+    proc = run([*NPURT, "launch", "-n", "3", str(script)], timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "ValueError: rank 1 found bad data" in out and "rank 1 raised ValueError" in out, out[-3000:]
+
+
 def test_launch_explains_bad_usage(tmp_path, capsys, monkeypatch):
     script = tmp_path / "s.py"
     script.write_text("pass\n")

@@ -17,7 +17,7 @@ pyACL-compatible facade over the same runtime; `npurt.runtime` is the runtime la
 """
 from ._version import __version__  # noqa: F401
 
-from ._devices import (DeviceProperties, current_device, device, device_count, empty_cache,  # noqa: F401
+from .devices import (DeviceProperties, current_device, device, device_count, empty_cache,  # noqa: F401
                        get_device_name, get_device_properties, is_available, max_memory_allocated,
                        max_memory_reserved, mem_get_info, memory_allocated, memory_reserved, memory_stats,
                        memory_summary, reset_peak_memory_stats, set_device, synchronize)

@@ -20,7 +20,8 @@ import numbers
 
 import numpy as np
 
-from . import _devices, streams
+from . import devices as _devices
+from . import streams
 from .array import DeviceArray
 from .exceptions import InvalidValueError
 from .runtime import GM, KernelFunction, enqueue_launch, function_of
@@ -112,7 +113,7 @@ def _gm(func: KernelFunction, name: str, arg) -> tuple[int, int | None]:
     if callable(getattr(arg, "data_ptr", None)):  # e.g. a torch tensor on npu
         dev = getattr(arg, "device", None)
         index = getattr(dev, "index", None)
-        return int(arg.data_ptr()), None if index is None else _devices._check_id(dev)
+        return int(arg.data_ptr()), None if index is None else _devices.device_id_of(dev)
     if isinstance(arg, numbers.Integral) and not isinstance(arg, bool):
         return int(arg), None
     raise InvalidValueError(f"{where} is a global-memory address: pass a DeviceArray (or a device address int), "

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _devices
+from . import devices as _devices
 from . import streams as _streams
 from .array import DeviceArray, to_device
 from .exceptions import InvalidValueError
@@ -46,7 +46,7 @@ class Model:
     garbage collection) unloads it."""
 
     def __init__(self, path: str | os.PathLike | bytes):
-        _devices._context()  # the current device, initialized on first use
+        _devices.thread_context()  # the current device, initialized on first use
         data = bytes(path) if isinstance(path, (bytes, bytearray)) else GE.read_model(path)
         self._closed = True
         self.id = GE.load(data)

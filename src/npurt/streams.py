@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from . import _devices
+from . import devices as _devices
 from .runtime import api as rt
 from .runtime import constants as C
 from .runtime.errors import EventError, InvalidValueError
@@ -57,7 +57,7 @@ _tls = _ThreadStreams()
 def _runtime_stream(device_id: int | None = None) -> _RtStream:
     """The runtime stream work for `device_id` (default: current device) goes to now."""
     if device_id is None:
-        device_id = _devices._context().device.id
+        device_id = _devices.thread_context().device.id
     s = _tls.current.get(device_id)
     if s is not None:
         if not s._s.destroyed:
@@ -67,11 +67,11 @@ def _runtime_stream(device_id: int | None = None) -> _RtStream:
 
 
 def _default_rt_stream(device_id: int) -> _RtStream:
-    ctx = _devices._context()
+    ctx = _devices.thread_context()
     if ctx.device.id == device_id:
         return ctx.default_stream
     from .runtime.runtime import RUNTIME
-    with _devices._bound(device_id):
+    with _devices.on_device(device_id):
         return RUNTIME.default_context(RUNTIME.device(device_id)).default_stream
 
 
@@ -102,7 +102,7 @@ def make_current(s: "Stream") -> None:
 
 def current_stream(device=None) -> "Stream":
     """The calling thread's current stream on `device` (default: the current device)."""
-    device = _devices._context().device.id if device is None else _devices._check_id(device)
+    device = _devices.thread_context().device.id if device is None else _devices.device_id_of(device)
     s = _tls.current.get(device)
     if s is not None and not s._s.destroyed:
         return s
@@ -111,7 +111,7 @@ def current_stream(device=None) -> "Stream":
 
 def default_stream(device=None) -> "Stream":
     """The default stream of `device`'s default context (default: the current device)."""
-    device = _devices._context().device.id if device is None else _devices._check_id(device)
+    device = _devices.thread_context().device.id if device is None else _devices.device_id_of(device)
     return Stream._wrap(_default_rt_stream(device))
 
 
@@ -167,8 +167,8 @@ class Stream:
     def __init__(self, device=None, priority: int = 0):
         if type(priority) is not int:
             raise InvalidValueError(f"stream priority must be an int (0 highest .. 7 lowest), got {priority!r}")
-        dev = _devices._device_obj(device).id
-        with _devices._bound(dev):
+        dev = _devices.runtime_device(device).id
+        with _devices.on_device(dev):
             self._s = rt.create_stream(priority=priority)
         self._owned = True
         self._entered: list = []
@@ -286,7 +286,7 @@ class Stream:
             raise InvalidValueError(f"wait_stream expects an npurt.Stream, got {type(other).__name__}")
         if other._s is self._s:
             return
-        with _devices._bound(other.device):
+        with _devices.on_device(other.device):
             ev = rt.create_event()
         try:
             rt.record_event(ev, other._s)
@@ -297,7 +297,7 @@ class Stream:
     def record_event(self, event: "Event | None" = None) -> "Event":
         """Record `event` (a new one if None) at the current end of this stream; returns it."""
         if event is None:
-            with _devices._bound(self.device):
+            with _devices.on_device(self.device):
                 event = Event()
         event.record(self)
         return event
@@ -325,7 +325,7 @@ class Event:
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
         if interprocess:
             raise InvalidValueError("interprocess events are not supported by npurt")
-        _devices._context()
+        _devices.thread_context()
         # as torch_npu: ACL_EVENT_SYNC (+ TIME_LINE), created with create_event_ex_with_flag, so
         # before its first record a wait adds nothing and query()/synchronize() are done
         flags = C.ACL_EVENT_SYNC | (C.ACL_EVENT_TIME_LINE if enable_timing else 0)

@@ -9,6 +9,10 @@ The ranks are started by the MPI launcher (`mpiexec`, from the `mpich` wheel of 
     NPURT_DEVICE_COUNT       8 simulated devices per host (like an 8-NPU server), more if a
                              host runs more ranks (at most 16); an explicit value is kept
 
+A rank whose program raises an uncaught exception aborts the job (MPI_Abort) once its
+traceback is printed, as a rank killed by a signal does: the others stop within seconds
+instead of waiting in a collective for it.
+
 Rank r uses device LOCAL_RANK of its host (npurt.hccl.spawn makes it current) and reaches the
 others only through HCCL. MPI is initialized in every rank before the script starts, so a rank
 that never makes a communicator cannot leave the others waiting in MPI_Init.
@@ -198,9 +202,24 @@ def rank_main(argv: list[str]) -> int:
     rest = per_rank_outputs(rest, w.rank)
     # Initialize MPI in every rank now: MPI_Init waits for every process of the job, so a rank
     # that never used MPI (it never made a communicator) would leave the others hanging there.
-    from mpi4py import MPI  # noqa: F401
+    from mpi4py import MPI
     from .runner import main as run_main
-    return run_main(rest)
+    uncaught: list = []
+    status = run_main(rest, uncaught)
+    if uncaught:
+        abort_job(MPI, w.rank, uncaught[0], status)
+    return status
+
+
+def abort_job(MPI, rank: int, exc: BaseException, status: int) -> None:
+    """A rank's program raised (its traceback is printed already): abort the whole job, as a
+    rank killed by a signal does, instead of leaving the other ranks waiting in a collective
+    for it (up to HCCL_EXEC_TIMEOUT, 30 minutes by default). A rank that exits with a status
+    of its own (sys.exit, the sanitizer's 86) ends normally: the others finish their work."""
+    print(f"npurt launch: rank {rank} raised {type(exc).__name__} (traceback above); aborting the job "
+          "so the other ranks do not wait for it", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    MPI.COMM_WORLD.Abort(status or 1)
 
 
 if __name__ == "__main__":

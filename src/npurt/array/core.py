@@ -29,7 +29,7 @@ import operator
 
 import numpy as np
 
-from .. import _devices
+from .. import devices as _devices
 from .. import runtime as rt
 from .. import streams as _streams
 from ..exceptions import ArrayIndexError, HostConversionError, InvalidValueError
@@ -245,8 +245,8 @@ class DeviceArray:
 
     def __init__(self, shape, dtype="float32", device: int | None = None):
         shape, dtype, nbytes, strides = _layout(shape, dtype)
-        mem = self._mem = _Allocation(nbytes, _devices._current_device() if device is None
-                                      else _devices._device_obj(device))
+        mem = self._mem = _Allocation(nbytes, _devices.current_runtime_device() if device is None
+                                      else _devices.runtime_device(device))
         self._ptr = mem.ptr
         self.shape, self.dtype, self.strides = shape, dtype, strides
 
@@ -497,9 +497,9 @@ class DeviceArray:
         out = self
         if dtype is not None and as_dtype(dtype) != self.dtype:
             out = out.astype(dtype, stream=stream)
-        if device is None or _devices._check_id(device) == self.device:
+        if device is None or _devices.device_id_of(device) == self.device:
             return out
-        target = _devices._check_id(device)
+        target = _devices.device_id_of(device)
         src = out.contiguous(stream)
         s = _rt_stream(stream, src.device)
         if not rt.device_can_access_peer(src.device, target):
@@ -508,7 +508,7 @@ class DeviceArray:
         dst = DeviceArray(src.shape, src.dtype, target)
         if src.nbytes:
             rt.memcpy_async(dst._ptr, dst.nbytes, src._ptr, src.nbytes, D2D, s, require_aligned=False)
-            with _devices._bound(src.device):
+            with _devices.on_device(src.device):
                 ev = rt.create_event()
             rt.record_event(ev, s)
             rt.stream_wait_event(_streams._runtime_stream(target), ev)
@@ -789,5 +789,5 @@ def _uploaded(host: np.ndarray, device: int, stream) -> DeviceArray:
 
 def _enable_peer(src: int, dst: int) -> None:
     if not rt.device_peer_access_status(src, dst):  # the copy runs on src's stream: src -> dst
-        with _devices._bound(src):
+        with _devices.on_device(src):
             rt.device_enable_peer_access(dst, 0)

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .. import _devices
+from .. import devices as _devices
 from .. import runtime as rt
 from ..runtime import RUNTIME
 from .core import _shape, as_dtype
@@ -20,7 +20,7 @@ class _PinnedBuffer:
     allocation when the last array viewing it is collected."""
 
     def __init__(self, nbytes: int):
-        _devices._context()
+        _devices.thread_context()
         self.ptr = rt.malloc_host(max(nbytes, 1), managed=True)
         self.range = RUNTIME.host.ranges[self.ptr]
         # a buffer export of the mapping keeps it mapped while we live, even if the runtime

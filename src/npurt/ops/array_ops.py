@@ -21,7 +21,7 @@ import numbers
 
 import numpy as np
 
-from .. import _devices
+from .. import devices as _devices
 from ..array.core import DeviceArray, _copy_into, _ints, _rt_stream, as_dtype, broadcast_to
 from ..array.creation import _default_dtype, full
 from ..exceptions import InvalidValueError
@@ -98,7 +98,7 @@ def _launch(device: int, fn, *args, **kw):
     ctx = peek_context()
     if ctx is not None and ctx.device.id == device:  # already current: no context switch
         return fn(*args, **kw)
-    with _devices._bound(device):
+    with _devices.on_device(device):
         return fn(*args, **kw)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ..array import pinned as _pinned
-from .. import _devices
+from .. import devices as _devices
 from ..runtime import RUNTIME, create_event, destroy_event, memcpy_async, record_event, stream_wait_event
 from ..runtime import constants as C
 from . import storage
@@ -134,7 +134,7 @@ def _overlap(a, b) -> bool:
 
 def _stream_waits(waiter, on) -> None:
     """Future work on runtime stream `waiter` waits for what `on` has queued so far."""
-    with _devices._bound(on.device.id):
+    with _devices.on_device(on.device.id):
         ev = create_event()
     try:
         record_event(ev, on)

@@ -22,7 +22,7 @@ import warnings
 
 import torch
 
-from .. import _devices
+from .. import devices as _devices
 from . import random, storage
 from .optask import launch, run_sync
 from .plan import (CPU_KEYSET, FUNCTIONAL, META, META_CHECK, OUT, SYNC, SYNC_PATH, VIEW, Plan, flatten, plan_of,

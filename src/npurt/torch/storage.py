@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from .. import _devices
+from .. import devices as _devices
 from ..runtime import HOOKS, RUNTIME, dead_address_message, free, malloc_on
 from . import _dlpack
 
@@ -76,7 +76,7 @@ def info(index: int | None) -> DeviceInfo:
     inf = INFOS.get(index)
     if inf is not None and inf.devs is RUNTIME.devices:
         return inf
-    dev = _devices._device_obj(index)  # initializes the runtime; InvalidDeviceError if out of range
+    dev = _devices.runtime_device(index)  # initializes the runtime; InvalidDeviceError if out of range
     # (a finalized runtime's DeviceInfo is dropped here: the old arena goes with its views)
     inf = INFOS[index] = DeviceInfo(dev)
     return inf

@@ -10,17 +10,16 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from .runtime import api as rt
-from .runtime.context import Context, _thread, bind, peek_context
-from .runtime.errors import InvalidDeviceError
-from .runtime.runtime import RUNTIME
+from . import runtime as rt
+from .runtime import PER_THREAD, RUNTIME, Context, InvalidDeviceError, bind, peek_context
+from .runtime import constants as C
 
 
 DeviceLike = "int | str | device | None"   # what a device parameter takes (None: the current device)
 
 
 # ---------------------------------------------------------------- contexts
-def _context() -> Context:
+def thread_context() -> Context:
     """The calling thread's context, initializing the runtime and setting device 0 if needed."""
     ctx = peek_context()
     if ctx is not None:
@@ -30,18 +29,18 @@ def _context() -> Context:
     return peek_context()
 
 
-def _current_device():
+def current_runtime_device():
     """The runtime Device of the calling thread's context (device 0 in a new thread)."""
-    ctx = _thread.context
+    ctx = PER_THREAD.context
     if ctx is not None and ctx.alive:
         return ctx.device
-    return _context().device
+    return thread_context().device
 
 
 def _bind_device(device_id: int) -> Context:
     """Make `device_id`'s default context current for this thread."""
     RUNTIME.ensure_initialized()
-    device = RUNTIME.device(_check_id(device_id))
+    device = RUNTIME.device(device_id_of(device_id))
     ctx = device.default_context
     if ctx is None or not ctx.alive or device.set_count <= 0:
         rt.set_device(device.id)  # first use of the device: counts one set_device reference
@@ -50,7 +49,7 @@ def _bind_device(device_id: int) -> Context:
     return ctx
 
 
-def _check_id(device_id) -> int:
+def device_id_of(device_id) -> int:
     """The device id a device argument names: an int, "npu" (the current device), "npu:1",
     an npurt.device, or a torch.device of type "npu"."""
     if type(device_id) is int:
@@ -69,16 +68,16 @@ def _invalid(device_id):
     RUNTIME.device(device_id)  # raises InvalidDeviceError naming the visible range
 
 
-def _device_obj(device=None):
+def runtime_device(device=None):
     """The runtime Device for an id (None: the current device)."""
     if device is None:
-        return _context().device
+        return thread_context().device
     RUNTIME.ensure_initialized()
-    return RUNTIME.device(_check_id(device))
+    return RUNTIME.device(device_id_of(device))
 
 
 @contextlib.contextmanager
-def _bound(device_id: int):
+def on_device(device_id: int):
     """Run a block with `device_id`'s default context current, then restore the caller's
     context (used to allocate or create objects on a device other than the current one)."""
     before = peek_context()
@@ -109,12 +108,12 @@ def device_count() -> int:
 
 def set_device(device) -> None:
     """Make `device` (an int, "npu:1", an npurt.device) the calling thread's current device."""
-    _bind_device(_check_id(device))
+    _bind_device(device_id_of(device))
 
 
 def current_device() -> int:
     """The calling thread's current device id (0 in a thread that has not chosen one)."""
-    return _context().device.id
+    return thread_context().device.id
 
 
 class device:
@@ -194,18 +193,17 @@ def synchronize(device: DeviceLike = None) -> None:
     """Wait for all work queued on every stream of `device` (default: the current device);
     raises the first failure one of them reported."""
     if device is None:
-        _context()
+        thread_context()
         rt.synchronize_device()
         return
-    with _bound(_check_id(device)):
+    with on_device(device_id_of(device)):
         rt.synchronize_device()
 
 
 # ---------------------------------------------------------------- memory
 def mem_get_info(device: DeviceLike = None) -> tuple[int, int]:
     """(free, total) bytes of device memory, counting what the caching pool holds as free."""
-    from .runtime import constants as C
-    with _bound(_device_obj(device).id):
+    with on_device(runtime_device(device).id):
         return rt.get_mem_info(C.ACL_MEM_NORMAL)
 
 
@@ -215,9 +213,21 @@ def memory_stats(device: DeviceLike = None) -> dict:
     "segment.all.current", "num_ooms", ...) and npurt's own (allocated_bytes,
     peak_allocated_bytes, reserved_bytes, active_blocks, pending_free_blocks, num_allocs,
     pool_hits, ...)."""
-    own = rt.memory_stats(_device_obj(device))
-    torch_names = {
+    own = rt.memory_stats(runtime_device(device))
+    return {**torch_names_of(own), **own}
+
+
+def torch_memory_stats(device: DeviceLike = None) -> dict:
+    """The counters under torch's names only (what torch.npu.memory_stats reports)."""
+    return torch_names_of(rt.memory_stats(runtime_device(device)))
+
+
+def torch_names_of(own: dict) -> dict:
+    """npurt's pool counters under torch.cuda.memory_stats' names: the one mapping, used by the
+    Pythonic API and by torch.npu (the keys npurt can fill honestly)."""
+    return {
         "allocated_bytes.all.current": own["allocated_bytes"], "allocated_bytes.all.peak": own["peak_allocated_bytes"],
+        "active_bytes.all.current": own["allocated_bytes"], "active_bytes.all.peak": own["peak_allocated_bytes"],
         "reserved_bytes.all.current": own["reserved_bytes"], "reserved_bytes.all.peak": own["peak_reserved_bytes"],
         "allocation.all.current": own["active_blocks"], "allocation.all.allocated": own["num_allocs"],
         "allocation.all.freed": own["num_frees"],
@@ -226,12 +236,11 @@ def memory_stats(device: DeviceLike = None) -> dict:
         "num_device_alloc": own["segment_maps"], "num_device_free": own["segment_unmaps"],
         "num_ooms": own["num_ooms"], "num_alloc_retries": 0,
     }
-    return {**torch_names, **own}
 
 
 def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
     """A printable table of a device's memory counters (torch.cuda.memory_summary's role)."""
-    dev = _device_obj(device)
+    dev = runtime_device(device)
     st = memory_stats(dev.id)
     mib = lambda n: f"{n / 2**20:,.1f} MiB"  # noqa: E731
     rows = [("allocated (live arrays and malloc)", mib(st["allocated_bytes"]), mib(st["peak_allocated_bytes"])),
@@ -252,33 +261,33 @@ def memory_summary(device: DeviceLike = None, abbreviated: bool = False) -> str:
 
 def memory_allocated(device: DeviceLike = None) -> int:
     """Bytes held by live allocations (rounded to the pool's block sizes)."""
-    return _device_obj(device).memory.stats()["allocated_bytes"]
+    return runtime_device(device).memory.stats()["allocated_bytes"]
 
 
 def memory_reserved(device: DeviceLike = None) -> int:
     """Bytes the caching pool has mapped from the device (live plus cached)."""
-    return _device_obj(device).memory.stats()["reserved_bytes"]
+    return runtime_device(device).memory.stats()["reserved_bytes"]
 
 
 def max_memory_allocated(device: DeviceLike = None) -> int:
     """Peak of memory_allocated since start or the last reset_peak_memory_stats."""
-    return _device_obj(device).memory.stats()["peak_allocated_bytes"]
+    return runtime_device(device).memory.stats()["peak_allocated_bytes"]
 
 
 def max_memory_reserved(device: DeviceLike = None) -> int:
     """Peak of memory_reserved since start or the last reset_peak_memory_stats."""
-    return _device_obj(device).memory.stats()["peak_reserved_bytes"]
+    return runtime_device(device).memory.stats()["peak_reserved_bytes"]
 
 
 def reset_peak_memory_stats(device: DeviceLike = None) -> None:
     """Start peak tracking (allocated and reserved) again from the current values."""
-    _device_obj(device).memory.reset_peak()
+    runtime_device(device).memory.reset_peak()
 
 
 def empty_cache(device: DeviceLike = None) -> None:
     """Give cached, unused device memory back to the driver (memory still in use, or freed
     while queued work uses it, stays)."""
-    rt.empty_cache(_device_obj(device))
+    rt.empty_cache(runtime_device(device))
 
 
 # ---------------------------------------------------------------- properties
@@ -302,7 +311,7 @@ class DeviceProperties:
 
 def get_device_properties(device: DeviceLike = None) -> DeviceProperties:
     """Hardware facts of a device (default: the current one)."""
-    dev = _device_obj(device)
+    dev = runtime_device(device)
     spec = dev.spec
     return DeviceProperties(
         name=spec.name, total_memory=dev.backend.arena.usable, multi_processor_count=spec.aicore_num,
@@ -313,4 +322,4 @@ def get_device_properties(device: DeviceLike = None) -> DeviceProperties:
 
 
 def get_device_name(device: DeviceLike = None) -> str:
-    return _device_obj(device).spec.name
+    return runtime_device(device).spec.name
