@@ -1,6 +1,8 @@
 """C programs against the prefix: each one checks itself and prints "<name>: ok"."""
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 
@@ -44,3 +46,21 @@ def test_a_host_dereference_of_device_memory_is_sigsegv_explained(build_c):
     assert "about to read device memory" in res.stdout
     assert "device memory of device 0: 4096 bytes from aclrtMalloc" in res.stderr
     assert "aclrtMemcpy" in res.stderr
+
+
+def test_no_call_succeeds_when_the_python_side_cannot_start(build_c, tmp_path):
+    """A prefix whose config names a Python without npurt: every call returns an error and
+    aclGetRecentErrMsg says why (a cffi function whose Python side failed would return 0)."""
+    import os
+    import shutil
+    import sys
+    prog = build_c("memory.c")
+    broken = tmp_path / "prefix"
+    shutil.copytree(prog.prefix, broken, symlinks=True)
+    base_python = os.path.join(sys.base_prefix, "bin", os.path.basename(sys.executable))
+    (broken / "lib64" / "npurt_python.cfg").write_text(f"executable={base_python}\npath={tmp_path}/nothing\n")
+    res = subprocess.run([prog.exe], capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(broken / "lib64")})
+    assert res.returncode == 1
+    assert "aclInit(NULL) -> 500000" in res.stdout
+    assert "failed to start" in res.stdout and "npurt" in res.stdout

@@ -136,7 +136,8 @@ def build_library(lib_dir: str, include_dir: str, spec: Spec, verbose: bool = Fa
     ffibuilder = cffi.FFI()
     ffibuilder.cdef(cdef(spec))
     ffibuilder.cdef("void npurt_set_start_error(const char *message);\n"
-                    "const char *npurt_config_path(void);\nint npurt_owns_python(void);\n")
+                    "const char *npurt_config_path(void);\nint npurt_owns_python(void);\n"
+                    "const char *npurt_interface_digest(void);\n")
     ffibuilder.embedding_api(shims.python_api(spec))
     ffibuilder.embedding_init_code(_EMBEDDING_INIT)
     ffibuilder.set_source(MODULE, shims.c_source(spec, includes, start_c),

@@ -16,10 +16,11 @@ import os
 import sys
 
 from ..runtime import constants as C
-from . import cdata, impl  # noqa: F401 - impl registers the implementations
+from . import cdata, impl, session  # noqa: F401 - impl registers the implementations
 from .errors import code_space, fail, record
 from .faults import describe_fault
 from .registry import IMPLEMENTATIONS
+from .shims import interface_digest
 from .spec import load
 
 STUB_REASONS = (
@@ -70,6 +71,7 @@ def _onerror(name: str, params: tuple[str, ...], returns_error: bool):
 
 
 def flush() -> None:
+    session.stop()       # the tools npurt run asked for end here: the interpreter never finalises
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -90,6 +92,11 @@ def bindings() -> dict[str, object]:
 def start(ffi, lib) -> None:
     cdata.ffi = ffi
     spec = load()
+    built = ffi.string(lib.npurt_interface_digest()).decode()
+    if built != interface_digest(spec):
+        raise RuntimeError("this libacl_rt.so was built for another version of npurt's C interface (its functions "
+                           "differ from this npurt's); make the prefix again with `npurt cann-home` and rebuild "
+                           "the program against it")
     for name, py in bindings().items():
         fn = spec.functions[name]
         params = tuple(p["name"] for p in fn["params"] if p.get("name"))
@@ -110,5 +117,6 @@ def start(ffi, lib) -> None:
 
 
 def _apply_environment() -> None:
-    """Tools asked for by a launcher through the environment (`npurt run` on a native
-    program): see `npurt.capi.session` (to come); nothing yet."""
+    """Tools asked for by a launcher through the environment (`npurt run --sanitize` /
+    `--profile` of a native program): npurt.capi.session."""
+    session.start()

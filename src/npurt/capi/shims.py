@@ -14,6 +14,8 @@ starts (`npurt.capi.entry`), so the library does not change when an implementati
 """
 from __future__ import annotations
 
+import hashlib
+
 from .spec import Spec
 
 NOT_READY = 500000  # ACL_ERROR_INTERNAL_ERROR: npurt's Python side could not start
@@ -48,6 +50,13 @@ def _ret_wire(spec: Spec, fn: dict) -> str:
     return spec.wire(fn["ret"])
 
 
+def interface_digest(spec: Spec) -> str:
+    """A digest of every entry point's wire signature: the library and the Python side that
+    binds it must agree on it (an old library with a newer npurt would otherwise leave
+    functions unbound, which cffi answers with 0, ACL_SUCCESS)."""
+    return hashlib.sha256(python_api(spec).encode()).hexdigest()[:24]
+
+
 def python_api(spec: Spec) -> str:
     lines = ["int npurt_py_ready(void);", "void npurt_py_flush(void);",
              "int npurt_py_describe_fault(uintptr_t addr, int exact, char *out, size_t size);"]
@@ -71,6 +80,7 @@ def c_source(spec: Spec, includes: list[str], runtime_c: str) -> str:
     out += [f'#include "{h}"' for h in includes]
     out.append(python_api(spec))  # prototypes: cffi defines these after this source
     out.append(runtime_c)
+    out.append(f'const char *npurt_interface_digest(void) {{ return "{interface_digest(spec)}"; }}\n')
     for name, fn in sorted(spec.functions.items()):
         params = ", ".join(p["decl"] for p in fn["params"]) or "void"
         ret = fn["ret"]

@@ -185,7 +185,8 @@ def host_register(ptr: int, size: int, flags: int = C.ACL_HOST_REGISTER_MAPPED) 
     if flags not in (C.ACL_HOST_REGISTER_MAPPED, C.ACL_HOST_REGISTER_IOMEMORY, C.ACL_HOST_REGISTER_READONLY,
                      C.ACL_HOST_REG_MAPPED, C.ACL_HOST_REG_PINNED, C.ACL_HOST_REG_MAPPED | C.ACL_HOST_REG_PINNED):
         raise InvalidValueError(f"unknown host registration type {flags!r}")
-    alias = rt.host.register(ptr, size, device, flags).alias
+    rng = rt.host.register(ptr, size, device, flags)
+    alias = rng.alias + (ptr - rng.addr)
     if HOOKS.active:
         HOOKS.emit("host_register", addr=ptr, size=size, alias=alias, device=device)
     return alias
@@ -204,9 +205,9 @@ def host_get_device_pointer(ptr: int, flag: int = 0) -> int:
     if flag != 0:
         raise InvalidValueError("host_get_device_pointer: flag must be 0")
     rng = rt.host.ranges.get(ptr) if type(ptr) is int else None
-    if rng is None or not rng.registered:
+    if rng is None or not (rng.registered or rng.alias):
         rng = rt.host._find(ptr, 1) if type(ptr) is int else None
-        if rng is None or not rng.registered:
+        if rng is None or not (rng.registered or rng.alias):
             raise InvalidValueError(f"0x{ptr:x} is not registered host memory" if type(ptr) is int
                                     else "host_get_device_pointer expects an int address")
     return rng.alias + (ptr - rng.addr)
