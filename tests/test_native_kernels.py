@@ -225,3 +225,44 @@ def test_an_elf_without_a_kernel_table_is_not_a_kernel_binary(rt):
         rt.binary_load_from_file(_ctypes.__file__)  # a shared object, not a kernel binary
     assert info.value.code == C.ACL_ERROR_PARSE_FILE
     assert "kernel table" in str(info.value)
+
+
+def test_blocks_run_in_parallel_with_the_gil_released(rt, binary):
+    if rt.RUNTIME.driver.cores.threads < 2:
+        pytest.skip("one host core: the core pool runs one block at a time")
+    blocks = 2
+    out = to_device(rt, np.zeros(1 + blocks, np.int64))
+    launch_sync(rt, rt.binary_get_function(binary, "rendezvous"), blocks, (out, 1 << 40))
+    assert from_device(rt, out, np.zeros(1 + blocks, np.int64)).tolist() == [blocks] + [1] * blocks
+
+
+def test_the_profiler_sees_a_native_kernel_as_a_kernel_task(rt, binary, tmp_path):
+    import npurt.profiler
+
+    out = to_device(rt, np.zeros(2, np.int64))
+    with npurt.profiler.profile(tmp_path) as prof:
+        launch_sync(rt, rt.binary_get_function(binary, "block_ids"), 1, (out,))
+    summary = (tmp_path / "op_summary.csv").read_text()
+    assert "block_ids" in summary
+    assert "block_ids" in prof.report()
+
+
+def test_the_sanitizer_reports_a_race_on_a_native_kernels_buffer(rt, binary):
+    """A native kernel writes a buffer on one stream while a copy on another stream reads it,
+    with no event between them: its pointer arguments count as reads and writes."""
+    import npurt.sanitizer
+
+    n = 1 << 12
+    x = to_device(rt, np.arange(n, dtype=np.float32))
+    y = to_device(rt, np.zeros(n, np.float16))
+    host = np.zeros(n, np.float16)
+    s1, s2 = rt.create_stream(), rt.create_stream()
+    san = npurt.sanitizer.enable(["race"], echo=False)
+    try:
+        rt.launch(rt.binary_get_function(binary, "cast_to_half"), 1, (x, y, n), s1)
+        rt.memcpy_async(host.ctypes.data, host.nbytes, y, host.nbytes, C.ACL_MEMCPY_DEVICE_TO_HOST, s2)
+        rt.synchronize_stream(s1)
+        rt.synchronize_stream(s2)
+    finally:
+        san.disable()
+    assert [r.tool for r in san.reports] == ["racecheck"], [str(r) for r in san.reports]

@@ -162,3 +162,14 @@ extern "C" __global__ __aicore__ void ub_overflow()
 
 // a launcher, as a program's kernel library has (compiled, not called from the binary)
 void launch_hello(uint32_t blocks, void *stream, int32_t value) { hello<<<blocks, nullptr, stream>>>(value); }
+
+// a barrier of all blocks through a GM counter: finishes only when the blocks of the
+// launch run at the same time (a block holding the GIL, or blocks run one after another,
+// would spin to the bound). out[1 + b] = 1 when block b saw every block arrive.
+extern "C" __global__ __aicore__ void rendezvous(__gm__ int64_t *out, uint64_t bound)
+{
+    __atomic_fetch_add(&out[0], 1, __ATOMIC_SEQ_CST);
+    uint64_t i = 0;
+    while (__atomic_load_n(&out[0], __ATOMIC_SEQ_CST) < GetBlockNum() && i < bound) ++i;
+    out[1 + GetBlockIdx()] = __atomic_load_n(&out[0], __ATOMIC_SEQ_CST) == GetBlockNum() ? 1 : 0;
+}
