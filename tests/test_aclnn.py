@@ -331,6 +331,13 @@ def test_bad_arguments_are_refused_in_the_first_phase(ops, case, code):
     assert info.value.code == code
 
 
+def test_a_tensor_without_device_memory_is_refused(ops):
+    h = O.create_tensor([4], 1, C.ACL_FLOAT, None, 0, O.ACL_FORMAT_ND, [4], 1, 0)
+    with pytest.raises(O.AclnnError) as info:
+        T.get_workspace_size("Relu", dict(self=h, out=ops.empty((4,), np.float32)))
+    assert info.value.code == O.ACLNN_ERR_PARAM_NULLPTR and "tensorData" in str(info.value)
+
+
 def _destroyed(ops):
     h = ops.tensor(rand((2, 3)))
     O.destroy(O.TENSORS, h, "tensor")
