@@ -5,7 +5,7 @@
 Modules: harness (timing, sizes), metrics (npurt through the pyACL facade), pythonic (the
 same through npurt.Stream / Event / DeviceArray), profiler (what profiling costs), sanitizer
 (what the sanitizer costs), collectives (AllReduce across 2 processes against mpi4py), media
-(JPEG decode on the simulated DVPP against Pillow), models (acl.mdl execute against ONNX Runtime
+(JPEG decode on the simulated DVPP against Pillow), capi (the C interface against the facade), models (acl.mdl execute against ONNX Runtime
 run directly), torchnpu (torch on npu, when PyTorch is installed), peers (PoCL, Numba's CUDA
 simulator), report (the table and the JSON).
 bench/README.md and docs/performance.md explain the figures.
@@ -27,7 +27,7 @@ def _progress(msg: str) -> None:
 
 def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
     """Measure npurt (and the peers); returns (npurt's results, the peers' results)."""
-    from . import collectives, media, metrics, models, profiler, pythonic, sanitizer, torchnpu
+    from . import capi, collectives, media, metrics, models, profiler, pythonic, sanitizer, torchnpu
     res = Results("npurt")
     steps = [
         ("latency", metrics.measure_latency),
@@ -46,6 +46,7 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
         ("JPEG decode (DVPP)", media.measure),
         ("model execution", models.measure),
         ("torch on npu", torchnpu.measure),
+        ("C interface", capi.measure),
     ]
     with metrics.Session(profile) as session:
         for what, fn in steps:
