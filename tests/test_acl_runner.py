@@ -216,13 +216,13 @@ def test_options_of_the_program_after_dash_m_pass_through(tmp_path, capfd, monke
     assert capfd.readouterr().out == "['--sanitize', '-c', 'x', '--help']\n"
 
 
-def test_a_native_program_is_told_to_build_the_cann_prefix_first(tmp_path, capfd, monkeypatch):
+def test_a_native_program_refuses_a_cann_home_that_is_no_prefix(tmp_path, capfd, monkeypatch):
     app = tmp_path / "app"
     app.write_bytes(b"\x7fELF" + bytes(60))
     app.chmod(0o755)
-    monkeypatch.setattr(runner, "cann_home", lambda: None)
+    monkeypatch.setenv("NPURT_CANN_HOME", str(tmp_path))
     assert runner.main([str(app)]) == 2
-    assert "npurt cann-home" in capfd.readouterr().err
+    assert "is not a prefix made by `npurt cann-home`" in capfd.readouterr().err
 
 
 def test_a_native_program_gets_the_prefix_and_the_tools_in_its_environment(tmp_path):

@@ -253,6 +253,25 @@ def test_a_workspace_smaller_than_asked_is_refused_and_the_stream_stays_usable(o
     np.testing.assert_array_equal(ops.read(out), a + b)
 
 
+def test_a_workspace_that_is_not_device_memory_of_that_size_is_refused(ops):
+    a, b = rand((2, 3)), rand((3,), seed=9)
+    out = ops.empty((2, 3), np.float32)
+
+    def plan():
+        return T.get_workspace_size("Add", dict(self=ops.tensor(a), other=ops.tensor(b), alpha=ops.scalar(1.0),
+                                                out=out))
+    size, ex = plan()
+    host = np.zeros(size, np.uint8)
+    with pytest.raises(O.AclnnError) as info:
+        P.run_executor(ex, host.ctypes.data, size, ops.stream, "Add")
+    assert info.value.code == O.ACLNN_ERR_PARAM_INVALID and "host memory" in str(info.value)
+    size, ex = plan()
+    small = ops.rt.malloc(64)
+    with pytest.raises(O.AclnnError) as info:
+        P.run_executor(ex, small, size, ops.stream, "Add")  # claims `size` bytes, holds 64
+    assert info.value.code == O.ACLNN_ERR_PARAM_INVALID and "past the end" in str(info.value)
+
+
 def test_the_workspace_is_used_only_within_its_size(ops):
     """The planned temporaries are placed in the workspace: a workspace of exactly the size
     asked works, and every kernel argument lies in it or in the op's tensors."""
@@ -310,6 +329,13 @@ def test_bad_arguments_are_refused_in_the_first_phase(ops, case, code):
     with pytest.raises(O.AclnnError) as info:
         T.get_workspace_size(op, args)
     assert info.value.code == code
+
+
+def test_a_tensor_without_device_memory_is_refused(ops):
+    h = O.create_tensor([4], 1, C.ACL_FLOAT, None, 0, O.ACL_FORMAT_ND, [4], 1, 0)
+    with pytest.raises(O.AclnnError) as info:
+        T.get_workspace_size("Relu", dict(self=h, out=ops.empty((4,), np.float32)))
+    assert info.value.code == O.ACLNN_ERR_PARAM_NULLPTR and "tensorData" in str(info.value)
 
 
 def _destroyed(ops):

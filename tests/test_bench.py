@@ -16,7 +16,7 @@ REQUIRED_KEYS = {
     "enqueue_us", "roundtrip_us", "event_sync_us", "alloc_free_us",
     "memcpy_h2d_ratio", "memcpy_d2h_ratio", "memcpy_d2d_ratio",
     "kernel_add_ratio", "matmul_ratio", "overlap_speedup", "streams_10k_s", "bytes_per_task",
-    "profiler_overhead", "sanitizer_overhead",
+    "profiler_overhead", "sanitizer_overhead", "schedules_per_s",
     "allreduce_busbw_ratio",
     "jpegd_ratio", "model_exec_ratio", "model_exec_async_enqueue_us",
     "torch_op_us", "torch_transformer_ratio",

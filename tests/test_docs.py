@@ -116,7 +116,8 @@ def _documented_names() -> list[tuple[str, str, str]]:
             found += [(name, imports, c) for c in sorted(set(re.findall(r"(?<![\w.])npurt(?:\.\w+)+", code)))]
         prose = re.sub(r"```.*?```", "", text, flags=re.S)
         for span in re.findall(r"`([^`\n]+)`", prose):
-            found += [(name, "", c) for c in re.findall(r"(?<![\w./-])npurt(?:\.\w+)+", span)]
+            # (a module run with `python -m npurt.x` is a module's name, not an attribute)
+            found += [(name, "", c) for c in re.findall(r"(?<![\w./-])(?<!-m )npurt(?:\.\w+)+", span)]
     return found
 
 
@@ -133,3 +134,37 @@ def test_every_name_the_docs_use_resolves_after_import_npurt():
 def test_the_package_namespace_holds_no_future_import():
     assert "annotations" not in dir(npurt)
     assert {"sanitizer", "hccl", "acl", "ops", "profiler"} <= set(dir(npurt))
+
+
+REPO = "https://github.com/npurt/npurt/"
+
+
+def test_the_readmes_links_are_absolute_and_name_files_that_exist():
+    """The README is also the PyPI page, where relative links break."""
+    links = re.findall(r"\]\(([^)\s]+)\)", (ROOT / "README.md").read_text())
+    relative = [link for link in links if not re.match(r"https?://|#", link) and not re.match(r"[a-z], ", link)]
+    assert not relative
+    ours = [link for link in links if link.startswith(REPO)]
+    assert len(ours) > 20
+    for link in ours:
+        path = re.sub(r"^(blob|tree|raw)/main/", "", link[len(REPO):])
+        assert (ROOT / path).exists(), link
+
+
+def test_the_generated_pages_hold_every_command_variable_and_example(tmp_path):
+    from npurt import envvars
+    from npurt.apps import cli
+    proc = _build(ROOT / "mkdocs.yml", tmp_path / "site")
+    assert proc.returncode == 0, proc.stderr
+    site = tmp_path / "site"
+    cli_page = (site / "reference" / "cli" / "index.html").read_text()
+    for command in cli.COMMANDS:
+        assert f"usage: npurt {command}" in cli_page, command
+    config = (site / "configuration" / "index.html").read_text()
+    assert all(f"<code>{v.name}</code>" in config for v in envvars.VARIABLES)
+    examples = (site / "examples" / "index.html").read_text()
+    for example in sorted((ROOT / "examples").rglob("*.py")):
+        assert f">{example.name}</a>" in examples, example
+    assert (site / "getting-started" / "index.html").exists()
+    pytest_page = (site / "reference" / "pytest" / "index.html").read_text()
+    assert pytest_page.count("<table>") >= 3                   # fixtures, markers, options

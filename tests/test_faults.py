@@ -260,3 +260,48 @@ def test_the_pytest_marker_and_fixture_arm_faults_for_the_test_body(pytester):
     result = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=3)
     assert not rt.FAULTS.armed
+
+
+# ---------------------------------------------------------------- collectives
+@pytest.fixture
+def three_ranks(fresh_runtime, monkeypatch):
+    monkeypatch.setenv("NPURT_DEVICE_COUNT", "3")
+    monkeypatch.delenv("ASCEND_RT_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "0.3")
+    fresh_runtime.init()
+    yield
+    npurt.faults.clear()
+
+
+def _two_all_reduces(rank):
+    """Two all-reduces; what this rank's synchronize of each said."""
+    from npurt.hccl import Communicator
+    comm = Communicator.world()
+    said = []
+    for _ in range(2):
+        x = npurt.ones(8)
+        comm.all_reduce(x)
+        try:
+            rt.synchronize_stream(npurt.current_stream().runtime_stream, 2000)
+            said.append(int(x.numpy()[0]))
+        except npurt.NpuError as exc:
+            said.append(exc.code)
+            rt.stream_abort(npurt.current_stream().runtime_stream)
+            break
+    return said
+
+
+def test_a_rank_that_stops_answering_makes_its_peers_time_out(three_ranks):
+    from npurt import hccl
+    npurt.faults.inject("hccl:2@2=silent")
+    said = hccl.spawn(_two_all_reduces, 3)
+    assert said[0] == said[1] == [3, hccl.HCCL_E_TIMEOUT]      # the first ran; the second timed out
+    assert said[2] == [3, C.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT]  # the silent rank's own stream hangs
+
+
+def test_a_rank_that_dies_in_a_collective_loses_its_device_and_its_peers_time_out(three_ranks):
+    from npurt import hccl
+    npurt.faults.inject("hccl:1@1=dead")
+    said = hccl.spawn(_two_all_reduces, 3)
+    assert said[0] == said[2] == [hccl.HCCL_E_TIMEOUT]
+    assert said[1] == [C.ACL_ERROR_RT_LOST_HEARTBEAT]

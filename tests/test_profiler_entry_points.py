@@ -133,5 +133,5 @@ def test_importing_npurt_and_its_profiler_imports_no_plotting_library():
 
 def test_readme_shows_the_demos_timeline_picture():
     root = Path(__file__).resolve().parents[1]
-    assert "](docs/demo_timeline.png)" in (root / "README.md").read_text()
+    assert "](https://github.com/npurt/npurt/raw/main/docs/demo_timeline.png)" in (root / "README.md").read_text()
     assert _is_png(root / "docs" / "demo_timeline.png")

@@ -157,3 +157,12 @@ def test_the_pytest_marker_runs_a_test_under_each_seed(pytester):
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["*test_under_seeds?schedule1?*", "*test_under_seeds?schedule3?*"])
     assert not rt.SCHEDULE.active
+
+
+def test_a_race_the_sanitizer_reports_is_shown_to_matter_with_a_seed_that_fails(tmp_path):
+    done = _npurt_run(tmp_path, "--sanitize", "--jobs", "2", "--race-seeds", "12", "prog.py")
+    assert done.returncode == 86 and "racecheck" in done.stderr
+    line = next(line for line in done.stderr.splitlines() if line.startswith("npurt run: the race matters"))
+    seed = line.split("under seed ")[1].split()[0]
+    assert f"npurt run --schedule {seed} prog.py" in done.stderr
+    assert _npurt_run(tmp_path, "--schedule", seed, "prog.py").returncode == 1

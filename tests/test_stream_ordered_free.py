@@ -216,3 +216,18 @@ def test_peak_reserved_bytes_remembers_the_pools_high_water_mark(rt):
     RUNTIME_reset_peak = __import__("npurt.runtime.runtime", fromlist=["RUNTIME"]).RUNTIME.device(0).memory.reset_peak
     RUNTIME_reset_peak()
     assert rt.memory_stats()["peak_reserved_bytes"] == rt.memory_stats()["reserved_bytes"]
+
+
+def test_the_holders_given_to_enqueue_are_held_until_the_task_retired(rt, gate):
+    """Stream.enqueue(task, holders=...) is the one way a task's use of memory is recorded:
+    under the task's sequence number, before any thread can run it."""
+    from npurt.runtime import RUNTIME, HostFuncTask
+    s = rt.create_stream()
+    dev = rt.malloc(N)
+    block = RUNTIME.device(0).memory.live[dev]
+    rt.enqueue(s, HostFuncTask(gate.wait, (30,), "wait"), holders=[block, None])  # None: pageable host
+    rt.free(dev)
+    assert _pending(rt) == 1  # the queued task holds it
+    gate.set()
+    rt.synchronize_stream(s)
+    assert rt.malloc(N) == dev  # retired: back in the cache, and reused

@@ -25,6 +25,7 @@ import sys
 
 from .._version import __version__
 from ..capi import home as capi_home
+from ..envvars import VARIABLES
 from ..ge import atc
 from . import launcher, runner
 from .cliargs import CommandParser, Exit, command_parser, parse
@@ -107,12 +108,16 @@ def _extras() -> list[str]:
 
 
 def _settings_lines(settings) -> list[str]:
+    """Every variable of the registry (npurt.envvars) with the value in effect and where it
+    came from; the runtime's values as the runtime read them."""
     from ..runtime.config import ENV_VARIABLES
+    in_effect = dict(ENV_VARIABLES(settings))
     lines = []
-    for name, value in ENV_VARIABLES(settings):
-        raw = os.environ.get(name)
-        source = f"from {name}={raw}" if raw is not None else "default"
-        lines.append(f"  {name:<26} {value:<22} {source}")
+    for var in VARIABLES:
+        raw = os.environ.get(var.name)
+        value = in_effect.get(var.name, raw if raw is not None else var.default)
+        source = f"from {var.name}={raw}" if raw is not None else "default"
+        lines.append(f"  {var.name:<26} {value:<22} {source}")
     return lines
 
 

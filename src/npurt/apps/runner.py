@@ -16,6 +16,13 @@ and the exit status is the script's (SystemExit code; 1 with a traceback for an 
 exception). The command prints nothing of its own unless `-v` is given, `--profile` is
 given (one line saying where the profile went) or `--sanitize` reports (on stderr; the exit
 status is then 86, as with compute-sanitizer's --error-exitcode convention of a fixed code).
+
+Testing options (docs/testing.md): `--faults SPEC` injects faults (NPURT_FAULTS); `--schedule
+SEED` runs the device under a controlled schedule (NPURT_SCHEDULE); `--schedules N` runs the
+program under seeds 1..N in child processes and reports the failing seeds with the command that
+replays one (exit status 0 when all passed); `--schedules all --max-steps K` enumerates the
+interleavings of the first K steps. With `--sanitize`, a race report is followed by a seed under
+which the program's own check fails, if one of `--race-seeds N` (16) does.
 """
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ import types
 
 from npurt.runtime import FAULTS, SCHEDULE, FaultSpecError, ScheduleSpecError, parse_schedule
 
+from ..capi import home as capi_home
 from . import schedules as runs
 from .cliargs import CommandParser, Exit, command_parser, parse, split_passthrough
 
@@ -119,6 +127,9 @@ def parser() -> CommandParser:
                    help="--schedules all: at most M runs (default 1000)")
     p.add_argument("--jobs", metavar="J", type=int, default=os.cpu_count() or 1,
                    help="--schedules: runs at a time (default: the number of cores)")
+    p.add_argument("--race-seeds", metavar="N", type=int, default=16,
+                   help="--sanitize: when it reports a race, try the program under up to N controlled schedules "
+                        "and name a seed under which the program's own check fails (0: do not try; default 16)")
     p.add_argument("--timeout", metavar="S", type=float, default=60.0,
                    help="--schedules: a run longer than S seconds is a hang (default 60)")
     target = p.add_mutually_exclusive_group()
@@ -130,7 +141,7 @@ def parser() -> CommandParser:
 
 
 OPTIONS_WITH_VALUES = {"--profile", "--tools", "--sanitize-report", "--faults", "--schedule", "--schedules",
-                       "--max-steps", "--max-runs", "--jobs", "--timeout"}
+                       "--max-steps", "--max-runs", "--jobs", "--timeout", "--race-seeds"}
 
 
 def parse_run_args(argv: list[str], prog_parser: CommandParser | None = None):
@@ -165,6 +176,8 @@ def parse_run_args(argv: list[str], prog_parser: CommandParser | None = None):
     for name in ("max_steps", "max_runs", "jobs", "timeout"):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be positive")
+    if args.race_seeds < 0:
+        p.error("--race-seeds must be 0 or more")
     if args.program is not None:
         path = os.path.abspath(args.program)
         if os.path.isdir(path):
@@ -356,6 +369,8 @@ def main(argv: list[str], uncaught: list | None = None) -> int:
             sanitizer.disable()  # the end-of-run checks, the error summary, the JSON report
             if sanitizer.errors:
                 status = SANITIZER_EXIT
+            if args.race_seeds and args.schedule is None and any(r.tool == "racecheck" for r in sanitizer.reports):
+                _show_that_the_race_matters(args)
         if profile is not None and profile.running:
             profile.stop()
             print(f"\n{profile.report()}npurt run: profile of {len(profile.timeline.tasks)} tasks and "
@@ -381,18 +396,40 @@ def main(argv: list[str], uncaught: list | None = None) -> int:
     return status
 
 
+def _show_that_the_race_matters(args) -> None:
+    """After a race report: look for a controlled schedule under which the program's own check
+    fails (it then exits non-zero), and print the command that replays it."""
+    options, program = _child_options(args, sanitize=False), _program_of(args)
+    found = runs.first_failing_seed(options, program, args.jobs, args.timeout, args.race_seeds)
+    if found is None:
+        print(f"npurt run: the race did not make the program fail under seeds 1..{args.race_seeds} "
+              "(it may still corrupt results the program does not check)", file=sys.stderr)
+        return
+    why = "did not finish" if found.status is None else f"exits with status {found.status}"
+    print(f"npurt run: the race matters: under seed {found.schedule} the program {why}; replay it with\n"
+          f"  {runs.replay_command(found.schedule, options, program)}", file=sys.stderr)
+
+
+def _child_options(args, sanitize: bool = True) -> list[str]:
+    options = ["--faults", args.faults] if args.faults is not None else []
+    options += ["--torch-npu"] if args.torch_npu else []
+    if sanitize and args.sanitize:
+        options += ["--sanitize"] + (["--tools", args.tools] if args.tools else [])
+    return options
+
+
+def _program_of(args) -> list[str]:
+    if args.program is not None:
+        return [args.program, *args.args]
+    if args.module is not None:
+        return ["-m", args.module, *args.args]
+    return ["-c", args.code, *args.args]
+
+
 def run_schedules(args) -> int:
     """--schedules: the program under many seeds (or every interleaving of its first steps),
     each run a child `npurt run --schedule ...` (apps/schedules.py)."""
-    options = ["--faults", args.faults] if args.faults is not None else []
-    options += ["--torch-npu"] if args.torch_npu else []
-    options += (["--sanitize"] + (["--tools", args.tools] if args.tools else [])) if args.sanitize else []
-    if args.program is not None:
-        program = [args.program, *args.args]
-    elif args.module is not None:
-        program = ["-m", args.module, *args.args]
-    else:
-        program = ["-c", args.code, *args.args]
+    options, program = _child_options(args), _program_of(args)
     if args.schedules == "all":
         outcomes, complete = runs.enumerate_schedules(args.max_steps, options, program, args.jobs, args.timeout,
                                                       args.max_runs)
@@ -402,9 +439,13 @@ def run_schedules(args) -> int:
 
 
 def cann_home() -> str | None:
-    """The CANN prefix of `npurt cann-home` (None until it is built). Wired to npurt.capi when
-    its builder lands; until then native programs are refused with the command to run."""
-    return None
+    """The CANN prefix native programs run against: NPURT_CANN_HOME (what the prefix's
+    set_env.sh exports) when it names a finished prefix, else the one `npurt cann-home` makes
+    (built now if missing or stale). None when NPURT_CANN_HOME names something else."""
+    named = os.environ.get("NPURT_CANN_HOME", "").strip()
+    if named:
+        return named if os.path.isfile(os.path.join(named, ".npurt-stamp")) else None
+    return capi_home.cann_home()
 
 
 def native_environment(prefix: str, args, report_path: str | None) -> dict[str, str]:
@@ -440,10 +481,14 @@ def _reported_errors(path: str) -> int | None:
 
 def run_native(args) -> int:
     """Run a native program (an ELF executable) linked against the `npurt cann-home` prefix."""
-    prefix = cann_home()
+    try:
+        prefix = cann_home()
+    except Exception as exc:  # noqa: BLE001 - the build's own failure, said in one line
+        print(f"npurt run: error: cannot make the CANN prefix for {args.program}: {exc}", file=sys.stderr)
+        return 2
     if prefix is None:
-        print(f"npurt run: error: {args.program} is a native program and there is no CANN prefix yet: "
-              "build it with `npurt cann-home`", file=sys.stderr)
+        print(f"npurt run: error: NPURT_CANN_HOME={os.environ['NPURT_CANN_HOME']!r} is not a prefix made by "
+              "`npurt cann-home`: unset it, or source the set_env.sh of one", file=sys.stderr)
         return 2
     if args.torch_npu:
         print("npurt run: error: --torch-npu is for Python programs", file=sys.stderr)

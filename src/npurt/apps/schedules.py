@@ -81,6 +81,19 @@ def run_seeds(n: int, options: list[str], program: list[str], jobs: int, timeout
         return list(pool.map(lambda seed: run_one(str(seed), options, program, timeout_s), range(1, n + 1)))
 
 
+def first_failing_seed(options: list[str], program: list[str], jobs: int, timeout_s: float,
+                       budget: int) -> Outcome | None:
+    """The first of seeds 1..budget under which the program fails (its own check), or None:
+    what shows that a race the sanitizer reported matters."""
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for first in range(1, budget + 1, jobs):
+            seeds = range(first, min(budget, first + jobs - 1) + 1)
+            for out in pool.map(lambda seed: run_one(str(seed), options, program, timeout_s), seeds):
+                if out.failed:
+                    return out
+    return None
+
+
 def enumerate_schedules(max_steps: int, options: list[str], program: list[str], jobs: int, timeout_s: float,
                         max_runs: int = 1000) -> tuple[list[Outcome], bool]:
     """Every interleaving of the first `max_steps` steps; (outcomes, complete)."""

@@ -16,7 +16,7 @@ import os
 import sys
 
 from ..runtime import constants as C
-from . import cdata, impl  # noqa: F401 - impl registers the implementations
+from . import cdata, impl, session  # noqa: F401 - impl registers the implementations
 from .errors import code_space, fail, record
 from .faults import describe_fault
 from .registry import IMPLEMENTATIONS
@@ -71,6 +71,7 @@ def _onerror(name: str, params: tuple[str, ...], returns_error: bool):
 
 
 def flush() -> None:
+    session.stop()       # the tools npurt run asked for end here: the interpreter never finalises
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -116,5 +117,6 @@ def start(ffi, lib) -> None:
 
 
 def _apply_environment() -> None:
-    """Tools asked for by a launcher through the environment (`npurt run` on a native
-    program): see `npurt.capi.session` (to come); nothing yet."""
+    """Tools asked for by a launcher through the environment (`npurt run --sanitize` /
+    `--profile` of a native program): npurt.capi.session."""
+    session.start()

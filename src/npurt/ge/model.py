@@ -51,7 +51,7 @@ from math import prod
 import numpy as np
 
 from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, Task, address, constants as C,
-                       current_context, free, malloc_on, note_use, resolve as locate)
+                       current_context, free, malloc_on, resolve as locate)
 from . import aipp as A
 from ..runtime import effective_op_execute_timeout_us
 from . import engine, om
@@ -456,7 +456,7 @@ class Model:
                 self._check_buffer(buf, need, io, k, "output", blocks)
             outs.append((buf.data, buf.size, known))
         task = ModelTask(self, tuple(ins), tuple(outs), gear, tuple(in_dims), outputs)
-        return stream.enqueue(task, _recorder(blocks, stream), inline)
+        return stream.enqueue(task, inline=inline, holders=blocks)
 
     def _input_need(self, io: IODef, gear) -> int:
         """Bytes input `io` must hold at `gear` (its full size for the inputs GE adds)."""
@@ -505,7 +505,7 @@ class Model:
             blocks.append(block)
             outs.append((data, size, True))
         task = ModelTask(self, tuple(ins), tuple(outs), gear, self._no_dims, outputs)
-        return stream.enqueue(task, _recorder(blocks, stream), inline)
+        return stream.enqueue(task, inline=inline, holders=blocks)
 
     def _gear(self, inputs: Dataset) -> int | None:
         mdef = self.mdef
@@ -682,14 +682,6 @@ class Model:
 
 C_DYN = "ascend_mbatch_shape_data"
 _NO_PLAN = object()
-
-
-def _recorder(blocks: list, stream):
-    """on_seq: task `seq` of `stream` uses these allocations (stream-ordered free)."""
-    def record(seq: int) -> None:
-        for block in blocks:
-            note_use(block, stream, seq)
-    return record
 
 
 def io_numpy(dtype: int) -> np.dtype:

@@ -9,7 +9,7 @@ if not getattr(_sys, "_is_gil_enabled", lambda: True)():
     raise ImportError("npurt's lock-free fast paths (memory pool, scheduler) rely on the GIL; "
                       "run it on a CPython build with the GIL enabled (not a free-threaded build)")
 
-from . import address, constants  # noqa: E402
+from . import address, constants, dtypes  # noqa: E402
 from .api import *  # noqa: F401,F403 - the runtime's operations
 from .context import (PER_THREAD, Context, bind, current_context, current_stream_on, current_streams, peek_context,
                       set_current_stream)
@@ -42,8 +42,8 @@ from .tasks import HostFuncTask, Task
 # The surface: everything above the runtime (faces, clients, tools, the Pythonic API) imports
 # only these names, from `npurt.runtime` itself (tests/test_architecture.py holds it).
 __all__ = [
-    # data: ACL constants and aclError codes
-    'constants',
+    # data: ACL constants and aclError codes; the one dtype table (aclDataType, numpy, sizes, bfloat16)
+    'constants', 'dtypes',
     # addresses: resolve(rt, addr, nbytes, role) -> Span (the allocation holding it); the
     # `address` module's host probes and views (view, host_view, is_device, VA_BASE, ...)
     'address', 'Span', 'dead_address_message', 'record_use', 'resolve',

@@ -10,6 +10,13 @@ the `npurt_faults` pytest marker) is a list of entries separated by `;`::
              | 'alloc'             a device allocation (any face: pyACL, C, Pythonic, torch)
              | 'device:' N         device N is lost: the task that triggers it and every later
                                    task and call on the device fail until reset_device(N)
+             | 'hccl:' RANK        rank RANK of a communicator, at its collectives: =silent (it
+                                   stops answering: it never reaches the collective, its peers
+                                   time out with HCCL_E_TIMEOUT, its own stream waits as a hung
+                                   rank's does) or =dead (it dies in the collective: a rank with a
+                                   process of its own exits with status 137; a rank that is a
+                                   thread of a shared process loses its device instead; its peers
+                                   time out the same way)
     when    := N                   the Nth event only (default: 1)
              | N '+'               the Nth and every later one
              | '*' N               every Nth (N, 2N, 3N, ...)
@@ -71,7 +78,9 @@ ALIASES = {
     "timeout": C.ACL_ERROR_RT_AICORE_TIMEOUT,
     "lost": C.ACL_ERROR_RT_LOST_HEARTBEAT,
 }
-HANG = -1  # the code of a task that never finishes by itself
+HANG = -1    # the code of a task that never finishes by itself
+SILENT = -2  # hccl: the rank stops answering
+DEAD = -3    # hccl: the rank dies
 
 # task kinds by the words a spec may use; anything else must be an exact kind from KNOWN_KINDS
 KIND_GROUPS = {
@@ -152,7 +161,7 @@ class Trigger:
 class Fault:
     """One armed entry."""
     text: str                 # the entry as written
-    target: str               # "api", "task", "alloc", "device"
+    target: str               # "api", "task", "alloc", "device", "hccl"
     name: str                 # operation name, task kind word, "alloc", or the device id
     trigger: Trigger
     code: int | None          # None: the task's own error code
@@ -234,6 +243,10 @@ def _parse_entry(spec: str, start: int, entry: str, operations) -> Fault:
         target, name = "device", target_text[7:]
         if not name.isdigit():
             raise FaultSpecError(spec, start + 7, f"device:N needs a device id, got {name!r}")
+    elif target_text.startswith("hccl:"):
+        target, name = "hccl", target_text[5:]
+        if not name.isdigit():
+            raise FaultSpecError(spec, start + 5, f"hccl:RANK needs a rank number, got {name!r}")
     else:
         target = "api"
         name = resolve_operation(target_text, operations)
@@ -264,6 +277,8 @@ def _parse_entry(spec: str, start: int, entry: str, operations) -> Fault:
     elif target == "api":
         raise FaultSpecError(spec, start + len(head), f"{target_text}: say which code the call returns "
                              f"(e.g. {target_text}@1=207001)")
+    elif target == "hccl":
+        raise FaultSpecError(spec, start + len(head), f"{target_text}: say what the rank does: =silent or =dead")
     fault = Fault(entry, target, name, trigger, code)
     opos = start + len(head) + (len(code_text) + 1 if code_text is not None else 0) + 1
     for opt in options:
@@ -288,6 +303,12 @@ def _parse_entry(spec: str, start: int, entry: str, operations) -> Fault:
 
 
 def _parse_code(spec: str, pos: int, text: str, target: str) -> int:
+    if target == "hccl":
+        if text not in ("silent", "dead"):
+            raise FaultSpecError(spec, pos, f"a rank's fault is silent or dead, got {text!r}")
+        return SILENT if text == "silent" else DEAD
+    if text in ("silent", "dead"):
+        raise FaultSpecError(spec, pos, f"{text} is for hccl:RANK entries")
     if text == "hang":
         if target != "task":
             raise FaultSpecError(spec, pos, "only a task can hang")
@@ -392,7 +413,7 @@ class Faults:
                 self._gate_all()
         if any(f.target == "alloc" for f in faults):
             self._gate_malloc()
-        self.tasks = any(f.target in ("task", "device") for f in faults)
+        self.tasks = any(f.target in ("task", "device", "hccl") for f in faults)
         if faults and not self._summary_registered:
             self._summary_registered = True
             atexit.register(self._print_summary)
@@ -540,6 +561,33 @@ class Faults:
         code = fired.code if fired.code is not None else task.error_code
         raise InjectedTaskFault(f"injected fault {fired.text!r} ({error_name(code)})", code)
 
+    def on_collective(self, op, own_process: bool) -> bool:
+        """HCCL calls this when a collective reaches the head of its stream, before it meets
+        the other ranks (only while `tasks` is set). True: the rank stops answering (the
+        collective must not reach the transport). A dying rank exits (`own_process`) or loses
+        its device (raises InjectedTaskFault)."""
+        fired = None
+        with self.lock:
+            for f in self.faults:
+                if f.target == "hccl" and int(f.name) == op.rank and self._fire(f):
+                    fired = f
+                    break
+        if fired is None:
+            return False
+        log.warning("npurt: injected fault: rank %d %s at %s (%s)", op.rank,
+                    "stops answering" if fired.code == SILENT else "dies", op.describe(), fired.text)
+        if fired.code == SILENT:
+            return True
+        if own_process:
+            self._print_summary()
+            sys.stderr.flush()
+            os._exit(137)  # as a killed process: no cleanup, no goodbye to the peers
+        device = op.comm.device.id if hasattr(op.comm, "device") else None
+        if device is not None:
+            self.lost[device] = C.ACL_ERROR_RT_LOST_HEARTBEAT
+        raise InjectedTaskFault(f"rank {op.rank} died in {op.describe()} (injected fault {fired.text!r})",
+                                C.ACL_ERROR_RT_LOST_HEARTBEAT)
+
     def _hang(self, task, fault: Fault) -> None:
         """Never finish, as a hung kernel: until the stream is aborted or destroyed, its device
         reset or the runtime finalized (then the task fails with an AI-core timeout)."""
@@ -556,7 +604,7 @@ class Faults:
         """reset_device: a lost device works again."""
         if self.lost.pop(device_id, None) is not None:
             log.warning("npurt: device %d was reset; it is no longer lost", device_id)
-        self.tasks = any(f.target in ("task", "device") for f in self.faults) or bool(self.lost)
+        self.tasks = any(f.target in ("task", "device", "hccl") for f in self.faults) or bool(self.lost)
 
     def arm_from_environment(self) -> None:
         spec = os.environ.get("NPURT_FAULTS", "")

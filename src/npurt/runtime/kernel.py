@@ -39,6 +39,7 @@ Error codes (decisions, as the real runtime's docs rarely name one):
 | args_size differs from the kernel's packed size, a value that does not fit its parameter, num_blocks outside [1, max_block_dim], a GM argument that is not a live device address, a bad launch config | ACL_ERROR_INVALID_PARAM 100000 |
 | launching something that is not a kernel | ACL_ERROR_RT_INVALID_DEVICE_FUNCTION 107044 |
 | an exception in a kernel block, including an out-of-bounds or freed-memory access | ACL_ERROR_RT_AICORE_EXCEPTION 507015 (at the next synchronize) |
+| a native kernel's trap (npurt.runtime.native) | ACL_ERROR_RT_VECTOR_CORE_EXCEPTION 507035 on SoCs with vector cores, else 507015 |
 | a kernel that ran longer than its timeout (launch cfg TIMEOUT / TIMEOUT_US, else the op execute timeout in effect: set_op_execute_timeout*, default 1091 s) | ACL_ERROR_RT_AICORE_TIMEOUT 507014 (after it finished: Python code cannot be pre-empted) |
 
 Launch config attributes (ACL_RT_LAUNCH_KERNEL_ATTR_*): BLOCKDIM_OFFSET adds to every
@@ -59,10 +60,11 @@ import numpy as np
 
 from . import address
 from . import constants as C
+from .dtypes import RESOLVED as _DTYPES, resolve as resolve_dtype  # noqa: F401 - the one dtype table; re-exported
 from .api import stream_of
 from .errors import InvalidHandleError, InvalidValueError, NpuError, TaskError
 from .memops import dead_address_message, locate, refused
-from .memory import LIVE, PENDING, note_use, note_uses, usable_size
+from .memory import LIVE, PENDING, usable_size
 from .observers import HOOKS
 from .runtime import RUNTIME
 from .scheduler import TLS, thread_token
@@ -91,35 +93,6 @@ _SCALAR_CODES: dict[type, str] = {
     np.float16: "e6x", np.float32: "f4x", np.float64: "d", np.bool_: "?7x",
     int: "q", float: "d", bool: "?7x",
 }
-
-
-# ---------------------------------------------------------------- dtypes
-_DTYPES: dict = {}
-
-
-def resolve_dtype(dtype) -> np.dtype:
-    """np.dtype for anything np.dtype() accepts, plus "bfloat16" (needs ml_dtypes)."""
-    try:
-        return _DTYPES[dtype]
-    except (KeyError, TypeError):
-        pass
-    if isinstance(dtype, str) and dtype.lower() in ("bfloat16", "bf16"):
-        try:
-            import ml_dtypes
-        except ImportError:
-            raise InvalidValueError("bfloat16 needs the ml_dtypes package: pip install ml_dtypes "
-                                    "(or npurt[ops])") from None
-        dt = np.dtype(ml_dtypes.bfloat16)
-    else:
-        try:
-            dt = np.dtype(dtype)
-        except TypeError:
-            raise InvalidValueError(f"{dtype!r} is not a data type (use a numpy dtype or 'bfloat16')") from None
-    try:
-        _DTYPES[dtype] = dt
-    except TypeError:
-        pass
-    return dt
 
 
 # ---------------------------------------------------------------- the kernel object
@@ -633,10 +606,7 @@ def enqueue_launch(func: KernelFunction, num_blocks: int, stream, values, *, arg
     blocks = gm_blocks(func, values, device, extents) if values is not None else []
     if extra_blocks:
         blocks.extend(extra_blocks)
-    seq = stream.enqueue(KernelTask(func, num_blocks, values, args_ptr, offset, timeout_ns))
-    if blocks:  # after the enqueue, as memcpy_async does: a task that already ran leaves a
-        note_uses(blocks, stream, seq)  # use that is no longer pending
-    return seq
+    return stream.enqueue(KernelTask(func, num_blocks, values, args_ptr, offset, timeout_ns), holders=blocks)
 
 
 # ---------------------------------------------------------------- launch config

@@ -34,7 +34,6 @@ from . import constants as C
 from .errors import (AddressUnalignedError, FeatureNotSupportedError, InvalidValueError, MemcpyKindWarning,
                      ParamInvalidError, as_int)
 from .context import current_context
-from .memory import note_use
 from .observers import HOOKS
 from .tasks import ArrayCopyTask, Copy2dTask, CopyTask, MemsetTask, copy2d
 
@@ -217,9 +216,8 @@ def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, strea
         else:
             copy2d(d.addr, dpitch, s.addr, spitch, width, height)
         return
-    seq = stream.enqueue(Copy2dTask(d.addr, dpitch, s.addr, spitch, width, height, SHORT[direction]))
-    record_use(d, stream, seq)
-    record_use(s, stream, seq)
+    seq = stream.enqueue(Copy2dTask(d.addr, dpitch, s.addr, spitch, width, height, SHORT[direction]),
+                         holders=(d.block, s.block))
     if not (d.pinned and s.pinned):  # pageable host memory: returns once the copy has run
         stream.synchronize(until=seq, report_errors=False)
 
@@ -287,10 +285,8 @@ def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream
             if ((kind == direction or kind == C.ACL_MEMCPY_DEFAULT) and type(kind) is int
                     and direction != H2H and (ddev is sdev or ddev is None or sdev is None)
                     and not (require_aligned and (dst | src) & 63)):
-                seq = stream.enqueue(CopyTask(dst, src, count, SHORT[direction], keep))
-                note_use(dblock, stream, seq)  # a device block or a pinned host range
-                note_use(sblock, stream, seq)
-                return seq
+                # the holders: a device block or a pinned host range each
+                return stream.enqueue(CopyTask(dst, src, count, SHORT[direction], keep), holders=(dblock, sblock))
     return _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
 
 
@@ -317,9 +313,7 @@ def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_a
         raise AddressUnalignedError(
             f"memcpy_async needs 64-byte aligned addresses; 0x{bad:x} is not (malloc and "
             "malloc_host return aligned memory; keep offsets multiples of 64)")
-    seq = stream.enqueue(CopyTask(d.addr, s.addr, count, SHORT[direction], keep))
-    record_use(d, stream, seq)
-    record_use(s, stream, seq)
+    seq = stream.enqueue(CopyTask(d.addr, s.addr, count, SHORT[direction], keep), holders=(d.block, s.block))
     if keep is None and not (d.pinned and s.pinned):
         # pageable host memory: return once the copy has run, as ACL does (the caller may
         # free the buffer right after); failures stay on the stream for its synchronize
@@ -340,19 +334,16 @@ def copy_array_async(rt: "Runtime", dev: int, arr: np.ndarray, stream: "Stream",
         if span.device is None:
             raise InvalidValueError(f"0x{dev:x} is host memory; a device address is expected here")
         block = span.block
-    seq = stream.enqueue(ArrayCopyTask(dev, arr, n, "H2D" if to_device else "D2H"))
-    note_use(block, stream, seq)
-    if rt.host.starts:  # the array may lie in pinned memory: its free waits for the copy too
-        note_use(rt.host.containing(address.host_address(arr)), stream, seq)
-    return seq
+    # the array may lie in pinned memory: its free waits for the copy too
+    pinned = rt.host.containing(address.host_address(arr)) if rt.host.starts else None
+    return stream.enqueue(ArrayCopyTask(dev, arr, n, "H2D" if to_device else "D2H"), holders=(block, pinned))
 
 
 def memset_async(rt: "Runtime", ptr, max_count, value, count, stream: "Stream") -> int:
     if count == 0 and type(count) is int:
         return stream.enqueued_seq  # aclrtMemsetAsyncImpl: count 0 succeeds, nothing is queued
     span, byte, count = _check_set(rt, ptr, max_count, value, count)
-    seq = stream.enqueue(MemsetTask(span.addr, byte, count))
-    record_use(span, stream, seq)
+    seq = stream.enqueue(MemsetTask(span.addr, byte, count), holders=(span.block,))
     if span.device is None and not span.pinned:  # pageable host memory: as memcpy_async
         stream.synchronize(until=seq, report_errors=False)
     return seq

@@ -126,6 +126,8 @@ def note_use(holder, stream, seq: int) -> None:
 def note_uses(holders, stream, seq: int) -> None:
     """note_use for each of `holders` (one call for the allocations a launch touches)."""
     for holder in holders:
+        if holder is None:  # pageable host memory: nothing to hold
+            continue
         uses = holder.uses
         if uses is None:
             holder.uses = {stream: seq}

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from . import constants as C
 from .errors import (FeatureNotSupportedError, InvalidHandleError, InvalidValueError, StreamAbortedError,
                      SyncTimeoutError, TaskError, set_last_error)
+from .memory import note_uses
 from .observers import HOOKS
 from .interrupts import held
 from .scheduler import IDLE, PARKED, READY, RUNNING, Callback, deadlock_error, thread_token, wait_until
@@ -119,12 +120,16 @@ class Stream:
             self.context.stop_on_failure = True
 
     # ------------------------------------------------------------ enqueue
-    def enqueue(self, task: "Task", on_seq=None, inline: bool = False) -> int:
+    def enqueue(self, task: "Task", on_seq=None, inline: bool = False, holders=()) -> int:
         """Append a task; returns its sequence number. Never waits for the device (unless
-        launch-blocking mode is on). `on_seq(seq)` runs once the sequence number is known
-        and before any thread can run the task. `inline`: for a caller that will wait for
-        the task anyway (a synchronous call): if the stream was idle, run it now in this
-        thread instead of handing it to a worker (the hand-off costs more than small work)."""
+        launch-blocking mode is on). `holders`: what the task uses of memory (device Blocks,
+        pinned host ranges; None entries, pageable host memory, are skipped): the stream
+        records the use under its sequence number before any thread can run the task, so
+        freeing one waits for the task (stream-ordered free; the one way uses are recorded).
+        `on_seq(seq)` runs once the sequence number is known and before any thread can run
+        the task. `inline`: for a caller that will wait for the task anyway (a synchronous
+        call): if the stream was idle, run it now in this thread instead of handing it to a
+        worker (the hand-off costs more than small work)."""
         task.stream = self
         if self._task_stacks:
             task.capture_stack()
@@ -135,6 +140,8 @@ class Stream:
             seq = task.seq = self.enqueued_seq + 1
             if stopped is not None:  # a failure the host has not seen yet: accepted, as by an NPU,
                 self.dropped_upto = seq  # whose stopped stream drops it; the synchronize reports it
+            if holders:
+                note_uses(holders, self, seq)
             if on_seq is not None:
                 on_seq(seq)
             if HOOKS.active:  # under the lock, so observers see the enqueue before the task runs

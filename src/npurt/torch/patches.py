@@ -18,8 +18,7 @@ import atexit
 
 import torch
 
-from .. import streams as _np_streams
-from ..runtime import RUNTIME
+from ..runtime import RUNTIME, current_streams
 from . import optask
 
 _orig_storage_new = None
@@ -46,7 +45,7 @@ def _storage_new(cls, *args, device=None, **kwargs):
 def _engine_run_backward(*args, **kwargs):
     """autograd's entry to the C++ engine, with backward queued on the caller's streams."""
     saved = dict(optask.BACKWARD_STREAMS)
-    optask.BACKWARD_STREAMS.update(_np_streams.current_runtime_streams())
+    optask.BACKWARD_STREAMS.update(current_streams())
     try:
         return _orig_engine(*args, **kwargs)
     finally:

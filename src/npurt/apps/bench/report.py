@@ -77,6 +77,7 @@ SPECS: list[Spec] = [
     Spec("profiler_overhead", "profiler on / off: copy+gelu pipeline ({batches}x{batch})", "x", L, 1.3, True),
     Spec("profiler_tiny_task_us", "  profiler cost per tiny copy + synchronize", "us", L),
     Spec("sanitizer_overhead", "sanitizer (all tools) on / off: the demo's pipeline", "x", L, 3, True),
+    Spec("schedules_per_s", "npurt run --schedules: seeded runs of the demo's race per second", "/s", H, 0.5, True),
     Spec("allreduce_busbw_ratio", "AllReduce {allreduce}, 2 processes: busbw / mpi4py", "x", H, 0.8, True),
     Spec("allreduce_busbw_gbps", "  npurt.hccl all_reduce + synchronize, bus bandwidth", "GB/s", H),
     Spec("mpi_allreduce_busbw_gbps", "  reference: mpi4py Allreduce of numpy buffers", "GB/s", H),

@@ -533,7 +533,9 @@ def resolve_args(op: Op, values: dict) -> dict:
         v = values[name]
         optional = name.endswith("Optional")
         if ctype in (T_IN, T_OUT):
-            out[name] = O.optional_tensor(v, name) if optional else O.tensor(v, name)
+            t = out[name] = O.optional_tensor(v, name) if optional else O.tensor(v, name)
+            if t is not None and t.numel and not t.data:
+                raise O.null(f"the device address of {name} (aclCreateTensor's tensorData)")
         elif ctype == S_IN:
             out[name] = O.scalar(v, name)
         elif ctype == A_INT:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...runtime import address, constants as C
 from ...runtime import stream_of
-from ...runtime import InvalidValueError, NpuError, RUNTIME, Task, note_use, resolve as locate
+from ...runtime import InvalidValueError, NpuError, RUNTIME, Task, resolve as locate
 from ..constants import ACL_MEMTYPE_DEVICE
 from ..tensor import DataBuffer, TensorDesc
 from . import kernels, registry
@@ -118,11 +118,7 @@ def execute(op_type: str, in_descs, inputs, out_descs, outputs, attr: OpAttr | N
     ins = tuple((b.data, b.size, d.copy()) for b, d in zip(inputs, in_descs))
     outs = tuple((b.data, b.size) for b in outputs)
     task = OpTask(model, attr, ins, outs, tuple(out_descs) if update_outputs else None)
-
-    def record(seq: int) -> None:
-        for block in blocks:
-            note_use(block, s, seq)
-    return s.enqueue(task, record)
+    return s.enqueue(task, holders=blocks)
 
 
 def read_input(addr: int, size: int, desc: TensorDesc) -> np.ndarray | None:

@@ -148,6 +148,7 @@ def launch_host_func(stream: Stream | None, fn, *args, name: str | None = None) 
     return stream_of(stream).enqueue(HostFuncTask(fn, args, name))
 
 
-def enqueue(stream: Stream | None, task: Task) -> int:
-    """Append a prepared task to a stream (used by kernels and built-in ops)."""
-    return stream_of(stream).enqueue(task)
+def enqueue(stream: Stream | None, task: Task, holders=()) -> int:
+    """Append a prepared task to a stream (used by kernels and built-in ops); `holders`: the
+    allocations it uses (Stream.enqueue records them: stream-ordered free)."""
+    return stream_of(stream).enqueue(task, holders=holders)
