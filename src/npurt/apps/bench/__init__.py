@@ -49,6 +49,7 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
         ("JPEG decode (DVPP)", media.measure),
         ("model execution", models.measure),
         ("torch on npu", torchnpu.measure),
+        ("a torch_npu script as a process", torchnpu.measure_script),
         ("C interface", capi.measure),
     ]
     with metrics.Session(profile) as session:

@@ -102,6 +102,10 @@ SPECS: list[Spec] = [
     Spec("torch_transformer_ratio", "torch: TransformerEncoderLayer step, npu / CPU torch (speed)", "x", H, 0.9, True),
     Spec("torch_transformer_npu_ms", "  npu step (fwd + bwd + SGD, synchronized)", "ms", L),
     Spec("torch_transformer_cpu_ms", "  reference: the same step in CPU torch", "ms", L),
+    Spec("torch_script_ratio", "torch: a small training script as a process, npurt run --torch-npu / CPU torch (time)",
+         "x", L, 1.5, True),
+    Spec("torch_script_npu_s", "  npurt run --torch-npu train_step.py (whole process)", "s", L),
+    Spec("torch_script_cpu_s", "  reference: python train_step.py on CPU torch", "s", L),
 ]
 BY_ID = {s.id: s for s in SPECS}
 JSON_KEYS = [s.id for s in SPECS if s.json]

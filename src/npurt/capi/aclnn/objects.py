@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...ge.dtypes import from_numpy, to_numpy
+from ...runtime import dtypes as _dtypes
 from ...runtime import NpuError, constants as C, handle_table
 
 ACLNN_SUCCESS = 0
@@ -56,13 +56,13 @@ def invalid(message: str) -> AclnnError:
 
 def numpy_dtype(data_type: int, what: str) -> np.dtype:
     try:
-        return to_numpy(data_type)
+        return _dtypes.to_numpy(data_type)
     except NpuError:
         raise invalid(f"{what}: data type {data_type} is not supported") from None
 
 
 def acl_dtype(dtype: np.dtype) -> int:
-    return from_numpy(dtype)
+    return _dtypes.from_numpy(dtype)
 
 
 @dataclass(frozen=True)
