@@ -106,6 +106,55 @@ def test_vector_float_ops_equal_numpy_within_dtype_tolerance(rt, binary, kernel,
                                    rtol=rtol, atol=rtol, err_msg=f"op {op}")
 
 
+def _run_ew(rt, binary, kernel, x, y, op, scalar=0.0, tile=128, blocks=2):
+    px, py, pz = to_device(rt, x), to_device(rt, y), to_device(rt, np.zeros_like(x))
+    launch_sync(rt, rt.binary_get_function(binary, kernel), blocks, (px, py, pz, x.size, tile, op, scalar))
+    return from_device(rt, pz, x)
+
+
+@pytest.mark.parametrize("kernel,dtype,rtol", [("ew_half", np.float16, 1e-3), ("ew_float", np.float32, 1e-6)])
+def test_more_float_vector_ops_equal_numpy(rt, binary, kernel, dtype, rtol):
+    x = np.random.default_rng(2).uniform(0.25, 8, 512).astype(dtype)
+    x32 = x.astype(np.float32)
+    cases = {12: np.log(x32), 13: np.sqrt(x32), 14: 1 / np.sqrt(x32), 15: 1 / x32, 16: np.maximum(x32, 2.5),
+             17: np.minimum(x32, 2.5), 19: x32}
+    for op, expected in cases.items():
+        got = _run_ew(rt, binary, kernel, x, x, op, 2.5)
+        np.testing.assert_allclose(got.astype(np.float32), expected.astype(dtype).astype(np.float32), rtol=rtol,
+                                   atol=rtol, err_msg=f"op {op}")
+    neg = (x - dtype(4)).astype(dtype)
+    got = _run_ew(rt, binary, kernel, neg, neg, 18, 0.1)  # LeakyRelu
+    n32 = neg.astype(np.float32)
+    np.testing.assert_allclose(got.astype(np.float32), np.where(n32 >= 0, n32, n32 * np.float32(0.1)).astype(dtype),
+                               rtol=rtol, atol=rtol)
+
+
+def test_reductions_of_a_tile_put_their_result_first(rt, binary):
+    tile = 128
+    x = np.random.default_rng(3).uniform(-10, 10, tile).astype(np.float32)
+    for op, ref in ((20, np.max), (21, np.min), (22, np.sum)):
+        got = _run_ew(rt, binary, "ew_float", x, x, op, tile=tile, blocks=1)
+        np.testing.assert_allclose(got[0], ref(x), rtol=1e-5, err_msg=f"op {op}")
+
+
+def test_integer_vector_ops_equal_numpy(rt, binary):
+    rng = np.random.default_rng(4)
+    x = rng.integers(-1000, 1000, 256).astype(np.int32)
+    y = rng.integers(-1000, 1000, 256).astype(np.int32)
+    cases = {6: x + 7, 7: x * 7, 8: np.maximum(x, 0), 9: np.abs(x), 16: np.maximum(x, 7), 17: np.minimum(x, 7),
+             30: x & y, 31: x | y, 32: ~x}
+    for op, expected in cases.items():
+        np.testing.assert_array_equal(_run_ew(rt, binary, "ew_int32", x, y, op, 7.0), expected, err_msg=f"op {op}")
+
+
+def test_data_copy_params_move_strided_32_byte_blocks(rt, binary):
+    x = np.arange(8 * 64, dtype=np.uint8)
+    px, pz = to_device(rt, x), to_device(rt, np.zeros(3 * 64, np.uint8))
+    launch_sync(rt, rt.binary_get_function(binary, "strided_blocks"), 1, (px, pz, 3, 2, 1))  # 64 bytes, skip 32
+    expected = np.concatenate([x[i * 96:i * 96 + 64] for i in range(3)])
+    np.testing.assert_array_equal(from_device(rt, pz, np.zeros(3 * 64, np.uint8)), expected)
+
+
 def test_every_block_sees_its_index_and_the_block_count(rt, binary):
     blocks = 8
     out = to_device(rt, np.full(2 * blocks, -1, np.int64))
@@ -225,3 +274,44 @@ def test_an_elf_without_a_kernel_table_is_not_a_kernel_binary(rt):
         rt.binary_load_from_file(_ctypes.__file__)  # a shared object, not a kernel binary
     assert info.value.code == C.ACL_ERROR_PARSE_FILE
     assert "kernel table" in str(info.value)
+
+
+def test_blocks_run_in_parallel_with_the_gil_released(rt, binary):
+    if rt.RUNTIME.driver.cores.threads < 2:
+        pytest.skip("one host core: the core pool runs one block at a time")
+    blocks = 2
+    out = to_device(rt, np.zeros(1 + blocks, np.int64))
+    launch_sync(rt, rt.binary_get_function(binary, "rendezvous"), blocks, (out, 1 << 31))  # a bound, not a wait
+    assert from_device(rt, out, np.zeros(1 + blocks, np.int64)).tolist() == [blocks] + [1] * blocks
+
+
+def test_the_profiler_sees_a_native_kernel_as_a_kernel_task(rt, binary, tmp_path):
+    import npurt.profiler
+
+    out = to_device(rt, np.zeros(2, np.int64))
+    with npurt.profiler.profile(tmp_path) as prof:
+        launch_sync(rt, rt.binary_get_function(binary, "block_ids"), 1, (out,))
+    summary = (tmp_path / "op_summary.csv").read_text()
+    assert "block_ids" in summary
+    assert "block_ids" in prof.report()
+
+
+def test_the_sanitizer_reports_a_race_on_a_native_kernels_buffer(rt, binary):
+    """A native kernel writes a buffer on one stream while a copy on another stream reads it,
+    with no event between them: its pointer arguments count as reads and writes."""
+    import npurt.sanitizer
+
+    n = 1 << 12
+    x = to_device(rt, np.arange(n, dtype=np.float32))
+    y = to_device(rt, np.zeros(n, np.float16))
+    host = np.zeros(n, np.float16)
+    s1, s2 = rt.create_stream(), rt.create_stream()
+    san = npurt.sanitizer.enable(["race"], echo=False)
+    try:
+        rt.launch(rt.binary_get_function(binary, "cast_to_half"), 1, (x, y, n), s1)
+        rt.memcpy_async(host.ctypes.data, host.nbytes, y, host.nbytes, C.ACL_MEMCPY_DEVICE_TO_HOST, s2)
+        rt.synchronize_stream(s1)
+        rt.synchronize_stream(s2)
+    finally:
+        san.disable()
+    assert [r.tool for r in san.reports] == ["racecheck"], [str(r) for r in san.reports]

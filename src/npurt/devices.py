@@ -314,7 +314,7 @@ def get_device_properties(device: DeviceLike = None) -> DeviceProperties:
     dev = runtime_device(device)
     spec = dev.spec
     return DeviceProperties(
-        name=spec.name, total_memory=dev.backend.arena.usable, multi_processor_count=spec.aicore_num,
+        name=spec.name, total_memory=dev.backend.usable, multi_processor_count=spec.aicore_num,
         vector_core_count=spec.vector_core_num, aicpu_count=spec.aicpu_num, l2_cache_size=spec.l2_size,
         memory_kind=spec.memory_kind, memory_bandwidth=spec.memory_bandwidth,
         host_link_bandwidth=spec.host_link_bandwidth, max_streams=dev.max_streams,

@@ -98,7 +98,7 @@ class Model:
         if len(arrays) != len(self._data):
             names = ", ".join(mdef.inputs[i].name for i in self._data)
             raise InvalidValueError(f"the model takes {len(self._data)} input(s) ({names}), got {len(arrays)}")
-        s = stream.runtime_stream if isinstance(stream, _streams.Stream) else _streams._runtime_stream(self.device)
+        s = stream.runtime_stream if isinstance(stream, _streams.Stream) else _streams.runtime_stream_for(self.device)
         if stream is not None and not isinstance(stream, _streams.Stream):
             raise InvalidValueError(f"stream must be an npurt.Stream or None, got {type(stream).__name__}")
         keep = []

@@ -16,6 +16,13 @@ and the exit status is the script's (SystemExit code; 1 with a traceback for an 
 exception). The command prints nothing of its own unless `-v` is given, `--profile` is
 given (one line saying where the profile went) or `--sanitize` reports (on stderr; the exit
 status is then 86, as with compute-sanitizer's --error-exitcode convention of a fixed code).
+
+Testing options (docs/testing.md): `--faults SPEC` injects faults (NPURT_FAULTS); `--schedule
+SEED` runs the device under a controlled schedule (NPURT_SCHEDULE); `--schedules N` runs the
+program under seeds 1..N in child processes and reports the failing seeds with the command that
+replays one (exit status 0 when all passed); `--schedules all --max-steps K` enumerates the
+interleavings of the first K steps. With `--sanitize`, a race report is followed by a seed under
+which the program's own check fails, if one of `--race-seeds N` (16) does.
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 
 from .. import streams as _streams
-from ..runtime import Task, note_uses
+from ..runtime import Task, current_stream_on, note_uses
 from ..runtime import constants as C
 from .refs import info_of, read_view, span, write_view
 
@@ -76,7 +76,7 @@ def _is_in(r, refs) -> bool:
 
 def current_stream(index: int):
     """The runtime stream ops on npu:`index` go to in this thread (the rule in the docstring)."""
-    s = _streams.current_runtime_stream(index)
+    s = current_stream_on(index)
     if s is not None:
         return s
     if BACKWARD_STREAMS:

@@ -55,7 +55,11 @@ class DeviceInfo:
         self.memory = device.memory
         self.live = device.memory.live
         self.va_base = device.backend.va_base
-        self._u8 = torch.from_numpy(device.backend.arena.mem)  # no copy: the arena itself
+        host = device.backend.host_buffer()  # the driver contract: the whole memory as one host array
+        if host is None:
+            raise RuntimeError(f"npu:{self.index}: this driver gives no host view of device memory, which "
+                               "npurt.torch's CPU kernels run on (use the simulated driver)")
+        self._u8 = torch.from_numpy(host)  # no copy: the device memory itself
         self.views: dict[torch.dtype, ArenaView] = {torch.uint8: ArenaView(self._u8)}
 
     def view_of(self, dtype: torch.dtype) -> ArenaView:
