@@ -99,6 +99,15 @@ int main(int argc, char **argv)
     CHECK(aclrtSynchronizeStream(stream));
     if (expect_sum("aclrtLaunchKernel (device args)", dz, x, y)) return 1;
     EXPECT(aclrtLaunchKernel(iadd, 2, dargs, sizeof(packed) - 8, stream) == ACL_ERROR_INVALID_PARAM, "args size");
+    // aclrtLaunchKernelV2: device args and a launch config (a block offset of 0, prefetch on)
+    aclrtLaunchKernelAttr v2attr;
+    v2attr.id = ACL_RT_LAUNCH_KERNEL_ATTR_BLOCK_TASK_PREFETCH;
+    v2attr.value.isBlockTaskPrefetch = 1;
+    aclrtLaunchKernelCfg v2cfg = {&v2attr, 1};
+    CHECK(aclrtMemset(dz, bytes, 0, bytes));
+    CHECK(aclrtLaunchKernelV2(iadd, 4, dargs, sizeof(packed), &v2cfg, stream));
+    CHECK(aclrtSynchronizeStream(stream));
+    if (expect_sum("aclrtLaunchKernelV2 (device args, config)", dz, x, y)) return 1;
 
     // aclrtLaunchKernelWithHostArgs with placeholders: n and scale copied to the device at the launch
     struct {

@@ -122,6 +122,12 @@ def aclrtLaunchKernel(funcHandle, numBlocks, argsData, argsSize, stream):
     return 0
 
 
+@c_function("aclrtLaunchKernelV2")
+def aclrtLaunchKernelV2(funcHandle, numBlocks, argsData, argsSize, cfg, stream):
+    rt.launch_kernel(funcHandle, numBlocks, argsData, argsSize, _stream(stream), launch_cfg(cfg))
+    return 0
+
+
 @c_function("aclrtLaunchKernelWithConfig")
 def aclrtLaunchKernelWithConfig(funcHandle, numBlocks, stream, cfg, argsHandle, reserve):
     rt.launch_kernel_with_config(funcHandle, numBlocks, _stream(stream), launch_cfg(cfg), argsHandle,
