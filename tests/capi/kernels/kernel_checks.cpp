@@ -86,6 +86,9 @@ int main(int argc, char **argv)
     char name[64] = {0};
     CHECK(aclrtGetFunctionName(iadd, sizeof(name), name));
     EXPECT(std::strcmp(name, "iadd") == 0, "name %s", name);
+    aclrtBinHandle owner = nullptr;
+    CHECK(aclrtFunctionGetBinary(iadd, &owner));
+    EXPECT(owner == bin, "aclrtFunctionGetBinary gave another binary");
 
     // aclrtLaunchKernel: the packed arguments (8 bytes each) in device memory
     struct {
