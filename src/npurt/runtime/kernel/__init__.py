@@ -39,6 +39,7 @@ Error codes (decisions, as the real runtime's docs rarely name one):
 | args_size differs from the kernel's packed size, a value that does not fit its parameter, num_blocks outside [1, max_block_dim], a GM argument that is not a live device address, a bad launch config | ACL_ERROR_INVALID_PARAM 100000 |
 | launching something that is not a kernel | ACL_ERROR_RT_INVALID_DEVICE_FUNCTION 107044 |
 | an exception in a kernel block, including an out-of-bounds or freed-memory access | ACL_ERROR_RT_AICORE_EXCEPTION 507015 (at the next synchronize) |
+| a native kernel's trap (npurt.runtime.native) | ACL_ERROR_RT_VECTOR_CORE_EXCEPTION 507035 on SoCs with vector cores, else 507015 |
 | a kernel that ran longer than its timeout (launch cfg TIMEOUT / TIMEOUT_US, else the op execute timeout in effect: set_op_execute_timeout*, default 1091 s) | ACL_ERROR_RT_AICORE_TIMEOUT 507014 (after it finished: Python code cannot be pre-empted) |
 
 Launch config attributes (ACL_RT_LAUNCH_KERNEL_ATTR_*): BLOCKDIM_OFFSET adds to every
