@@ -106,6 +106,55 @@ def test_vector_float_ops_equal_numpy_within_dtype_tolerance(rt, binary, kernel,
                                    rtol=rtol, atol=rtol, err_msg=f"op {op}")
 
 
+def _run_ew(rt, binary, kernel, x, y, op, scalar=0.0, tile=128, blocks=2):
+    px, py, pz = to_device(rt, x), to_device(rt, y), to_device(rt, np.zeros_like(x))
+    launch_sync(rt, rt.binary_get_function(binary, kernel), blocks, (px, py, pz, x.size, tile, op, scalar))
+    return from_device(rt, pz, x)
+
+
+@pytest.mark.parametrize("kernel,dtype,rtol", [("ew_half", np.float16, 1e-3), ("ew_float", np.float32, 1e-6)])
+def test_more_float_vector_ops_equal_numpy(rt, binary, kernel, dtype, rtol):
+    x = np.random.default_rng(2).uniform(0.25, 8, 512).astype(dtype)
+    x32 = x.astype(np.float32)
+    cases = {12: np.log(x32), 13: np.sqrt(x32), 14: 1 / np.sqrt(x32), 15: 1 / x32, 16: np.maximum(x32, 2.5),
+             17: np.minimum(x32, 2.5), 19: x32}
+    for op, expected in cases.items():
+        got = _run_ew(rt, binary, kernel, x, x, op, 2.5)
+        np.testing.assert_allclose(got.astype(np.float32), expected.astype(dtype).astype(np.float32), rtol=rtol,
+                                   atol=rtol, err_msg=f"op {op}")
+    neg = (x - dtype(4)).astype(dtype)
+    got = _run_ew(rt, binary, kernel, neg, neg, 18, 0.1)  # LeakyRelu
+    n32 = neg.astype(np.float32)
+    np.testing.assert_allclose(got.astype(np.float32), np.where(n32 >= 0, n32, n32 * np.float32(0.1)).astype(dtype),
+                               rtol=rtol, atol=rtol)
+
+
+def test_reductions_of_a_tile_put_their_result_first(rt, binary):
+    tile = 128
+    x = np.random.default_rng(3).uniform(-10, 10, tile).astype(np.float32)
+    for op, ref in ((20, np.max), (21, np.min), (22, np.sum)):
+        got = _run_ew(rt, binary, "ew_float", x, x, op, tile=tile, blocks=1)
+        np.testing.assert_allclose(got[0], ref(x), rtol=1e-5, err_msg=f"op {op}")
+
+
+def test_integer_vector_ops_equal_numpy(rt, binary):
+    rng = np.random.default_rng(4)
+    x = rng.integers(-1000, 1000, 256).astype(np.int32)
+    y = rng.integers(-1000, 1000, 256).astype(np.int32)
+    cases = {6: x + 7, 7: x * 7, 8: np.maximum(x, 0), 9: np.abs(x), 16: np.maximum(x, 7), 17: np.minimum(x, 7),
+             30: x & y, 31: x | y, 32: ~x}
+    for op, expected in cases.items():
+        np.testing.assert_array_equal(_run_ew(rt, binary, "ew_int32", x, y, op, 7.0), expected, err_msg=f"op {op}")
+
+
+def test_data_copy_params_move_strided_32_byte_blocks(rt, binary):
+    x = np.arange(8 * 64, dtype=np.uint8)
+    px, pz = to_device(rt, x), to_device(rt, np.zeros(3 * 64, np.uint8))
+    launch_sync(rt, rt.binary_get_function(binary, "strided_blocks"), 1, (px, pz, 3, 2, 1))  # 64 bytes, skip 32
+    expected = np.concatenate([x[i * 96:i * 96 + 64] for i in range(3)])
+    np.testing.assert_array_equal(from_device(rt, pz, np.zeros(3 * 64, np.uint8)), expected)
+
+
 def test_every_block_sees_its_index_and_the_block_count(rt, binary):
     blocks = 8
     out = to_device(rt, np.full(2 * blocks, -1, np.int64))
@@ -232,7 +281,7 @@ def test_blocks_run_in_parallel_with_the_gil_released(rt, binary):
         pytest.skip("one host core: the core pool runs one block at a time")
     blocks = 2
     out = to_device(rt, np.zeros(1 + blocks, np.int64))
-    launch_sync(rt, rt.binary_get_function(binary, "rendezvous"), blocks, (out, 1 << 40))
+    launch_sync(rt, rt.binary_get_function(binary, "rendezvous"), blocks, (out, 1 << 31))  # a bound, not a wait
     assert from_device(rt, out, np.zeros(1 + blocks, np.int64)).tolist() == [blocks] + [1] * blocks
 
 
@@ -266,3 +315,13 @@ def test_the_sanitizer_reports_a_race_on_a_native_kernels_buffer(rt, binary):
     finally:
         san.disable()
     assert [r.tool for r in san.reports] == ["racecheck"], [str(r) for r in san.reports]
+
+
+def test_the_pythonic_launch_takes_a_native_kernel_and_device_arrays(rt, binary):
+    import npurt
+
+    x = npurt.asarray(np.arange(512, dtype=np.float32))
+    y = npurt.asarray(np.full(512, 2, np.float32))
+    z = npurt.empty(512, np.float32)
+    npurt.launch(rt.binary_get_function(binary, "ew_float"), 2, x, y, z, 512, 128, 2, 0.0)  # op 2: Mul
+    np.testing.assert_array_equal(npurt.asnumpy(z), np.arange(512) * 2)

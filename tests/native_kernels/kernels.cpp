@@ -51,7 +51,25 @@ public:
                 case 10: Exp(z, x, tile_); break;
                 case 11: Duplicate(t, static_cast<T>(scalar), tile_); Axpy(t, x, static_cast<T>(2), tile_);
                          DataCopy(z, t, tile_); break;
-                default: trap();
+                case 12: Ln(z, x, tile_); break;
+                case 13: Sqrt(z, x, tile_); break;
+                case 14: Rsqrt(z, x, tile_); break;
+                case 15: Reciprocal(z, x, tile_); break;
+                case 16: Maxs(z, x, static_cast<T>(scalar), tile_); break;
+                case 17: Mins(z, x, static_cast<T>(scalar), tile_); break;
+                case 18: LeakyRelu(z, x, static_cast<T>(scalar), tile_); break;
+                case 19: Cast(t.template ReinterpretCast<float>(), x, RoundMode::CAST_NONE, tile_);  // via float
+                         Cast(z, t.template ReinterpretCast<float>(), RoundMode::CAST_NONE, tile_); break;
+                case 20: ReduceMax(z, x, t, tile_); break;
+                case 21: ReduceMin(z, x, t, tile_); break;
+                case 22: ReduceSum(z, x, t, tile_); break;
+                default:
+                    if constexpr (std::is_integral_v<T>) {
+                        if (op == 30) { And(z, x, y, tile_); break; }
+                        if (op == 31) { Or(z, x, y, tile_); break; }
+                        if (op == 32) { Not(z, x, tile_); break; }
+                    }
+                    trap();
             }
             out_.EnQue<T>(z);
             inX_.FreeTensor(x);
@@ -172,4 +190,19 @@ extern "C" __global__ __aicore__ void rendezvous(__gm__ int64_t *out, uint64_t b
     uint64_t i = 0;
     while (__atomic_load_n(&out[0], __ATOMIC_SEQ_CST) < GetBlockNum() && i < bound) ++i;
     out[1 + GetBlockIdx()] = __atomic_load_n(&out[0], __ATOMIC_SEQ_CST) == GetBlockNum() ? 1 : 0;
+}
+
+// DataCopyParams: copy `count` blocks of `len` 32-byte blocks from x, skipping `gap` blocks of
+// the source between them, packed into z (through the unified buffer)
+extern "C" __global__ __aicore__ void strided_blocks(GM_ADDR x, GM_ADDR z, uint16_t count, uint16_t len, uint16_t gap)
+{
+    TPipe pipe;
+    TBuf<QuePosition::VECCALC> buf;
+    pipe.InitBuffer(buf, count * len * 32);
+    GlobalTensor<uint8_t> xg, zg;
+    xg.SetGlobalBuffer((__gm__ uint8_t *)x);
+    zg.SetGlobalBuffer((__gm__ uint8_t *)z);
+    LocalTensor<uint8_t> l = buf.Get<uint8_t>();
+    DataCopy(l, xg, DataCopyParams(count, len, gap, 0));
+    DataCopy(zg, l, DataCopyParams(count, len, 0, 0));
 }

@@ -89,6 +89,11 @@ inline void printf(const char *fmt, ...)
     va_end(args);
 }
 #define PRINTF AscendC::printf
+/* kernel-type annotations of CANN's compiler: nothing to do on a host core */
+#ifndef KERNEL_TASK_TYPE_DEFAULT
+#define KERNEL_TASK_TYPE_DEFAULT(type)
+#define KERNEL_TASK_TYPE(key, type)
+#endif
 
 template <typename T>
 class GlobalTensor {
