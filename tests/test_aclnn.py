@@ -232,6 +232,26 @@ def test_permute(ops):
     np.testing.assert_array_equal(ops.read(out), x.transpose(2, 0, 1))
 
 
+def test_fill_zero_arange_and_copy(ops):
+    base = np.zeros((3, 4), np.float32)
+    t = ops.tensor(base)
+    ops.run("InplaceFillScalar", selfRef=t, value=ops.scalar(2.5))
+    np.testing.assert_array_equal(ops.read(t), np.full((3, 4), 2.5, np.float32))
+    ops.run("InplaceZero", selfRef=t)
+    np.testing.assert_array_equal(ops.read(t), base)
+    r = ops.empty((7,), np.int32)
+    ops.run("Arange", start=ops.scalar(3, np.int32), end=ops.scalar(17, np.int32), step=ops.scalar(2, np.int32), out=r)
+    np.testing.assert_array_equal(ops.read(r), np.arange(3, 17, 2, dtype=np.int32))
+    f = ops.empty((4,), np.float32)
+    ops.run("Arange", start=ops.scalar(1.0), end=ops.scalar(0.0), step=ops.scalar(-0.25), out=f)
+    np.testing.assert_allclose(ops.read(f), np.arange(1.0, 0.0, -0.25), rtol=1e-6)
+    with pytest.raises(O.AclnnError):
+        T.get_workspace_size("Arange", dict(start=ops.scalar(0.0), end=ops.scalar(1.0), step=ops.scalar(0.0), out=f))
+    row = rand((4,), np.float16)
+    ops.run("InplaceCopy", selfRef=t, src=ops.tensor(row))  # broadcast and cast
+    np.testing.assert_array_equal(ops.read(t), np.broadcast_to(row.astype(np.float32), (3, 4)))
+
+
 # ---------------------------------------------------------------- workspace and bad input
 def test_a_workspace_smaller_than_asked_is_refused_and_the_stream_stays_usable(ops):
     a, b = rand((2, 3)), rand((3,), seed=9)

@@ -676,9 +676,10 @@ def launch(func, num_blocks: int, args=(), stream=None, cfg=None, extents=None, 
     return enqueue_launch(f, num_blocks, s, args if canonical else f.values(args), cfg=cfg, extents=extents)
 
 
-def launch_kernel(func, num_blocks: int, args_ptr: int, args_size: int, stream=None) -> int:
+def launch_kernel(func, num_blocks: int, args_ptr: int, args_size: int, stream=None, cfg=None) -> int:
     """acl.rt.launch_kernel: the packed args are in device memory at `args_ptr` and are read
-    when the task runs (so a memcpy_async earlier on the stream may fill them).
+    when the task runs (so a memcpy_async earlier on the stream may fill them). `cfg`, a
+    launch config, is aclrtLaunchKernelV2's.
 
     Stream-ordered free covers the args buffer and, best effort, the GM pointers it holds at
     this call: a pointer written into the args later (by a queued copy) is not protected, so
@@ -697,7 +698,7 @@ def launch_kernel(func, num_blocks: int, args_ptr: int, args_size: int, stream=N
         blocks += gm_blocks(f, now, s.device)
     except NpuError:
         pass  # the args may be written later in stream order; ctx.gm checks every access
-    return enqueue_launch(f, num_blocks, s, None, args_ptr=span.addr, extra_blocks=blocks)
+    return enqueue_launch(f, num_blocks, s, None, args_ptr=span.addr, extra_blocks=blocks, cfg=cfg)
 
 
 def check_args_size(f: KernelFunction, args_size) -> None:

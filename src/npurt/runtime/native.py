@@ -15,7 +15,7 @@ string, one character per parameter:
 | P | a pointer (`__gm__ T*`): read and written by the kernel |
 | R | a pointer to const (`__gm__ const T*`): only read |
 | b B h H i I q Q | int8 uint8 int16 uint16 int32 uint32 int64 uint64 |
-| e f d ? | half, float, double, bool |
+| e f d ? | half, float, double, bool (a bfloat16_t scalar passes as its bits: H) |
 
 A `NativeKernel` is a `KernelFunction` whose parameters come from the kinds, so a native
 launch is an ordinary kernel task: enqueue checks of every pointer argument, stream order,
@@ -35,10 +35,10 @@ on the others.
 
 Kernel binaries: what `ascendc_fatbin_library` produces is a shared object exporting
 
-    const NpurtKernelEntry *npurtKernelTable(uint32_t *count)
-    struct NpurtKernelEntry { const char *name; void *kernel; void *trampoline; const char *kinds; }
+    const KernelEntry *npurtKernelTable(uint32_t *count)
+    struct KernelEntry { const char *name; void *kernel; void *trampoline; const char *kinds; }
 
-`load_native_binary` dlopens it (a copy, for data given in memory) and makes one
+`load_elf` dlopens it (through a private temporary file, for data given in memory) and makes one
 NativeKernel per entry. Native code runs in the process, exactly as a loaded device binary
 is trusted: a kernel that writes past its buffers corrupts memory as it would on the NPU.
 """

@@ -86,6 +86,9 @@ int main(int argc, char **argv)
     char name[64] = {0};
     CHECK(aclrtGetFunctionName(iadd, sizeof(name), name));
     EXPECT(std::strcmp(name, "iadd") == 0, "name %s", name);
+    aclrtBinHandle owner = nullptr;
+    CHECK(aclrtFunctionGetBinary(iadd, &owner));
+    EXPECT(owner == bin, "aclrtFunctionGetBinary gave another binary");
 
     // aclrtLaunchKernel: the packed arguments (8 bytes each) in device memory
     struct {
@@ -99,6 +102,15 @@ int main(int argc, char **argv)
     CHECK(aclrtSynchronizeStream(stream));
     if (expect_sum("aclrtLaunchKernel (device args)", dz, x, y)) return 1;
     EXPECT(aclrtLaunchKernel(iadd, 2, dargs, sizeof(packed) - 8, stream) == ACL_ERROR_INVALID_PARAM, "args size");
+    // aclrtLaunchKernelV2: device args and a launch config (a block offset of 0, prefetch on)
+    aclrtLaunchKernelAttr v2attr;
+    v2attr.id = ACL_RT_LAUNCH_KERNEL_ATTR_BLOCK_TASK_PREFETCH;
+    v2attr.value.isBlockTaskPrefetch = 1;
+    aclrtLaunchKernelCfg v2cfg = {&v2attr, 1};
+    CHECK(aclrtMemset(dz, bytes, 0, bytes));
+    CHECK(aclrtLaunchKernelV2(iadd, 4, dargs, sizeof(packed), &v2cfg, stream));
+    CHECK(aclrtSynchronizeStream(stream));
+    if (expect_sum("aclrtLaunchKernelV2 (device args, config)", dz, x, y)) return 1;
 
     // aclrtLaunchKernelWithHostArgs with placeholders: n and scale copied to the device at the launch
     struct {

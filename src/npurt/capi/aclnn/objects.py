@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...runtime import dtypes as _dtypes
-from ...runtime import NpuError, constants as C, handle_table
+from ...runtime import NpuError, handle_table
 
 ACLNN_SUCCESS = 0
 ACLNN_ERR_PARAM_NULLPTR = 161001
@@ -233,7 +233,3 @@ def destroy(table, handle, what: str, kind: str | None = None) -> None:
     with _lock:
         table.remove(handle)
 
-
-def live_counts() -> dict:
-    """Live objects per kind (for leak checks in tests)."""
-    return {"tensors": len(TENSORS), "scalars": len(SCALARS), "arrays": len(ARRAYS)}

@@ -15,7 +15,6 @@ Helper kernels (Python kernels on the simulated AI cores):
 """
 from __future__ import annotations
 
-import math
 import threading
 
 import numpy as np

@@ -109,6 +109,14 @@ def aclrtGetFunctionName(funcHandle, maxLen, name):
     return 0
 
 
+@c_function("aclrtFunctionGetBinary")
+def aclrtFunctionGetBinary(funcHandle, binHandle):
+    func = rt.function_of(funcHandle)
+    if func.binary is None:
+        raise rt.InvalidValueError(f"kernel {func.name!r} was not loaded from a kernel binary")
+    return _out(binHandle, "binHandle", func.binary.handle)
+
+
 @c_function("aclrtGetFunctionAddr")
 def aclrtGetFunctionAddr(funcHandle, aicAddr, aivAddr):
     aic, aiv = rt.get_function_addr(funcHandle)
@@ -119,6 +127,12 @@ def aclrtGetFunctionAddr(funcHandle, aicAddr, aivAddr):
 @c_function("aclrtLaunchKernel")
 def aclrtLaunchKernel(funcHandle, numBlocks, argsData, argsSize, stream):
     rt.launch_kernel(funcHandle, numBlocks, argsData, argsSize, _stream(stream))
+    return 0
+
+
+@c_function("aclrtLaunchKernelV2")
+def aclrtLaunchKernelV2(funcHandle, numBlocks, argsData, argsSize, cfg, stream):
+    rt.launch_kernel(funcHandle, numBlocks, argsData, argsSize, _stream(stream), launch_cfg(cfg))
     return 0
 
 
