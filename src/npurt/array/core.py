@@ -471,6 +471,37 @@ class DeviceArray:
     def __neg__(self):
         return self._op("mul", self, -1)
 
+    def __pow__(self, other):
+        return self._op("power", self, _operand(other))
+
+    def __rpow__(self, other):
+        return self._op("power", _operand(other), self)
+
+    def __abs__(self):
+        return self._op("abs", self)
+
+    # comparisons give bool arrays, as numpy's and CuPy's (so `x == y` is no longer identity:
+    # DeviceArrays stay hashable by identity, as keys of the runtime's own tables)
+    def __lt__(self, other):
+        return self._op("less", self, _operand(other))
+
+    def __le__(self, other):
+        return self._op("less_equal", self, _operand(other))
+
+    def __gt__(self, other):
+        return self._op("greater", self, _operand(other))
+
+    def __ge__(self, other):
+        return self._op("greater_equal", self, _operand(other))
+
+    def __eq__(self, other):
+        return self._op("equal", self, _operand(other))
+
+    def __ne__(self, other):
+        return self._op("not_equal", self, _operand(other))
+
+    __hash__ = object.__hash__
+
     def __pos__(self):
         return self
 

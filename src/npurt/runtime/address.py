@@ -249,6 +249,10 @@ def _locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) 
     except InvalidValueError as exc:  # starts in a pinned range, runs past its end
         raise refused("out_of_bounds", addr, nbytes, None, exc.message) from None
     write = role in _WRITTEN
+    if rng is None and rt.host.closing and rt.host.freed(addr, nbytes) is not None:
+        raise refused("use_after_free", addr, nbytes, None,
+                      f"the {role} address 0x{addr:x} lies in host memory freed with free_host (npurt still maps "
+                      "it while a queued copy finishes; then it is unmapped): use after free")
     if rng is not None:
         if write and rng.readonly:
             raise refused("read_only", addr, nbytes, None,

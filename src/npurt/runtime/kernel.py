@@ -307,6 +307,10 @@ class KernelContext:
             buf = device.backend.view(ptr, nbytes)
         else:
             buf = self._view(ptr, nbytes)
+        if mode != "r" and not buf.flags.writeable:
+            raise self._refused("read_only", ptr, nbytes, device,
+                                f"gm(0x{ptr:x}, mode {mode!r}): host memory registered with ACL_HOST_REGISTER_READONLY "
+                                "is read-only for kernels; take it with mode 'r'")
         if HOOKS.active:
             HOOKS.emit("mem_access", device=self.device, addr=ptr, nbytes=nbytes, task=self.task, mode=mode)
         arr = buf.view(dt)
@@ -334,11 +338,14 @@ class KernelContext:
                                 f"device {self.device.id} (enable peer access first)")
         if _is_alias(ptr):
             try:
-                host = RUNTIME.host.alias_target(ptr, nbytes)
+                host, rng = RUNTIME.host.alias_range(ptr, nbytes)
             except InvalidValueError as exc:
                 raise self._refused("out_of_bounds", ptr, nbytes, device,
                                     f"gm(0x{ptr:x}, {nbytes} bytes): {exc.message}") from None
-            return address.host_view(host, nbytes)
+            view = address.host_view(host, nbytes)
+            if rng.readonly:  # registered ACL_HOST_REGISTER_READONLY: the device only reads it
+                view.flags.writeable = False
+            return view
         memory = device.memory
         block = memory.live.get(ptr)
         if block is None:
