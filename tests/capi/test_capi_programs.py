@@ -83,3 +83,20 @@ def test_the_c_examples_build_with_cmake_and_run(cann_home, tmp_path, name):
     res = subprocess.run([str(build / name)], capture_output=True, text=True, timeout=120,
                          env=dict(env, LD_LIBRARY_PATH=os.path.join(cann_home, "lib64")))
     assert res.returncode == 0 and res.stdout.splitlines()[-1] == "OK", res.stdout + res.stderr
+
+
+def test_the_runtime_guides_snippets(build_c):
+    """Devices, memory across cards, multi-stream overlap with events, synchronize before read."""
+    res = run_ok(build_c("guide.c"), "guide")
+    assert "two streams overlapped" in res.stdout
+
+
+def test_un_evented_streams_sharing_a_buffer_are_reported_by_the_sanitizer(build_c, cann_home):
+    """The second classic pitfall, under `npurt run --sanitize`: a race report, exit status 86."""
+    import os
+    import sys
+    env = {**os.environ, "NPURT_CANN_HOME": cann_home}
+    res = subprocess.run([sys.executable, "-m", "npurt", "run", "--sanitize", build_c("guide.c").exe, "racy"],
+                         capture_output=True, text=True, env=env, timeout=180)
+    assert res.returncode == 86, res.stdout + res.stderr
+    assert "race" in res.stderr.lower()
