@@ -447,9 +447,10 @@ class Faults:
             return out
 
     def _print_summary(self) -> None:
+        """At exit, when anything was injected (a spec that never fired leaves the output alone)."""
         counts = self.summary()
-        if counts:
-            total = sum(counts.values())
+        total = sum(counts.values())
+        if total:
             parts = ", ".join(f"{k}: {v}" for k, v in counts.items())
             print(f"npurt: faults injected: {total} ({parts})", file=sys.stderr)
 
