@@ -375,7 +375,8 @@ class Faults:
         calling thread's current context and how to load the operations it loads on first use
         (kernels, binaries): once, at import (this module sits below all of them)."""
         self.thread_context = thread_context
-        self._eager = operations
+        self._eager = {n: f for n, f in operations.items()
+                       if isinstance(f, types.FunctionType) and not f.__code__.co_freevars}
         self._more = more_operations
         self.memory_class = memory_class
 
@@ -391,14 +392,23 @@ class Faults:
                                 if isinstance(f, types.FunctionType) and not f.__code__.co_freevars}
         return self._operations
 
+    def _parse(self, spec: str):
+        """Names are looked up among the operations loaded at import first; the kernel model's
+        (loaded on first use) only when one is not found there, so that arming a spec of API
+        faults keeps `import npurt` as light as it is."""
+        try:
+            return parse(spec, self._eager)
+        except FaultSpecError:
+            return parse(spec, self.operations)
+
     def check(self, spec: str) -> list[Fault]:
         """Parse `spec` without arming it (raises FaultSpecError)."""
-        return parse(spec, self.operations)[0]
+        return self._parse(spec)[0]
 
     def arm(self, spec: str, seed: int | None = None) -> list[Fault]:
         """Replace the armed faults by those of `spec` (validated first: a bad spec changes
         nothing). Returns the faults."""
-        faults, spec_seed = parse(spec, self.operations)
+        faults, spec_seed = self._parse(spec)
         self.disarm()
         with self.lock:
             self.spec = spec
@@ -456,7 +466,7 @@ class Faults:
 
     # ------------------------------------------------------------ gates
     def _gate(self, name: str) -> None:
-        fn = self.operations[name]
+        fn = self._eager.get(name) or self.operations[name]
         if fn in self._gated:
             return
         original = fn.__code__
