@@ -26,7 +26,7 @@ the `npurt_faults` pytest marker) is a list of entries separated by `;`::
                oom 207001, aicore 507015, vector 507035, trap 507016, uce 507053 (uncorrectable
                memory error), timeout 507014 (AI-core timeout), lost 507010, hang (the task never
                finishes: a synchronize with a timeout returns 507046; an abort, destroy or reset
-               ends it)
+               ends it, with no failure of its own)
     option  := stream=ID | device=ID (tasks), budget=BYTES (alloc: fail once this many bytes
                would be live on the device; K/M/G suffixes), seed=INT (an entry of its own)
 
@@ -569,6 +569,7 @@ class Faults:
                     task.seq, fired.text)
         if fired.code == HANG:
             self._hang(task, fired)
+            return
         code = fired.code if fired.code is not None else task.error_code
         raise InjectedTaskFault(f"injected fault {fired.text!r} ({error_name(code)})", code)
 
@@ -600,16 +601,15 @@ class Faults:
                                 C.ACL_ERROR_RT_LOST_HEARTBEAT)
 
     def _hang(self, task, fault: Fault) -> None:
-        """Never finish, as a hung kernel: until the stream is aborted or destroyed, its device
-        reset or the runtime finalized (then the task fails with an AI-core timeout)."""
+        """Never finish, as a hung kernel, until the stream is aborted or destroyed, its device
+        reset or the runtime finalized: then the task ends as an aborted one does, with no
+        failure of its own (the abort is what the program did about it)."""
         stream = task.stream
         epoch = stream.abort_epoch
         device = stream.device
         while (stream.abort_epoch == epoch and not stream.destroyed and not stream.closing
                and device.runtime.initialized):
             time.sleep(0.005)
-        raise InjectedTaskFault(f"injected hang {fault.text!r} ended: the stream was aborted, destroyed or "
-                                "its device reset", C.ACL_ERROR_RT_AICORE_TIMEOUT)
 
     def on_reset(self, device_id: int) -> None:
         """reset_device: a lost device works again."""
