@@ -72,7 +72,7 @@ __all__ = [
     'kernel_args_append', 'kernel_args_append_place_holder', 'kernel_args_finalize',
     'kernel_args_get_handle_mem_size', 'kernel_args_get_mem_size', 'kernel_args_get_place_holder_buffer',
     'kernel_args_init', 'kernel_args_init_by_user_mem', 'kernel_args_para_update', 'launch', 'launch_kernel',
-    'launch_kernel_with_config', 'launch_kernel_with_host_args', 'launch_native',
+    'launch_kernel_with_config', 'launch_kernel_with_host_args', 'launch_native', 'native_kernel_at',
     'enqueue_launch', 'host_bytes', 'kernel_function', 'launch_function', 'resolve_dtype',
     'register_cpu_func', 'reduce_async',
     # operations (api/, one module per ACL group)
@@ -113,7 +113,7 @@ _BY_MODULE = {
     "kernel": ("GM", "KernelFunction", "enqueue_launch", "function_handle", "function_of", "host_bytes",
                "launch", "launch_kernel", "launch_kernel_with_config", "launch_kernel_with_host_args",
                "resolve_dtype"),
-    "native": ("KernelTrap", "NativeKernel", "launch_native"),
+    "native": ("KernelTrap", "NativeKernel", "launch_native", "native_kernel_at"),
     "binary": ("binary_get_function", "binary_load", "binary_load_from_data", "binary_load_from_file",
                "binary_of", "binary_unload", "create_binary", "destroy_binary", "get_function_addr",
                "get_function_name", "register_cpu_func"),

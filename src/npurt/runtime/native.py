@@ -116,6 +116,7 @@ class NativeKernel(KernelFunction):
                for i, k in enumerate(kinds)])
         super().__init__(fn, name)
         self.binary = binary
+        _BY_ADDRESS[kernel_addr] = self
 
     def __repr__(self) -> str:
         return f"<npurt native kernel {self.name}({self.kinds}) at 0x{self.kernel_addr:x}>"
@@ -161,6 +162,13 @@ def _extent(device, ptr: int) -> int:
 
 # ------------------------------------------------------------------ <<<>>> launches
 _LAUNCHED: dict[tuple, NativeKernel] = {}
+_BY_ADDRESS: dict[int, NativeKernel] = {}  # kernel address -> the newest NativeKernel made for it
+
+
+def native_kernel_at(kernel_addr: int) -> NativeKernel | None:
+    """The native kernel whose code is at `kernel_addr`, if npurt has met it (a <<<>>> launch
+    of it, or a loaded kernel binary holding it); None otherwise."""
+    return _BY_ADDRESS.get(kernel_addr)
 _lock = threading.Lock()
 
 
