@@ -232,6 +232,26 @@ def test_permute(ops):
     np.testing.assert_array_equal(ops.read(out), x.transpose(2, 0, 1))
 
 
+def test_fill_zero_arange_and_copy(ops):
+    base = np.zeros((3, 4), np.float32)
+    t = ops.tensor(base)
+    ops.run("InplaceFillScalar", selfRef=t, value=ops.scalar(2.5))
+    np.testing.assert_array_equal(ops.read(t), np.full((3, 4), 2.5, np.float32))
+    ops.run("InplaceZero", selfRef=t)
+    np.testing.assert_array_equal(ops.read(t), base)
+    r = ops.empty((7,), np.int32)
+    ops.run("Arange", start=ops.scalar(3, np.int32), end=ops.scalar(17, np.int32), step=ops.scalar(2, np.int32), out=r)
+    np.testing.assert_array_equal(ops.read(r), np.arange(3, 17, 2, dtype=np.int32))
+    f = ops.empty((4,), np.float32)
+    ops.run("Arange", start=ops.scalar(1.0), end=ops.scalar(0.0), step=ops.scalar(-0.25), out=f)
+    np.testing.assert_allclose(ops.read(f), np.arange(1.0, 0.0, -0.25), rtol=1e-6)
+    with pytest.raises(O.AclnnError):
+        T.get_workspace_size("Arange", dict(start=ops.scalar(0.0), end=ops.scalar(1.0), step=ops.scalar(0.0), out=f))
+    row = rand((4,), np.float16)
+    ops.run("InplaceCopy", selfRef=t, src=ops.tensor(row))  # broadcast and cast
+    np.testing.assert_array_equal(ops.read(t), np.broadcast_to(row.astype(np.float32), (3, 4)))
+
+
 # ---------------------------------------------------------------- workspace and bad input
 def test_a_workspace_smaller_than_asked_is_refused_and_the_stream_stays_usable(ops):
     a, b = rand((2, 3)), rand((3,), seed=9)
@@ -251,6 +271,25 @@ def test_a_workspace_smaller_than_asked_is_refused_and_the_stream_stays_usable(o
     assert info.value.code == O.ACLNN_ERR_PARAM_NULLPTR
     ops.run("Add", self=ops.tensor(a), other=ops.tensor(b), alpha=ops.scalar(1.0), out=out)
     np.testing.assert_array_equal(ops.read(out), a + b)
+
+
+def test_a_workspace_that_is_not_device_memory_of_that_size_is_refused(ops):
+    a, b = rand((2, 3)), rand((3,), seed=9)
+    out = ops.empty((2, 3), np.float32)
+
+    def plan():
+        return T.get_workspace_size("Add", dict(self=ops.tensor(a), other=ops.tensor(b), alpha=ops.scalar(1.0),
+                                                out=out))
+    size, ex = plan()
+    host = np.zeros(size, np.uint8)
+    with pytest.raises(O.AclnnError) as info:
+        P.run_executor(ex, host.ctypes.data, size, ops.stream, "Add")
+    assert info.value.code == O.ACLNN_ERR_PARAM_INVALID and "host memory" in str(info.value)
+    size, ex = plan()
+    small = ops.rt.malloc(64)
+    with pytest.raises(O.AclnnError) as info:
+        P.run_executor(ex, small, size, ops.stream, "Add")  # claims `size` bytes, holds 64
+    assert info.value.code == O.ACLNN_ERR_PARAM_INVALID and "past the end" in str(info.value)
 
 
 def test_the_workspace_is_used_only_within_its_size(ops):
@@ -310,6 +349,13 @@ def test_bad_arguments_are_refused_in_the_first_phase(ops, case, code):
     with pytest.raises(O.AclnnError) as info:
         T.get_workspace_size(op, args)
     assert info.value.code == code
+
+
+def test_a_tensor_without_device_memory_is_refused(ops):
+    h = O.create_tensor([4], 1, C.ACL_FLOAT, None, 0, O.ACL_FORMAT_ND, [4], 1, 0)
+    with pytest.raises(O.AclnnError) as info:
+        T.get_workspace_size("Relu", dict(self=h, out=ops.empty((4,), np.float32)))
+    assert info.value.code == O.ACLNN_ERR_PARAM_NULLPTR and "tensorData" in str(info.value)
 
 
 def _destroyed(ops):

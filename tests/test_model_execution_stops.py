@@ -133,3 +133,26 @@ def test_an_execute_v2_stream_timeout_stops_the_model_and_returns_the_sync_timeo
     assert acl.mdl.unload(model_id) == OK
     for p in ptrs:
         acl.rt.free(p)
+
+
+def test_finished_executions_do_not_stay_on_the_deadline_heap():
+    # every execution is watched until the op execute timeout (1091 s by default): finished
+    # ones must not pile up (nor keep their tasks, and the datasets they hold, alive)
+    import gc
+    import weakref
+    from npurt.ge.deadlines import Deadlines
+
+    class Task:
+        def expire(self):
+            raise AssertionError("not due")
+
+    deadlines, refs = Deadlines(), []
+    for _ in range(10_000):
+        task = Task()
+        refs.append(weakref.ref(task))
+        deadlines.watch(task, time.monotonic() + 1000)
+        deadlines.unwatch(task)
+    del task
+    gc.collect()
+    assert len(deadlines._heap) < 100
+    assert sum(r() is not None for r in refs) < 100

@@ -281,7 +281,7 @@ def test_blocks_run_in_parallel_with_the_gil_released(rt, binary):
         pytest.skip("one host core: the core pool runs one block at a time")
     blocks = 2
     out = to_device(rt, np.zeros(1 + blocks, np.int64))
-    launch_sync(rt, rt.binary_get_function(binary, "rendezvous"), blocks, (out, 1 << 40))
+    launch_sync(rt, rt.binary_get_function(binary, "rendezvous"), blocks, (out, 1 << 34))  # a bound (seconds), not a wait
     assert from_device(rt, out, np.zeros(1 + blocks, np.int64)).tolist() == [blocks] + [1] * blocks
 
 
@@ -315,3 +315,13 @@ def test_the_sanitizer_reports_a_race_on_a_native_kernels_buffer(rt, binary):
     finally:
         san.disable()
     assert [r.tool for r in san.reports] == ["racecheck"], [str(r) for r in san.reports]
+
+
+def test_the_pythonic_launch_takes_a_native_kernel_and_device_arrays(rt, binary):
+    import npurt
+
+    x = npurt.asarray(np.arange(512, dtype=np.float32))
+    y = npurt.asarray(np.full(512, 2, np.float32))
+    z = npurt.empty(512, np.float32)
+    npurt.launch(rt.binary_get_function(binary, "ew_float"), 2, x, y, z, 512, 128, 2, 0.0)  # op 2: Mul
+    np.testing.assert_array_equal(npurt.asnumpy(z), np.arange(512) * 2)

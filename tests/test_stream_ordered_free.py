@@ -231,3 +231,27 @@ def test_the_holders_given_to_enqueue_are_held_until_the_task_retired(rt, gate):
     gate.set()
     rt.synchronize_stream(s)
     assert rt.malloc(N) == dev  # retired: back in the cache, and reused
+
+
+def test_a_malloc_that_finds_no_memory_waits_for_pending_frees_and_retries(fresh_runtime, monkeypatch):
+    # issue 29: it reported 207001 while the memory it needed was one finished task away
+    import time
+    monkeypatch.setenv("NPURT_HBM_SIZE", "64M")
+    rt = fresh_runtime
+    rt.init()
+    rt.set_device(0)
+    from npurt.runtime.errors import OutOfMemoryError
+    free, total = rt.get_mem_info(C.ACL_HBM_MEM)
+    big = free * 6 // 10
+    s = rt.create_stream()
+    a = rt.malloc(big)
+    rt.launch_host_func(s, time.sleep, 0.5)   # the set below waits behind this
+    rt.memset_async(a, big, 1, 4096, s)
+    rt.free(a)                                 # stream-ordered: pending until the set ran
+    assert rt.memory_stats()["pending_free_blocks"] == 1
+    b = rt.malloc(big)                         # needs a's memory: waits for s, then reuses it
+    assert b == a
+    assert rt.memory_stats()["num_ooms"] == 0
+    rt.free(b)
+    with pytest.raises(OutOfMemoryError):      # what cannot be had is still an error
+        rt.malloc(total * 2)

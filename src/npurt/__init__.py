@@ -22,11 +22,11 @@ from .devices import (DeviceProperties, current_device, device, device_count, em
                        max_memory_reserved, mem_get_info, memory_allocated, memory_reserved, memory_stats,
                        memory_summary, reset_peak_memory_stats, set_device, synchronize)
 from .array import (DeviceArray, array, asarray, asnumpy, broadcast_to, empty, empty_like,  # noqa: F401
-                    empty_pinned, full, full_like, is_pinned, ones, ones_like, tensor, to_device, zeros,
+                    empty_pinned, from_dlpack, full, full_like, is_pinned, ones, ones_like, tensor, to_device, zeros,
                     zeros_like)
 from . import ops  # noqa: E402 - gives DeviceArray its operators (npurt.ops.use_operations)
 from .kernel import GM, kernel, launch  # noqa: F401 - (binds `npurt.kernel` to the decorator, not its module)
-from .ops import arange, matmul  # noqa: F401
+from .ops import (abs, arange, concatenate, exp, log, matmul, sqrt, stack, where)  # noqa: F401,A004
 from . import dtypes as _dtypes
 from .dtypes import (double, float16, float32, float64, half, int8, int16, int32, int64, uint8,  # noqa: F401
                      bool_)

@@ -23,10 +23,7 @@ HEADERS = ["acl/acl.h", "acl/acl_base.h", "acl/acl_rt.h", "acl/acl_rt_allocator.
 
 # C functions the pyACL facade implements and the C face does not yet, with the reason
 # (docs/c-api.md lists them); the test fails when one is implemented (remove it here) or a new gap opens
-KNOWN_GAPS = {
-    # the runtime does not publish reduce_async yet (asked on the board)
-    "aclrtReduceAsync",
-}
+KNOWN_GAPS: set[str] = set()
 
 
 def _values():

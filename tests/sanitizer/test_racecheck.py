@@ -215,3 +215,59 @@ def test_a_done_callback_and_a_threading_event_order_the_main_thread(rt, san):
     assert done.wait(10)
     assert y.to_host()[0] == 3
     assert san.reports == []
+
+
+def test_host_memory_the_allocator_hands_to_another_threads_array_does_not_race_its_old_user(rt, san):
+    # issue 29: numpy hands a freed array's memory to the next array, maybe another thread's;
+    # the history of the old array must end with it. Here the "allocator" is a pool both
+    # arrays are views of (the same bytes, each through its own short-lived owner object).
+    pool = np.zeros(1 << 16, np.uint8)
+    dev = rt.malloc(pool.nbytes)
+    rt.memset(dev, pool.nbytes, 7, pool.nbytes)
+    ctx = rt.get_context()
+    handoff = threading.Lock()  # a C lock: the sanitizer orders nothing through it
+    handoff.acquire()
+    addresses, errors = [], []
+
+    def user(first: bool):
+        try:
+            rt.set_context(ctx)
+            s = rt.create_stream()
+            if not first:
+                handoff.acquire()  # after the first user released its array (in real time only)
+            owner = memoryview(pool)
+            arr = np.frombuffer(owner, np.uint8)
+            addresses.append(arr.ctypes.data)
+            rt.copy_array_async(dev, arr, s, to_device=False)
+            s.synchronize()
+            assert (arr == 7).all()
+            del arr, owner  # the memory goes back to the "allocator"
+            if first:
+                handoff.release()
+            rt.destroy_stream(s)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=user, args=(first,)) for first in (True, False)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert addresses[0] == addresses[1]  # the same bytes, two unrelated arrays
+    assert races(san) == [], races(san)[0].text()
+    rt.free(dev)
+
+
+def test_host_memory_still_in_use_by_an_unordered_copy_is_still_a_race(rt, san):
+    # the history ends with the buffer, not before: two live arrays' copies still race
+    host = np.zeros(4096, np.uint8)
+    dev = rt.malloc(4096)
+    s1, s2 = rt.create_stream(), rt.create_stream()
+    rt.launch_host_func(s1, time.sleep, 0.05)
+    rt.copy_array_async(dev, host, s1, to_device=False)
+    rt.copy_array_async(dev, host, s2, to_device=False)
+    s1.synchronize()
+    s2.synchronize()
+    assert races(san), "two unordered copies into one live array must race"
+    rt.free(dev)

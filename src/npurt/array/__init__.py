@@ -6,6 +6,6 @@ to_device, ...), pinned.py (page-locked host buffers).
 what `from npurt.array import DeviceArray` imports.
 """
 from .core import DeviceArray, as_dtype, broadcast_to  # noqa: F401
-from .creation import (array, asarray, asnumpy, empty, empty_like, full, full_like, ones, ones_like,  # noqa: F401
-                       tensor, to_device, zeros, zeros_like)
+from .creation import (array, asarray, asnumpy, empty, empty_like, from_dlpack, full, full_like, ones,  # noqa: F401
+                       ones_like, tensor, to_device, zeros, zeros_like)
 from .pinned import empty_pinned, is_pinned  # noqa: F401

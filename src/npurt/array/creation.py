@@ -152,3 +152,25 @@ def asnumpy(a, stream=None, out: np.ndarray | None = None) -> np.ndarray:
         out[...] = host
         return out
     return host
+
+
+def from_dlpack(x, device=None, stream=None) -> DeviceArray:
+    """A DeviceArray from a DLPack producer (`np.from_dlpack`'s counterpart). A DeviceArray is
+    returned as it is (the same memory). A host producer (a numpy array, a CPU torch tensor,
+    anything whose `__dlpack_device__` is kDLCPU) is copied to `device`, as `to_device` does:
+    host memory is not device memory, so no zero-copy view of it can exist."""
+    if isinstance(x, DeviceArray):
+        return x
+    if not hasattr(x, "__dlpack__") or not hasattr(x, "__dlpack_device__"):
+        raise InvalidValueError(f"npurt.from_dlpack needs a DLPack producer (an object with __dlpack__ and "
+                                f"__dlpack_device__), got {type(x).__name__}; for other host data use "
+                                "npurt.to_device")
+    device_type, _ = x.__dlpack_device__()
+    if int(device_type) != KDL_CPU:
+        raise InvalidValueError(f"npurt.from_dlpack: the producer's memory is on DLPack device type "
+                                f"{int(device_type)}; npurt takes host (kDLCPU) producers and DeviceArrays "
+                                "(move a tensor to the CPU first, or pass the DeviceArray itself)")
+    return to_device(np.from_dlpack(x), stream=stream, device=device)
+
+
+KDL_CPU = 1   # DLDeviceType kDLCPU

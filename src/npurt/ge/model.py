@@ -50,6 +50,7 @@ from math import prod
 
 import numpy as np
 
+from ..runtime import fork_safe_lock
 from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, Task, address, constants as C,
                        current_context, free, malloc_on, resolve as locate)
 from . import aipp as A
@@ -67,8 +68,9 @@ _log = logging.getLogger("npurt.ge")
 _models: dict[int, "Model"] = {}
 _running: dict["ModelTask", "Model"] = {}  # executions inside ONNX Runtime now
 EXIT_WAIT_S = 30.0  # at interpreter exit: how long stopped runs may take to leave ORT
+_exiting: list = []  # non-empty once the interpreter exits: executions that start then stop at once
 _ids = itertools.count(1)
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def model_of(model_id) -> "Model":
@@ -211,6 +213,7 @@ def stop_runs(model: "Model | None", code: int, why: str) -> list["ModelTask"]:
 def _stop_at_exit() -> None:
     """atexit: no thread may be inside ONNX Runtime when the interpreter tears it down (a
     daemon worker still running a model made the process die with SIGABRT)."""
+    _exiting.append(True)  # first: a run registering after the snapshot below sees it
     if not stop_runs(None, C.ACL_ERROR_RT_DEVICE_TASK_ABORT, "was stopped: the interpreter is exiting"):
         return
     deadline = time.monotonic() + EXIT_WAIT_S
@@ -580,9 +583,11 @@ class Model:
             options = task.options = engine.run_options()
             if task.stop is not None:  # stopped before it started
                 options.terminate = True
-            _running[task] = self
-            DEADLINES.watch(task, time.monotonic() + effective_op_execute_timeout_us() / 1e6)
             try:
+                _running[task] = self
+                if _exiting:
+                    task.expire(C.ACL_ERROR_RT_DEVICE_TASK_ABORT, "was stopped: the interpreter is exiting")
+                DEADLINES.watch(task, time.monotonic() + effective_op_execute_timeout_us() / 1e6)
                 session.run_with_iobinding(binding, options)
             except Exception as exc:  # noqa: BLE001 - ORT's message names the failing node
                 stop = task.stop

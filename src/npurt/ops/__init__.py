@@ -10,8 +10,10 @@ and kernel-backed methods (`fill`, `astype`, `contiguous`), which forward to `ar
 """
 from ..array import core as _core
 from . import array_ops, kernels, launch, launchers  # noqa: F401 - (launch: the launchers' old name)
-from .array_ops import (add, arange, arange_into, astype, cast, contiguous, div, fill, gelu,  # noqa: F401
-                        layer_norm, matmul, max, maximum, mean, mul, relu, softmax, sub, sum, transpose)
+from .array_ops import (abs, add, arange, arange_into, astype, cast, concatenate, contiguous, div, equal,  # noqa: F401
+                        exp, fill, gelu, greater, greater_equal, layer_norm, less, less_equal, log, matmul, max,
+                        maximum, mean, minimum, mul, not_equal, power, relu, softmax, sqrt, stack, sub, sum,
+                        transpose, where)
 from .array_ops import __all__  # noqa: F401
 
 _core.use_operations(array_ops)

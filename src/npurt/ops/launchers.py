@@ -110,13 +110,35 @@ def elementwise(op, out, a, b, n, dtype, stream=None, num_blocks=None) -> int:
     if op in K.UNARY_OPS:
         if b not in (None, 0):
             raise InvalidValueError(f"elementwise {op} is unary: pass b=None")
-        code = _code(dtype, _FLOAT | (_SIGNED if op == "relu" else set()), "elementwise", op)
+        code = _code(dtype, _FLOAT | (_SIGNED if op in ("relu", "abs") else set()), "elementwise", op)
         size = n * K.dtype_of(code).itemsize
         _need(out=out, a=a)
         return _launch(K.unary, _blocks(num_blocks, n), (out, a, n, K.UNARY_OPS.index(op), code), stream,
                        extents=(size, size))
     raise InvalidValueError(f"unknown elementwise op {op!r}; binary: {', '.join(K.BINARY_OPS)}; "
                             f"unary: {', '.join(K.UNARY_OPS)}")
+
+
+def compare(op, out, a, b, n, dtype, stream=None, num_blocks=None) -> int:
+    """out (bool) = a op b, op in lt, le, gt, ge, eq, ne; a and b of `dtype`."""
+    n = _count(n, "n")
+    if op not in K.COMPARE_OPS:
+        raise InvalidValueError(f"unknown comparison {op!r}; one of {', '.join(K.COMPARE_OPS)}")
+    code = _code(dtype, None, "compare", op)
+    _need(out=out, a=a, b=b)
+    size = n * K.dtype_of(code).itemsize
+    return _launch(K.compare, _blocks(num_blocks, n), (out, a, b, n, K.COMPARE_OPS.index(op), code), stream,
+                   extents=(n, size, size))
+
+
+def select(out, cond, a, b, n, dtype, stream=None, num_blocks=None) -> int:
+    """out = cond ? a : b elementwise (cond bool; a, b, out of `dtype`)."""
+    n = _count(n, "n")
+    code = _code(dtype)
+    _need(out=out, cond=cond, a=a, b=b)
+    size = n * K.dtype_of(code).itemsize
+    return _launch(K.select, _blocks(num_blocks, n), (out, cond, a, b, n, code), stream,
+                   extents=(size, n, size, size))
 
 
 def cast(out, x, n, src_dtype, dst_dtype, stream=None, num_blocks=None) -> int:

@@ -182,13 +182,25 @@ class HostMemory:
 
     def alias_target(self, alias: int, nbytes: int) -> int:
         """Host address behind a device alias (for kernels); errors if out of range."""
+        return self.alias_range(alias, nbytes)[0]
+
+    def alias_range(self, alias: int, nbytes: int) -> tuple[int, HostRange]:
+        """(host address, registered range) behind a device alias; errors if out of range."""
         keys = sorted(self.aliases)
         i = bisect.bisect_right(keys, alias) - 1
         if i >= 0:
             rng = self.aliases[keys[i]]
             if alias + nbytes <= rng.alias + rng.size:
-                return rng.addr + (alias - rng.alias)
+                return rng.addr + (alias - rng.alias), rng
         raise InvalidValueError(f"0x{alias:x} is not inside a registered host range's device alias")
+
+    def freed(self, addr: int, nbytes: int = 1) -> HostRange | None:
+        """A malloc_host range freed with free_host that npurt still maps (a queued copy
+        holds it) and that [addr, addr + nbytes) meets: a use after free npurt can see."""
+        for rng in list(self.closing):
+            if addr < rng.addr + rng.size and rng.addr < addr + max(nbytes, 1):
+                return rng
+        return None
 
     # ------------------------------------------------------------ lookup
     def find(self, addr: int, nbytes: int = 1) -> HostRange | None:

@@ -31,7 +31,9 @@ builds are refused at import for this reason: see npurt.runtime.)
 Stream-ordered reuse: tasks that touch a block record (stream -> sequence number) in
 `block.uses`. `free` of a block whose recorded work has not finished parks it as *pending*;
 it returns to the cache only once that work has completed, so new allocations never alias
-memory that queued work still reads or writes.
+memory that queued work still reads or writes. A malloc that finds no memory while blocks
+are pending waits for their work and retries before it reports ACL_ERROR_RT_MEMORY_ALLOCATION
+(207001), as torch's caching allocator does.
 """
 from __future__ import annotations
 
@@ -43,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from . import constants as C
 from .config import POISON_BYTE
-from .errors import InvalidValueError, OutOfMemoryError, as_int
+from .errors import InvalidValueError, NpuError, OutOfMemoryError, as_int
 
 if TYPE_CHECKING:
     from ..driver import DeviceBackend
@@ -391,6 +393,29 @@ class DeviceMemory:
         return self.pools[NORMAL_PAGE]
 
     def _malloc_slow(self, size: int, bsize: int, pool: PagePool, policy: int, align32: bool = False) -> int:
+        try:
+            return self._malloc_locked(size, bsize, pool, policy, align32)
+        except OutOfMemoryError:
+            if not self.pending_count or not self._wait_for_pending_frees():
+                raise
+            self.num_ooms -= 1  # the retry decides
+        return self._malloc_locked(size, bsize, pool, policy, align32)
+
+    def _wait_for_pending_frees(self) -> bool:
+        """Out of memory while stream-ordered frees wait for queued work: wait for that work
+        (as torch's caching allocator synchronizes before it reports OOM), so the retry can
+        reuse those blocks. Outside the lock: the work may allocate too. False if the wait
+        is not possible (a task of one of those streams is the caller)."""
+        with self.lock:
+            waits = [(stream, max(entry[0] for entry in heap)) for stream, heap in self.pending.items() if heap]
+        for stream, seq in waits:
+            try:
+                stream.synchronize(seq, report_errors=False)
+            except NpuError:  # a self-wait (DeadlockError), a destroyed stream: report the OOM
+                return False
+        return True
+
+    def _malloc_locked(self, size: int, bsize: int, pool: PagePool, policy: int, align32: bool) -> int:
         with self.lock:
             self.collect_pending()
             block = pool.best_fit(bsize)

@@ -15,7 +15,7 @@ string, one character per parameter:
 | P | a pointer (`__gm__ T*`): read and written by the kernel |
 | R | a pointer to const (`__gm__ const T*`): only read |
 | b B h H i I q Q | int8 uint8 int16 uint16 int32 uint32 int64 uint64 |
-| e f d ? | half, float, double, bool |
+| e f d ? | half, float, double, bool (a bfloat16_t scalar passes as its bits: H) |
 
 A `NativeKernel` is a `KernelFunction` whose parameters come from the kinds, so a native
 launch is an ordinary kernel task: enqueue checks of every pointer argument, stream order,
@@ -35,10 +35,10 @@ on the others.
 
 Kernel binaries: what `ascendc_fatbin_library` produces is a shared object exporting
 
-    const NpurtKernelEntry *npurtKernelTable(uint32_t *count)
-    struct NpurtKernelEntry { const char *name; void *kernel; void *trampoline; const char *kinds; }
+    const KernelEntry *npurtKernelTable(uint32_t *count)
+    struct KernelEntry { const char *name; void *kernel; void *trampoline; const char *kinds; }
 
-`load_native_binary` dlopens it (a copy, for data given in memory) and makes one
+`load_elf` dlopens it (through a private temporary file, for data given in memory) and makes one
 NativeKernel per entry. Native code runs in the process, exactly as a loaded device binary
 is trusted: a kernel that writes past its buffers corrupts memory as it would on the NPU.
 """
@@ -48,12 +48,12 @@ import ctypes
 import inspect
 import os
 import tempfile
-import threading
 
 import numpy as np
 
 from . import address
 from . import constants as C
+from .forking import fork_safe_lock
 from .errors import InvalidValueError, NpuError
 from .kernel import GM, KernelFunction, enqueue_launch
 from .memory import LIVE, usable_size
@@ -116,6 +116,7 @@ class NativeKernel(KernelFunction):
                for i, k in enumerate(kinds)])
         super().__init__(fn, name)
         self.binary = binary
+        _BY_ADDRESS[kernel_addr] = self
 
     def __repr__(self) -> str:
         return f"<npurt native kernel {self.name}({self.kinds}) at 0x{self.kernel_addr:x}>"
@@ -161,7 +162,14 @@ def _extent(device, ptr: int) -> int:
 
 # ------------------------------------------------------------------ <<<>>> launches
 _LAUNCHED: dict[tuple, NativeKernel] = {}
-_lock = threading.Lock()
+_BY_ADDRESS: dict[int, NativeKernel] = {}  # kernel address -> the newest NativeKernel made for it
+
+
+def native_kernel_at(kernel_addr: int) -> NativeKernel | None:
+    """The native kernel whose code is at `kernel_addr`, if npurt has met it (a <<<>>> launch
+    of it, or a loaded kernel binary holding it); None otherwise."""
+    return _BY_ADDRESS.get(kernel_addr)
+_lock = fork_safe_lock()
 
 
 def native_kernel(name: str, kernel_addr: int, trampoline_addr: int, kinds: str) -> NativeKernel:

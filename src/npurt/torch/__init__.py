@@ -16,8 +16,23 @@ Needs torch >= 2.9 (`pip install 'npurt[torch]'`). docs/torch.md says what works
 """
 from __future__ import annotations
 
+import importlib
 import inspect
 import sys
+import threading
+
+
+def _import_quietly(name: str) -> None:
+    try:
+        importlib.import_module(name)
+    except Exception:  # noqa: BLE001, S110 - the op that needs it will say so itself
+        pass
+
+
+# sympy takes about a second to import and torch's type promotion imports it at the first
+# elementwise op on npu (through the meta kernels): import it while torch itself loads.
+if "sympy" not in sys.modules:
+    threading.Thread(target=_import_quietly, args=("sympy",), name="npurt-torch-warm-up", daemon=True).start()
 
 try:
     import torch

@@ -53,6 +53,19 @@ int main(void)
     CHECK(aclrtMemcpy(back, 16, b, 16, ACL_MEMCPY_DEVICE_TO_HOST));
     for (int i = 0; i < 4; ++i) EXPECT(back[i] == host[i] + 1.0f);
 
+    /* the queries: shape and strides in a buffer the caller frees */
+    int64_t *dims = NULL;
+    uint64_t ndims = 0;
+    CHECK(aclGetViewShape(ta, &dims, &ndims));
+    EXPECT(ndims == 1 && dims[0] == 4);
+    free(dims);
+    aclDataType dt;
+    CHECK(aclGetDataType(ta, &dt));
+    EXPECT(dt == ACL_FLOAT);
+    aclFormat fmt;
+    CHECK(aclGetFormat(ta, &fmt));
+    EXPECT(fmt == ACL_FORMAT_ND);
+
     EXPECT(aclDestroyTensor(ta) == 0);
     EXPECT(aclDestroyTensor(ta) == 161002); /* destroyed twice */
     CHECK(aclDestroyTensor(tb));

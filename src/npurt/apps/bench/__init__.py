@@ -4,8 +4,9 @@
 
 Modules: harness (timing, sizes), metrics (npurt through the pyACL facade), pythonic (the
 same through npurt.Stream / Event / DeviceArray), profiler (what profiling costs), sanitizer
-(what the sanitizer costs), schedules (seeded runs per second of npurt run --schedules), collectives (AllReduce across 2 processes against mpi4py), media
-(JPEG decode on the simulated DVPP against Pillow), models (acl.mdl execute against ONNX Runtime
+(what the sanitizer costs), schedules (seeded runs per second of npurt run --schedules), collectives
+(AllReduce across 2 processes against mpi4py), media (JPEG decode on the simulated DVPP against
+Pillow), capi (the C interface against the facade), models (acl.mdl execute against ONNX Runtime
 run directly), torchnpu (torch on npu, when PyTorch is installed), peers (PoCL, Numba's CUDA
 simulator), report (the table and the JSON).
 bench/README.md and docs/performance.md explain the figures.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 
-from . import schedules
+from . import capi, schedules
 from .harness import FULL, QUICK, Profile
 from .report import JSON_KEYS, Results, derived, footer, header, json_figures, table, write_json
 
@@ -48,6 +49,8 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
         ("JPEG decode (DVPP)", media.measure),
         ("model execution", models.measure),
         ("torch on npu", torchnpu.measure),
+        ("a torch_npu script as a process", torchnpu.measure_script),
+        ("C interface", capi.measure),
     ]
     with metrics.Session(profile) as session:
         for what, fn in steps:

@@ -88,6 +88,13 @@ SPECS: list[Spec] = [
     Spec("model_exec_ms", "  acl.mdl.execute of the CNN", "ms", L),
     Spec("model_ort_ms", "  reference: ONNX Runtime session.run", "ms", L),
     Spec("model_exec_async_enqueue_us", "acl.mdl.execute_async enqueue (small MLP)", "us", L, 10, True),
+    Spec("c_call_ratio", "C interface: aclrtMemcpy 4 B H2D from C / acl.rt.memcpy", "x", L, 1.3, True),
+    Spec("c_memcpy_us", "  from C (libacl_rt.so)", "us", L),
+    Spec("c_memcpy_acl_us", "  through the pyACL facade", "us", L),
+    Spec("c_malloc_free_ratio", "C interface: aclrtMalloc + aclrtFree 4 KiB / the facade's", "x", L, 1.5, True),
+    Spec("c_malloc_free_us", "  from C", "us", L),
+    Spec("c_malloc_free_acl_us", "  through the pyACL facade", "us", L),
+    Spec("c_first_call_s", "C interface: a fresh program's first call (starts Python)", "s", L, None, True),
     Spec("torch_op_us", "torch: a + b on npu, host cost (launch)", "us", L, 25, True),
     Spec("torch_op_queued_us", "  the same with the device held (ops pile up)", "us", L),
     Spec("torch_op_busy_us", "  a loop of adds with the device running", "us", L),
@@ -95,6 +102,10 @@ SPECS: list[Spec] = [
     Spec("torch_transformer_ratio", "torch: TransformerEncoderLayer step, npu / CPU torch (speed)", "x", H, 0.9, True),
     Spec("torch_transformer_npu_ms", "  npu step (fwd + bwd + SGD, synchronized)", "ms", L),
     Spec("torch_transformer_cpu_ms", "  reference: the same step in CPU torch", "ms", L),
+    Spec("torch_script_ratio", "torch: a small training script as a process, npurt run --torch-npu / CPU torch (time)",
+         "x", L, 1.5, True),
+    Spec("torch_script_npu_s", "  npurt run --torch-npu train_step.py (whole process)", "s", L),
+    Spec("torch_script_cpu_s", "  reference: python train_step.py on CPU torch", "s", L),
 ]
 BY_ID = {s.id: s for s in SPECS}
 JSON_KEYS = [s.id for s in SPECS if s.json]

@@ -10,12 +10,21 @@ training step against CPU torch in the same run.
 * torch_transformer_ratio: an `nn.TransformerEncoderLayer` forward + backward + SGD step on
   npu over the same step in CPU torch (> 1: npu faster), timed alternately, each npu sample
   ending with a synchronize.
+* torch_script_ratio: a small torch_npu training script (an MLP, SGD, autocast, one step) as a
+  whole process under `npurt run --torch-npu`, over the same script on CPU torch (`python
+  script.py cpu`), timed alternately: what a user's edit-run cycle pays (< 1.5x is the target;
+  the first op on npu used to stall seconds importing torch._dynamo). Not measured at the test
+  size (two processes per sample).
 
 Skipped with a note (not an error) when PyTorch is not installed.
 """
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
+import tempfile
 
 from .harness import MiB, Profile, Stat, clock, paired, per_call_us  # noqa: F401
 
@@ -26,6 +35,50 @@ class Skipped(Exception):
     def __init__(self, notes: dict[str, str]):
         super().__init__(next(iter(notes.values())))
         self.notes = notes
+
+
+SCRIPT = """import sys
+import torch
+device = sys.argv[1]
+if device == "npu":
+    import torch_npu  # noqa: F401
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4)).to(device)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(16, 32).to(device), torch.randint(0, 4, (16,)).to(device)
+with torch.autocast(device_type=device, dtype=torch.bfloat16):
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+loss.backward()
+opt.step()
+print(loss.item())
+"""
+SCRIPT_FIGURES = ("torch_script_ratio", "torch_script_npu_s", "torch_script_cpu_s")
+
+
+def measure_script(session, p: Profile) -> dict[str, Stat]:
+    """The whole-process figure: CPU torch and npurt run --torch-npu, alternately."""
+    if p.name == "tiny":
+        raise Skipped({f: "skipped at the test size: two whole processes per sample" for f in SCRIPT_FIGURES})
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise Skipped({f: "skipped: PyTorch is not installed" for f in SCRIPT_FIGURES}) from None
+    repeats = 3 if p.name == "full" else 1
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.path.dirname(os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), os.environ.get("PYTHONPATH")]))}
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "train_step.py")
+        with open(script, "w") as f:
+            f.write(SCRIPT)
+
+        def process(*argv):
+            def run():
+                subprocess.run([sys.executable, *argv], check=True, capture_output=True, env=env, timeout=600)
+            return run
+
+        r = paired(process(script, "cpu"), process("-m", "npurt", "run", "--torch-npu", script, "npu"), repeats, 0)
+    times = Stat(1 / r.ratio.median, 1 / r.ratio.hi, 1 / r.ratio.lo, r.ratio.n)   # npu time / CPU time
+    return {"torch_script_ratio": times, "torch_script_npu_s": r.subject_s, "torch_script_cpu_s": r.reference_s}
 
 
 FIGURES = ("torch_op_us", "torch_op_queued_us", "torch_op_busy_us", "torch_op_sync_us",

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import ctypes
 import math
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 
-from ...ge.dtypes import from_numpy, to_numpy
-from ...runtime import NpuError, constants as C, handle_table
+from ...runtime import fork_safe_lock
+from ...runtime import dtypes as _dtypes
+from ...runtime import NpuError, handle_table
 
 ACLNN_SUCCESS = 0
 ACLNN_ERR_PARAM_NULLPTR = 161001
@@ -56,13 +56,13 @@ def invalid(message: str) -> AclnnError:
 
 def numpy_dtype(data_type: int, what: str) -> np.dtype:
     try:
-        return to_numpy(data_type)
+        return _dtypes.to_numpy(data_type)
     except NpuError:
         raise invalid(f"{what}: data type {data_type} is not supported") from None
 
 
 def acl_dtype(dtype: np.dtype) -> int:
-    return from_numpy(dtype)
+    return _dtypes.from_numpy(dtype)
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class Array:
 TENSORS = handle_table("aclnn tensor")
 SCALARS = handle_table("aclnn scalar")
 ARRAYS = handle_table("aclnn array")
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def _add(table, obj) -> int:
@@ -233,7 +233,3 @@ def destroy(table, handle, what: str, kind: str | None = None) -> None:
     with _lock:
         table.remove(handle)
 
-
-def live_counts() -> dict:
-    """Live objects per kind (for leak checks in tests)."""
-    return {"tensors": len(TENSORS), "scalars": len(SCALARS), "arrays": len(ARRAYS)}

@@ -21,6 +21,9 @@ Semantics (as torch's, which CANN's operators follow) and where npurt differs:
 | Amax | max over dim | |
 | LayerNorm | (x - mean) / sqrt(var + eps) * weight + bias over the trailing normalizedShape | population variance; meanOut / rstdOut optional |
 | Permute | self transposed by dims | |
+| InplaceFillScalar, InplaceZero | selfRef = value / 0 | |
+| Arange | start, start + step, ... below end | out must be 1-D with that many elements |
+| InplaceCopy | selfRef = src, broadcast and cast | strided selfRef and src |
 """
 from __future__ import annotations
 
@@ -475,6 +478,59 @@ def plan_permute(op, self, dims, out):
     return p
 
 
+def plan_fill(op, selfRef, value):
+    p = Plan(op)
+    _check_dtype(op, selfRef.dtype)
+    n = selfRef.numel
+    if n:
+        dst, finish = _output(p, selfRef, selfRef.dtype)
+        p.step(L.fill, dst, n, _scalar_value(value), selfRef.dtype)
+        finish()
+    return p
+
+
+def plan_zero(op, selfRef):
+    p = Plan(op)
+    _check_dtype(op, selfRef.dtype)
+    n = selfRef.numel
+    if n:
+        dst, finish = _output(p, selfRef, selfRef.dtype)
+        p.step(L.fill, dst, n, 0, selfRef.dtype)
+        finish()
+    return p
+
+
+def plan_arange(op, start, end, step, out):
+    p = Plan(op)
+    a, b, d = (_scalar_value(s) for s in (start, end, step))
+    if d == 0:
+        raise O.invalid("step must not be 0")
+    if (b - a) * d < 0:
+        raise O.invalid(f"start {a}, end {b} and step {d} have inconsistent signs")
+    n = max(0, math.ceil((b - a) / d))
+    if out.numel != n or len(out.shape) != 1:
+        raise O.invalid(f"out has shape {list(out.shape)}, arange({a}, {b}, {d}) has {n} elements: shape [{n}]")
+    _check_dtype(op, out.dtype)
+    if n:
+        dst, finish = _output(p, out, out.dtype)
+        p.step(L.arange, dst, n, a, d, out.dtype)
+        finish()
+    return p
+
+
+def plan_copy(op, selfRef, src):
+    p = Plan(op)
+    shape = tuple(selfRef.shape)
+    if broadcast(op, shape, src.shape) != shape:
+        raise O.invalid(f"src of shape {list(src.shape)} does not broadcast to selfRef's shape {list(shape)}")
+    _check_dtype(op, selfRef.dtype)
+    _check_dtype(op, src.dtype)
+    if selfRef.numel:
+        p.step(launch_strided_copy, selfRef.address, src.address, shape, selfRef.strides, _bstrides(src, shape),
+               selfRef.dtype, src.dtype)
+    return p
+
+
 # ---------------------------------------------------------------- the table
 def _sig(*params):
     return tuple(params)
@@ -521,6 +577,11 @@ OPS: tuple[Op, ...] = (
             ("double", "eps"), (T_OUT, "out"), (T_OUT, "meanOutOptional"), (T_OUT, "rstdOutOptional")),
        plan_layer_norm),
     Op("Permute", "aclnn_permute.h", _sig((T_IN, "self"), (A_INT, "dims"), (T_OUT, "out")), plan_permute),
+    Op("InplaceFillScalar", "aclnn_fill_scalar.h", _sig((T_OUT, "selfRef"), (S_IN, "value")), plan_fill),
+    Op("InplaceZero", "aclnn_zero.h", _sig((T_OUT, "selfRef"),), plan_zero),
+    Op("Arange", "aclnn_arange.h", _sig((S_IN, "start"), (S_IN, "end"), (S_IN, "step"), (T_OUT, "out")),
+       plan_arange),
+    Op("InplaceCopy", "aclnn_copy.h", _sig((T_OUT, "selfRef"), (T_IN, "src")), plan_copy),
 )
 BY_NAME = {op.name: op for op in OPS}
 
@@ -533,7 +594,9 @@ def resolve_args(op: Op, values: dict) -> dict:
         v = values[name]
         optional = name.endswith("Optional")
         if ctype in (T_IN, T_OUT):
-            out[name] = O.optional_tensor(v, name) if optional else O.tensor(v, name)
+            t = out[name] = O.optional_tensor(v, name) if optional else O.tensor(v, name)
+            if t is not None and t.numel and not t.data:
+                raise O.null(f"the device address of {name} (aclCreateTensor's tensorData)")
         elif ctype == S_IN:
             out[name] = O.scalar(v, name)
         elif ctype == A_INT:

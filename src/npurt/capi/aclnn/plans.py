@@ -15,15 +15,14 @@ Helper kernels (Python kernels on the simulated AI cores):
 """
 from __future__ import annotations
 
-import math
-import threading
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ...runtime import fork_safe_lock
 from ...ops import kernels as K
 from ... import GM, kernel
-from ...runtime import InvalidValueError, NpuError, handle_table, launch
+from ...runtime import RUNTIME, InvalidValueError, NpuError, handle_table, launch, resolve
 from .objects import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_RUNTIME_ERROR, AclnnError, invalid, null
 
 ALIGN = 512
@@ -60,6 +59,8 @@ class Plan:
                           f"aclnn{self.op}GetWorkspaceSize asked for")
         if self.size and not workspace:
             raise null(f"workspace (the op needs {self.size} bytes)")
+        if self.size:
+            self._check_workspace(workspace, stream)
         for fn, args, kwargs in self.steps:
             real = tuple(workspace + a.offset if type(a) is Temp else a for a in args)
             try:
@@ -72,8 +73,22 @@ class Plan:
                 raise AclnnError(exc.message, ACLNN_ERR_RUNTIME_ERROR) from None
 
 
+    def _check_workspace(self, workspace: int, stream) -> None:
+        """The workspace must be device memory of the stream's device holding the size asked."""
+        try:
+            span = resolve(RUNTIME, workspace, self.size, "workspace")
+        except InvalidValueError as exc:
+            raise invalid(f"workspace: {exc.message}") from None
+        device = stream.device if stream is not None else None
+        if span.device is None:
+            raise invalid(f"workspace 0x{workspace:x} is host memory; it must be device memory (aclrtMalloc)")
+        if device is not None and span.device is not device:
+            raise invalid(f"workspace 0x{workspace:x} is memory of device {span.device.id}, the stream runs on "
+                          f"device {device.id}")
+
+
 EXECUTORS = handle_table("aclnn executor")
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def new_executor(plan: Plan) -> int:

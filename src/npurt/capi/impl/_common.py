@@ -6,6 +6,8 @@ Python and back. A NULL stream is the current context's default stream.
 """
 from __future__ import annotations
 
+import threading
+
 from ...runtime import RUNTIME, InvalidValueError, NpuError, constants as C
 
 _streams, _events, _contexts = RUNTIME.streams, RUNTIME.events, RUNTIME.contexts
@@ -29,6 +31,20 @@ def context_of(handle: int):
     if not handle:
         raise InvalidValueError("context is NULL")
     return _contexts.get(handle)
+
+
+_thread = threading.local()
+
+
+def note_task(task_id) -> None:
+    """Remember the id (stream sequence number) of the task the calling C thread enqueued
+    last, for aclrtGetThreadLastTaskId; every C function that enqueues a task calls it."""
+    if type(task_id) is int:
+        _thread.last_task = task_id
+
+
+def last_task() -> int:
+    return getattr(_thread, "last_task", 0)
 
 
 def null(name: str) -> NpuError:

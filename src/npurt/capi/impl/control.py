@@ -17,7 +17,7 @@ from ... import runtime as rt
 from ...runtime import NpuError, constants as C
 from .. import cdata
 from ..registry import c_function
-from ._common import null, stream_of
+from ._common import last_task, note_task, null, stream_of
 
 
 @c_function("aclrtSubscribeReport")
@@ -37,7 +37,8 @@ def aclrtLaunchCallback(fn, userData, blockType, stream):
     if not fn:
         raise null("fn")
     call = cdata.ffi.cast("aclrtCallback", fn)
-    rt.launch_callback(lambda data: call(cdata.ffi.cast("void *", data)), userData, blockType, stream_of(stream))
+    note_task(rt.launch_callback(lambda data: call(cdata.ffi.cast("void *", data)), userData, blockType,
+                                 stream_of(stream)))
     return 0
 
 
@@ -127,7 +128,23 @@ def aclrtLaunchHostFunc(stream, fn, args):
         raise null("fn")
     call = cdata.ffi.cast("aclrtHostFunc", fn)
     s = rt.stream_of(stream_of(stream))
-    rt.launch_host_func(s, HOST_FUNCTIONS.call, s.handle, call, args, name="aclrtLaunchHostFunc")
+    note_task(rt.launch_host_func(s, HOST_FUNCTIONS.call, s.handle, call, args, name="aclrtLaunchHostFunc"))
+    return 0
+
+
+@c_function("aclrtGetThreadLastTaskId")
+def aclrtGetThreadLastTaskId(taskId):
+    """The id (stream sequence number) of the last task this C thread enqueued (0: none yet)."""
+    if not taskId:
+        raise null("taskId")
+    taskId[0] = last_task() & 0xFFFFFFFF
+    return 0
+
+
+@c_function("aclrtReduceAsync")
+def aclrtReduceAsync(dst, src, count, kind, type, stream, reserve):  # noqa: A002 - the C parameter's name
+    """Stream-ordered dst op= src over `count` bytes (ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM / MAX / MIN)."""
+    note_task(rt.reduce_async(dst, src, count, kind, type, stream_of(stream), reserve or None))
     return 0
 
 

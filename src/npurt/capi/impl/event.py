@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ... import runtime as rt
 from ..registry import c_function
-from ._common import event_of, null, stream_of
+from ._common import event_of, note_task, null, stream_of
 
 _events = rt.RUNTIME.events.lookup
 _record_event, _stream_wait_event, _synchronize_event = rt.record_event, rt.stream_wait_event, rt.synchronize_event
@@ -40,13 +40,13 @@ def aclrtDestroyEvent(event):
 
 @c_function("aclrtRecordEvent")
 def aclrtRecordEvent(event, stream):
-    _record_event(_events(event) or event_of(event), stream_of(stream))
+    note_task(_record_event(_events(event) or event_of(event), stream_of(stream)))
     return 0
 
 
 @c_function("aclrtStreamWaitEvent")
 def aclrtStreamWaitEvent(stream, event):
-    _stream_wait_event(stream_of(stream), _events(event) or event_of(event))
+    note_task(_stream_wait_event(stream_of(stream), _events(event) or event_of(event)))
     return 0
 
 

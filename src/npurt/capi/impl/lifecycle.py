@@ -13,6 +13,7 @@ from ...runtime import constants as C
 from .. import cdata
 from ..registry import c_function
 from ..spec import load
+from . import dump
 from ._common import null
 
 _log = logging.getLogger("npurt.capi.app_log")
@@ -24,7 +25,9 @@ _ACL_VERSION = tuple(int(_MACROS[f"ACL_{k}_VERSION"]) for k in ("MAJOR", "MINOR"
 
 @c_function("aclInit")
 def aclInit(configPath):
-    rt.init(cdata.string(configPath))
+    path = cdata.string(configPath)
+    rt.init(path)
+    dump.configure(path, "aclInit")
     return 0
 
 

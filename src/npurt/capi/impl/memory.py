@@ -7,7 +7,7 @@ from ... import runtime as rt
 from ...runtime import constants as C
 from .. import cdata
 from ..registry import c_function
-from ._common import null, stream_of
+from ._common import note_task, null, stream_of
 
 # the hot paths call the runtime's functions bound here once
 _malloc, _free, _memcpy, _memcpy_async = rt.malloc, rt.free, rt.memcpy, rt.memcpy_async
@@ -129,7 +129,8 @@ def aclrtMemcpy(dst, destMax, src, count, kind):
 
 @c_function("aclrtMemcpyAsync", "aclrtMemcpyAsyncWithCondition")
 def aclrtMemcpyAsync(dst, destMax, src, count, kind, stream):
-    _memcpy_async(dst, destMax, src, count, kind, (_stream_lookup(stream) or stream_of(stream)) if stream else None)
+    note_task(_memcpy_async(dst, destMax, src, count, kind,
+                            (_stream_lookup(stream) or stream_of(stream)) if stream else None))
     return 0
 
 
@@ -141,7 +142,7 @@ def aclrtMemcpy2d(dst, dpitch, src, spitch, width, height, kind):
 
 @c_function("aclrtMemcpy2dAsync")
 def aclrtMemcpy2dAsync(dst, dpitch, src, spitch, width, height, kind, stream):
-    rt.memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream_of(stream))
+    note_task(rt.memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream_of(stream)))
     return 0
 
 
@@ -153,7 +154,7 @@ def aclrtMemset(devPtr, maxCount, value, count):
 
 @c_function("aclrtMemsetAsync")
 def aclrtMemsetAsync(devPtr, maxCount, value, count, stream):
-    _memset_async(devPtr, maxCount, value, count, stream_of(stream))
+    note_task(_memset_async(devPtr, maxCount, value, count, stream_of(stream)))
     return 0
 
 

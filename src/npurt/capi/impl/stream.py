@@ -11,10 +11,44 @@ from ._common import null, stream_of
 _synchronize_stream = rt.synchronize_stream
 
 
+_state_callbacks: dict[str, tuple] = {}   # regName -> (C function, args)
+CREATE_POST, DESTROY_PRE = 1, 2               # aclrtStreamState
+
+
+def _tell(handle: int, state: int) -> None:
+    for fn, args in list(_state_callbacks.values()):
+        fn(cdata.ffi.cast("aclrtStream", handle), state, cdata.ffi.cast("void *", args))
+
+
 def _new(stream, made):
     if not stream:
         raise null("stream")
     stream[0] = made.handle
+    if _state_callbacks:
+        _tell(made.handle, CREATE_POST)
+    return 0
+
+
+def _destroy(stream, force: bool):
+    s = rt.stream_of(stream_of(stream))
+    if _state_callbacks:
+        _tell(s.handle, DESTROY_PRE)
+    rt.destroy_stream(s, force=force)
+    return 0
+
+
+@c_function("aclrtRegStreamStateCallback")
+def aclrtRegStreamStateCallback(regName, callback, args):
+    """Streams created and destroyed through the C interface report to the callback
+    (ACL_RT_STREAM_STATE_CREATE_POST after creation, ACL_RT_STREAM_STATE_DESTROY_PRE before
+    destruction); a NULL callback removes the registration of that name."""
+    name = cdata.string(regName)
+    if not name:
+        raise null("regName")
+    if not callback:
+        _state_callbacks.pop(name, None)
+        return 0
+    _state_callbacks[name] = (cdata.ffi.cast("aclrtStreamStateCallback", callback), args)
     return 0
 
 
@@ -30,14 +64,12 @@ def aclrtCreateStreamWithConfig(stream, priority, flag):
 
 @c_function("aclrtDestroyStream")
 def aclrtDestroyStream(stream):
-    rt.destroy_stream(rt.stream_of(stream_of(stream)))
-    return 0
+    return _destroy(stream, False)
 
 
 @c_function("aclrtDestroyStreamForce")
 def aclrtDestroyStreamForce(stream):
-    rt.destroy_stream(rt.stream_of(stream_of(stream)), force=True)
-    return 0
+    return _destroy(stream, True)
 
 
 @c_function("aclrtSynchronizeStream")

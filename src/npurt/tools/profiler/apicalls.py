@@ -33,7 +33,7 @@ _tls = _Depth()
 _installed: list = []   # (owner, attribute, original)
 
 
-def _wrap(fn, level: str, name: str, sink: list, threads: dict):
+def _wrap(fn, level: str, name: str, sink: list, threads: dict, limit: int, dropped: dict):
     def call(*args, **kwargs):
         tls = _tls
         if tls.depth:
@@ -48,7 +48,10 @@ def _wrap(fn, level: str, name: str, sink: list, threads: dict):
             tid = _ident()
             if tid not in threads:
                 threads[tid] = threading.current_thread().name
-            sink.append((tid, level, name, t0, t1))
+            if len(sink) < limit:
+                sink.append((tid, level, name, t0, t1))
+            else:
+                dropped["calls"] += 1
 
     call.__wrapped__ = fn
     call.__name__, call.__qualname__, call.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
@@ -80,14 +83,16 @@ def _targets():
     return out
 
 
-def install(sink: list, threads: dict) -> None:
-    """Wrap every target so that calls append to `sink` (and name their thread in `threads`)."""
+def install(sink: list, threads: dict, limit: int = 1 << 62, dropped: dict | None = None) -> None:
+    """Wrap every target so that calls append to `sink` (and name their thread in `threads`),
+    at most `limit` of them (the others are counted in dropped["calls"])."""
+    dropped = {"calls": 0} if dropped is None else dropped
     if _installed:
         raise RuntimeError("API call spans are already being recorded")
     for owner, attr, level, name in _targets():
         original = getattr(owner, attr)
         _installed.append((owner, attr, original))
-        setattr(owner, attr, _wrap(original, level, name, sink, threads))
+        setattr(owner, attr, _wrap(original, level, name, sink, threads, limit, dropped))
 
 
 def uninstall() -> None:

@@ -19,6 +19,8 @@ import itertools
 import threading
 import weakref
 
+import numpy as np
+
 from npurt.runtime.address import VA_BASE, is_host_alias
 from npurt.runtime import BLOCK_LIVE, HOOKS, MEMCPY_KIND_NAMES, RUNTIME, RecordTask, WaitTask, address
 
@@ -88,6 +90,24 @@ class TaskInfo:
         return any(a < hi and lo < b for a, b, _ in self.host_ranges)
 
 
+class DoneTask:
+    """What a finished task's TaskInfo keeps of a task that held a host buffer: its name and
+    number, not the task, whose buffer must be free to go (its release ends the history of
+    that memory: see Sanitizer._forget_at_release)."""
+
+    __slots__ = ("kind", "seq", "_details")
+
+    def __init__(self, task):
+        self.kind, self.seq = task.kind, task.seq
+        try:
+            self._details = task.details()
+        except Exception:  # noqa: BLE001 - a task kind that does not say
+            self._details = {}
+
+    def details(self) -> dict:
+        return self._details
+
+
 class HostWho:
     """A host thread's own access (a synchronous copy, an acl.util read)."""
 
@@ -131,6 +151,7 @@ class Sanitizer:
         self.reporter = Reporter(out, echo)
         self.json_path = json_path
         self.lock = threading.RLock()
+        self.releases: dict = {}  # (id of a host buffer's owner, lo, hi) -> None: forgotten at its release
         self.shadow = Shadow()
         self.allocs = memcheck.Allocations()
         self.watch = hostwatch.HostWatch()
@@ -292,6 +313,33 @@ class Sanitizer:
             for acc in _accesses(task):
                 width, pitch = (acc[3], acc[4]) if len(acc) > 3 else (0, 0)
                 self._touch(info, info.agent, task.seq, info.vc, acc[0], acc[1], acc[2], width, pitch)
+            keep = getattr(task, "keep", None)
+            if keep is not None and info.host_ranges:
+                self._forget_at_release(keep, info.host_ranges)
+
+    def _forget_at_release(self, buffer, ranges) -> None:
+        """When the host object whose memory a task used is freed, forget that memory's
+        history (numpy reuses the address for the next array: a later, unrelated access
+        there is no race with this one). Objects that cannot be weakly referenced (bytes)
+        keep their history by address, as before."""
+        owner = buffer
+        while isinstance(owner, np.ndarray) and owner.base is not None:
+            owner = owner.base  # the object that owns the memory (a view's base)
+        for lo, hi, _write in ranges:
+            key = (id(owner), lo, hi)
+            if key in self.releases:
+                continue
+            try:
+                weakref.finalize(owner, self._host_released, key)
+            except TypeError:
+                return
+            self.releases[key] = None
+
+    def _host_released(self, key) -> None:
+        with self.lock:
+            if self.releases.pop(key, 0) is None:
+                self.shadow.released(key[1], key[2])
+                self.watch.forget(key[1], key[2])  # nobody can write a buffer that is gone
 
     def _record_clock(self, rec) -> dict:
         kept = self.records.get(id(rec))
@@ -313,6 +361,8 @@ class Sanitizer:
             info.views = []
             for lo, hi, write in info.host_ranges:
                 self.watch.finished(info, lo, hi, write)
+            if getattr(task, "keep", None) is not None:
+                info.task = DoneTask(task)  # the history must not keep the host buffer alive
 
     # ------------------------------------------------------------ kernel views
     def _on_mem_access(self, device, addr, nbytes, task, mode="rw", write=None, **_) -> None:
@@ -562,7 +612,9 @@ class Sanitizer:
             uses = {self.state(s).clock.agent: seq for s, seq in (uses or {}).items()}
             regions = self.shadow.find(addr, addr + max(size, 1))
             region = next((r for r in regions if r.owner is a), None)
-            if not managed and "mem" in self.tools and device is not None:
+            # device free and free_host alike: npurt defers a pinned buffer's unmap until its
+            # queued copies ran, but on the hardware the DMA engine would read freed memory
+            if not managed and "mem" in self.tools:
                 users = self._in_use(a, region, uses, vc)
                 if users:
                     a.in_use_reported = True
@@ -597,6 +649,8 @@ class Sanitizer:
                 seen.add((st.clock.agent, seq))
         if region is not None:
             for r in region.records:
+                if a.device is None and r.who.stream_label is None:
+                    continue  # another host thread's own (synchronous) access of pinned memory: not queued work
                 if not ordered(r.agent, r.clock, vc) and (r.agent, r.clock) not in seen and r.agent not in uses:
                     seen.add((r.agent, r.clock))
                     users.append(r.who.actor("write" if r.write else "read"))

@@ -49,6 +49,8 @@ constexpr char kind_of()
         return '?';
     } else if constexpr (std::is_same_v<U, half>) {
         return 'e';
+    } else if constexpr (std::is_same_v<U, bfloat16_t>) {
+        return 'H';  // passed as its 16 bits
     } else if constexpr (std::is_same_v<U, float>) {
         return 'f';
     } else if constexpr (std::is_same_v<U, double>) {
