@@ -53,6 +53,7 @@ from math import prod
 
 import numpy as np
 
+from ..runtime import fork_safe_lock
 from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, Task, address, constants as C,
                        current_context, free, malloc_on, resolve as locate)
 from . import aipp as A
@@ -73,7 +74,7 @@ _running: dict["ModelTask", "Model"] = {}  # executions inside ONNX Runtime now
 EXIT_WAIT_S = 30.0  # at interpreter exit: how long stopped runs may take to leave ORT
 _exiting: list = []  # non-empty once the interpreter exits: executions that start then stop at once
 _ids = itertools.count(1)
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def model_of(model_id) -> "Model":
