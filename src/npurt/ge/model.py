@@ -63,6 +63,9 @@ from .deadlines import DEADLINES
 from .dataset import Dataset
 from .modeldef import ROLE_AIPP_DATA, ROLE_DATA, ROLE_MBATCH, IODef, ModelDef, ModelDefError
 from .tensor import TensorDesc
+from .dtypes import ONNX_TO_ACL, type_size
+from .dtypes import to_numpy
+from . import failures
 
 WEIGHT_ALIGN = 64
 BAD_MODEL = C.ACL_ERROR_GE_PARAM_INVALID  # GE ModelHelper::LoadModel: content it cannot parse
@@ -99,7 +102,6 @@ def weight_layout(initializers) -> tuple[list[int], int]:
 
 
 def _itemsize(t) -> int:
-    from .dtypes import ONNX_TO_ACL, type_size
     return type_size(ONNX_TO_ACL.get(t.data_type, C.ACL_FLOAT))
 
 
@@ -694,7 +696,6 @@ _NO_PLAN = object()
 
 
 def io_numpy(dtype: int) -> np.dtype:
-    from .dtypes import to_numpy
     return to_numpy(dtype)
 
 
@@ -773,7 +774,6 @@ class ModelTask(Task):
         try:
             self.model.run(self)
         except BaseException:
-            from . import failures
             s = self.stream
             failures.record(s.device.id, s.stream_id, self.seq, self.model)
             raise
