@@ -7,12 +7,9 @@ model_om2.cpp) and runtime/v1/executor/ge_executor.cc.
 """
 from __future__ import annotations
 
-import threading
 
-from ..runtime import SyncTimeoutError
-from ..runtime import constants as C
-from ..runtime import stream_of
-from ..runtime import HOOKS, InvalidValueError, NpuError, RUNTIME, address, host_bytes, resolve as locate
+from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, SyncTimeoutError, address, constants as C,
+                       fork_safe_lock, host_bytes, resolve as locate, stream_of)
 from . import aipp as A
 from . import constants as G
 from . import model as M
@@ -271,7 +268,7 @@ def _write_aipp(model, dataset: Dataset, param_index: int, image, params: A.Dyna
 _bundles: dict[int, list[int]] = {}
 _bundled: dict[int, int] = {}
 _bundle_ids = iter(range(1, 1 << 31))
-_bundle_lock = threading.Lock()
+_bundle_lock = fork_safe_lock()
 
 
 def bundle_load(data: bytes) -> int:

@@ -29,6 +29,7 @@ from .memory import LIVE as BLOCK_LIVE, note_use, note_uses
 from .memops import KIND_NAMES as MEMCPY_KIND_NAMES
 from .warn import HangWarning, LeakWarning
 from .watchdog import WATCHDOG
+from .forking import fork_safe_lock, on_fork_child
 from .handles import HandleTable, table as handle_table
 from .memory import DeviceMemory as _DeviceMemory
 from .schedule import SCHEDULE, ScheduleSpecError
@@ -58,6 +59,8 @@ __all__ = [
     'ENV_VARIABLES', 'Settings',
     # stream-ordered use of memory (what a task holds, retired with it), the watchdog's timers
     'note_use', 'note_uses', 'WATCHDOG', 'BLOCK_LIVE', 'MEMCPY_KIND_NAMES',
+    # processes: module-level locks a forked child gets back unlocked, handlers run in the child
+    'fork_safe_lock', 'on_fork_child',
     # errors and warnings; as_int: the runtime's exact-int argument check
     'HangWarning', 'LeakWarning', 'MemcpyKindWarning', 'as_int', 'register_code_names',
     'AddressUnalignedError', 'ContextError', 'DeadlockError', 'EventError',
@@ -111,7 +114,7 @@ __all__ = [
 # `kernel_function` is the @kernel decorator: `kernel` names the module.
 _BY_MODULE = {
     "kernel": ("GM", "KernelFunction", "enqueue_launch", "function_handle", "function_of", "host_bytes",
-               "launch", "launch_kernel", "launch_kernel_with_config", "launch_kernel_with_host_args",
+               "launch", "launch_kernel", "launch_kernel_with_host_args",
                "resolve_dtype"),
     "native": ("KernelTrap", "NativeKernel", "launch_native", "native_kernel_at"),
     "binary": ("binary_get_function", "binary_load", "binary_load_from_data", "binary_load_from_file",
@@ -121,7 +124,7 @@ _BY_MODULE = {
     "kernel_args": ("kernel_args_append", "kernel_args_append_place_holder", "kernel_args_finalize",
                     "kernel_args_get_handle_mem_size", "kernel_args_get_mem_size",
                     "kernel_args_get_place_holder_buffer", "kernel_args_init", "kernel_args_init_by_user_mem",
-                    "kernel_args_para_update"),
+                    "kernel_args_para_update", "launch_kernel_with_config"),
 }
 _LAZY = {name: (module, name) for module, names in _BY_MODULE.items() for name in names}
 _LAZY.update(kernel_function=("kernel", "kernel"), launch_function=("kernel", "launch"))

@@ -48,12 +48,12 @@ import ctypes
 import inspect
 import os
 import tempfile
-import threading
 
 import numpy as np
 
 from . import address
 from . import constants as C
+from .forking import fork_safe_lock
 from .errors import InvalidValueError, NpuError
 from .kernel import GM, KernelFunction, enqueue_launch
 from .memory import LIVE, usable_size
@@ -169,7 +169,7 @@ def native_kernel_at(kernel_addr: int) -> NativeKernel | None:
     """The native kernel whose code is at `kernel_addr`, if npurt has met it (a <<<>>> launch
     of it, or a loaded kernel binary holding it); None otherwise."""
     return _BY_ADDRESS.get(kernel_addr)
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def native_kernel(name: str, kernel_addr: int, trampoline_addr: int, kinds: str) -> NativeKernel:

@@ -14,6 +14,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
+from .forking import fork_safe_lock
 from . import constants as C
 from .errors import (FeatureNotSupportedError, InvalidHandleError, InvalidValueError, StreamAbortedError,
                      SyncTimeoutError, TaskError, set_last_error)
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("npurt")
 
 LOWEST_PRIORITY, HIGHEST_PRIORITY = 7, 0  # ACL: 0 is the highest priority
-_COND_LOCK = threading.Lock()
+_COND_LOCK = fork_safe_lock()
 
 
 class Stream:
