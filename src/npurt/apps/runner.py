@@ -22,7 +22,8 @@ SEED` runs the device under a controlled schedule (NPURT_SCHEDULE); `--schedules
 program under seeds 1..N in child processes and reports the failing seeds with the command that
 replays one (exit status 0 when all passed); `--schedules all --max-steps K` enumerates the
 interleavings of the first K steps. With `--sanitize`, a race report is followed by a seed under
-which the program's own check fails, if one of `--race-seeds N` (16) does.
+which the program's own check fails, if one of `--race-seeds N` does (without it, the report says
+how to look).
 """
 from __future__ import annotations
 
@@ -127,9 +128,9 @@ def parser() -> CommandParser:
                    help="--schedules all: at most M runs (default 1000)")
     p.add_argument("--jobs", metavar="J", type=int, default=os.cpu_count() or 1,
                    help="--schedules: runs at a time (default: the number of cores)")
-    p.add_argument("--race-seeds", metavar="N", type=int, default=16,
+    p.add_argument("--race-seeds", metavar="N", type=int, default=0,
                    help="--sanitize: when it reports a race, try the program under up to N controlled schedules "
-                        "and name a seed under which the program's own check fails (0: do not try; default 16)")
+                        "and name a seed under which the program's own check fails (default 0: only say how)")
     p.add_argument("--timeout", metavar="S", type=float, default=60.0,
                    help="--schedules: a run longer than S seconds is a hang (default 60)")
     target = p.add_mutually_exclusive_group()
@@ -369,8 +370,13 @@ def main(argv: list[str], uncaught: list | None = None) -> int:
             sanitizer.disable()  # the end-of-run checks, the error summary, the JSON report
             if sanitizer.errors:
                 status = SANITIZER_EXIT
-            if args.race_seeds and args.schedule is None and any(r.tool == "racecheck" for r in sanitizer.reports):
-                _show_that_the_race_matters(args)
+            if args.schedule is None and any(r.tool == "racecheck" for r in sanitizer.reports):
+                if args.race_seeds:
+                    _show_that_the_race_matters(args)
+                else:
+                    print("npurt run: to see whether the race makes the program fail, add --race-seeds N: it "
+                          "tries N controlled schedules and names one under which the program's check fails",
+                          file=sys.stderr)
         if profile is not None and profile.running:
             profile.stop()
             print(f"\n{profile.report()}npurt run: profile of {len(profile.timeline.tasks)} tasks and "

@@ -29,14 +29,17 @@ An execution runs inside one ONNX Runtime call with its own RunOptions, and stop
   engine is never torn down under a thread still inside it).
 Unloading a model stops its executions in flight (107022) before its session goes away.
 
-A payload the loader cannot use is ACL_ERROR_GE_PARAM_INVALID (145000), what GE's
-ModelHelper::LoadModel returns for model content it cannot parse: a description that is not
-the converter's (fields missing or of the wrong type: see modeldef.check_meta), a graph
-protobuf cannot parse, a tensor with negative dims or data that does not match them, and any
-tensor whose data lives outside the .om ("external data": a path the loader would resolve
-against the process's working directory, so a model file could read the files there). A
-converted model's weights always live inside the .om (`npurt atc` reads an ONNX model's
-external data from the model's own directory and embeds it).
+A payload the loader cannot use gets the code GE's ModelHelper (base/common/helper/
+model_helper.cc) gives at the same stage: content it cannot parse or will not load is
+ACL_ERROR_GE_PARAM_INVALID (145000): a description that is not the converter's (fields
+missing or of the wrong type: see modeldef.check_meta), and any tensor whose data lives
+outside the .om ("external data": a path the loader would resolve against the process's
+working directory, so a model file could read the files there; a converted model's weights
+always live inside the .om: `npurt atc` reads an ONNX model's external data from the model's
+own directory and embeds it). A model partition that does not load (the graph protobuf
+cannot parse, a tensor with negative dims or data that does not match them) is
+ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED (545002), as GenerateGeModel returns when
+LoadModelData fails.
 """
 from __future__ import annotations
 
@@ -60,9 +63,13 @@ from .deadlines import DEADLINES
 from .dataset import Dataset
 from .modeldef import ROLE_AIPP_DATA, ROLE_DATA, ROLE_MBATCH, IODef, ModelDef, ModelDefError
 from .tensor import TensorDesc
+from .dtypes import ONNX_TO_ACL, type_size
+from .dtypes import to_numpy
+from . import failures
 
 WEIGHT_ALIGN = 64
 BAD_MODEL = C.ACL_ERROR_GE_PARAM_INVALID  # GE ModelHelper::LoadModel: content it cannot parse
+BAD_PARTITION = C.ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED  # GE GenerateGeModel: LoadModelData failed
 _CORRUPT = (ModelDefError, KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError)
 _log = logging.getLogger("npurt.ge")
 _models: dict[int, "Model"] = {}
@@ -95,7 +102,6 @@ def weight_layout(initializers) -> tuple[list[int], int]:
 
 
 def _itemsize(t) -> int:
-    from .dtypes import ONNX_TO_ACL, type_size
     return type_size(ONNX_TO_ACL.get(t.data_type, C.ACL_FLOAT))
 
 
@@ -120,27 +126,27 @@ def parse_graph(graph: bytes):
         proto.ParseFromString(graph)
     except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and its warnings as errors)
         raise NpuError(f"the graph in this .om cannot be parsed ({exc}): the file is corrupt, convert the "
-                       "model again", BAD_MODEL) from None
-    problem = _tensor_problem(proto.graph, onnx.TensorProto.EXTERNAL)
+                       "model again", BAD_PARTITION) from None
+    problem, code = _tensor_problem(proto.graph, onnx.TensorProto.EXTERNAL) or (None, 0)
     if problem:
-        raise NpuError(f"this .om cannot be loaded: {problem}", BAD_MODEL)
+        raise NpuError(f"this .om cannot be loaded: {problem}", code)
     return proto
 
 
-def _tensor_problem(graph, external: int, depth: int = 0) -> str | None:
-    """Why a tensor of `graph` (initializers, constants in node attributes, subgraphs) cannot
-    be loaded, or None."""
-    def tensor(t, where: str) -> str | None:
+def _tensor_problem(graph, external: int, depth: int = 0) -> tuple[str, int] | None:
+    """(why, code) if a tensor of `graph` (initializers, constants in node attributes,
+    subgraphs) cannot be loaded, or None."""
+    def tensor(t, where: str) -> tuple[str, int] | None:
         if t.data_location == external or len(t.external_data):
             location = next((e.value for e in t.external_data if e.key == "location"), "?")
             return (f"{where} {t.name!r} names external weight data ({location!r}); a loaded model's weights "
-                    "must live inside the .om (npurt atc embeds them)")
+                    "must live inside the .om (npurt atc embeds them)", BAD_MODEL)
         if any(d < 0 for d in t.dims):
-            return f"{where} {t.name!r} has negative dims {list(t.dims)}: the file is corrupt"
+            return f"{where} {t.name!r} has negative dims {list(t.dims)}: the file is corrupt", BAD_PARTITION
         return None
 
     if depth > 64:
-        return "its graph nests subgraphs more than 64 deep"
+        return "its graph nests subgraphs more than 64 deep", BAD_PARTITION
     for t in graph.initializer:
         why = tensor(t, "initializer")
         if why:
@@ -295,7 +301,7 @@ class Model:
                     arr = numpy_helper.to_array(t)
                 except _CORRUPT as exc:
                     raise NpuError(f"initializer {t.name!r} of this .om is corrupt ({exc}): convert the model "
-                                   "again", BAD_MODEL) from None
+                                   "again", BAD_PARTITION) from None
                 nbytes = arr.nbytes
                 view = self.device.backend.view(self.weight_ptr + off, nbytes)
                 typed = view.view(arr.dtype).reshape(arr.shape)
@@ -690,7 +696,6 @@ _NO_PLAN = object()
 
 
 def io_numpy(dtype: int) -> np.dtype:
-    from .dtypes import to_numpy
     return to_numpy(dtype)
 
 
@@ -769,7 +774,6 @@ class ModelTask(Task):
         try:
             self.model.run(self)
         except BaseException:
-            from . import failures
             s = self.stream
             failures.record(s.device.id, s.stream_id, self.seq, self.model)
             raise

@@ -166,7 +166,6 @@ def device_enable_peer_access(peer_id: int, flag: int = 0) -> None:
     if peer is device:
         raise InvalidValueError("device_enable_peer_access: the peer must differ from the current device")
     if _link(device, peer) == C.ACL_RT_DEVS_TOPOLOGY_SYS:
-        from ..errors import FeatureNotSupportedError
         raise FeatureNotSupportedError(
             f"device {device.id} cannot access device {peer.id}: they are in different HCCS modules of the "
             f"simulated server (get_devices_topo is ACL_RT_DEVS_TOPOLOGY_SYS); copy through host memory, "
@@ -191,6 +190,8 @@ def device_peer_access_status(device_id: int, peer_id: int) -> int:
 # ================================================================ device queries and settings
 # (added for the pyACL facade: queries and process/context settings that do no device work)
 from ..runtime import OP_TIMEOUT_INTERVAL_US, OP_TIMEOUT_MAX_INTERVALS  # noqa: E402,F401 - the rule's home
+from ..errors import FeatureNotSupportedError
+from ..stream import HIGHEST_PRIORITY, LOWEST_PRIORITY
 
 
 def set_ts_device(ts_id: int) -> None:
@@ -254,7 +255,6 @@ def get_device_sat_mode() -> int:
 def device_get_stream_priority_range() -> tuple[int, int]:
     """(least, greatest) stream priority: 7 and 0."""
     rt.check_initialized()
-    from ..stream import HIGHEST_PRIORITY, LOWEST_PRIORITY
     return LOWEST_PRIORITY, HIGHEST_PRIORITY
 
 
@@ -368,7 +368,6 @@ def device_get_limit(limit: int) -> int:
 def _device_limit(limit):
     if limit in (C.ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, C.ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE,
                  C.ACL_RT_DEV_LIMIT_SIMT_PRINTF_FIFO_SIZE):
-        from ..errors import FeatureNotSupportedError
         raise FeatureNotSupportedError(f"device limit {limit} is a SIMT limit; the simulated SoC has no SIMT units")
     spec = _DEVICE_LIMITS.get(limit) if type(limit) is int else None
     if spec is None:
