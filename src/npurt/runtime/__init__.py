@@ -34,7 +34,7 @@ from .handles import HandleTable, table as handle_table
 from .memory import DeviceMemory as _DeviceMemory
 from .schedule import SCHEDULE, ScheduleSpecError
 from .schedule import parse as parse_schedule
-from .observers import HOOKS
+from .observers import API_SURFACES, HOOKS
 from .runtime import RUNTIME
 from .scheduler import Blocker, task_error
 from .stream import Stream
@@ -54,7 +54,7 @@ __all__ = [
     # the current stream per thread and device
     'current_stream_on', 'current_streams', 'set_current_stream',
     # observers; fault injection (faults.py) and controlled schedules (schedule.py)
-    'HOOKS', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
+    'HOOKS', 'API_SURFACES', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # settings
     'ENV_VARIABLES', 'Settings',
     # stream-ordered use of memory (what a task holds, retired with it), the watchdog's timers
