@@ -100,3 +100,7 @@ def test_un_evented_streams_sharing_a_buffer_are_reported_by_the_sanitizer(build
                          capture_output=True, text=True, env=env, timeout=180)
     assert res.returncode == 86, res.stdout + res.stderr
     assert "race" in res.stderr.lower()
+
+
+def test_reduce_random_numbers_and_stream_values(build_c):
+    run_ok(build_c("builtin_tasks.c"), "builtin_tasks")
