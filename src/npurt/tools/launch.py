@@ -5,6 +5,8 @@ The ranks are started by the MPI launcher (`mpiexec`, from the `mpich` wheel of 
 (so `import acl` works too) with the variables torchrun and mpirun users expect:
 
     RANK, WORLD_SIZE         this process's rank and the number of ranks
+    MASTER_ADDR, MASTER_PORT where torch.distributed's env:// rendezvous meets (rank 0's host,
+                             a free port), unless set
     LOCAL_RANK, LOCAL_WORLD_SIZE   its rank on its host and the ranks per host
     NPURT_DEVICE_COUNT       8 simulated devices per host (like an 8-NPU server), more if a
                              host runs more ranks (at most 16); an explicit value is kept
@@ -24,10 +26,11 @@ import importlib.util
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 
-USAGE = """usage: npurt launch [-n N] [--per-host K] [--hostfile FILE] [-l] [-v] script.py [args...]
+USAGE = """usage: npurt launch [-n N] [--per-host K] [--hostfile FILE] [--torch-npu] [-l] [-v] script.py [args...]
 
 Run script.py as N ranks (processes) connected by MPI, with RANK, LOCAL_RANK, WORLD_SIZE and
 LOCAL_WORLD_SIZE set; rank r uses simulated device LOCAL_RANK.
@@ -35,6 +38,7 @@ LOCAL_WORLD_SIZE set; rank r uses simulated device LOCAL_RANK.
   --per-host K      ranks per host (default N, at most 16); without --hostfile the hosts are
                     simulated on this machine
   --hostfile FILE   run on the hosts listed in FILE (mpiexec -f FILE)
+  --torch-npu       `import torch_npu` is npurt's shim in every rank (as npurt run --torch-npu)
   -l, --label       prefix every output line with its rank
   -v, --verbose     print the mpiexec command line (on stderr)
   -h, --help        show this help
@@ -62,6 +66,7 @@ def _fail(message: str) -> int:
 def main(argv: list[str]) -> int:
     args = list(argv)
     n, per_host, label, verbose, hostfile = 2, None, False, False, None
+    run_options: list[str] = []
     while args and args[0].startswith("-"):
         opt = args.pop(0)
         if opt in ("-h", "--help"):
@@ -71,6 +76,8 @@ def main(argv: list[str]) -> int:
             break
         if opt in ("-l", "--label"):
             label = True
+        elif opt == "--torch-npu":
+            run_options.append(opt)
         elif opt in ("-v", "--verbose"):
             verbose = True
         elif opt == "--hostfile" or opt.startswith("--hostfile="):
@@ -111,6 +118,10 @@ def main(argv: list[str]) -> int:
                          "(each rank uses device LOCAL_RANK); unset it or raise it")
     else:
         env["NPURT_DEVICE_COUNT"] = str(max(8, min(local, n)))
+    # torch.distributed's env:// rendezvous (init_process_group), as torchrun sets it up
+    if "MASTER_ADDR" not in env:
+        env["MASTER_ADDR"] = "127.0.0.1" if hostfile is None else _first_host(hostfile)
+    env.setdefault("MASTER_PORT", str(_free_port()))
     if importlib.util.find_spec("mpi4py") is None:
         return _fail("needs mpi4py and an MPI library: pip install 'npurt[dist]'")
     mpiexec = find_mpiexec()
@@ -125,7 +136,7 @@ def main(argv: list[str]) -> int:
     # --rank-of K: K ranks per simulated host on this machine; 0: real hosts, whose local ranks
     # the MPI launcher gives
     rank_of = local if hostfile is None else 0
-    command += [sys.executable, "-m", "npurt.tools.launch", "--rank-of", str(rank_of), "--", *args]
+    command += [sys.executable, "-m", "npurt.tools.launch", "--rank-of", str(rank_of), *run_options, "--", *args]
     if verbose:
         print("npurt launch: " + " ".join(command), file=sys.stderr)
     try:
@@ -133,6 +144,23 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         return _fail(f"could not run {mpiexec}: {exc}")
     return wait_for(child)
+
+
+def _free_port() -> int:
+    """A TCP port free on this host now (the rendezvous store of rank 0 listens on it)."""
+    with socket.socket() as sock:
+        sock.bind(("", 0))
+        return sock.getsockname()[1]
+
+
+def _first_host(hostfile: str) -> str:
+    """The host of the hostfile's first line (rank 0 runs there)."""
+    with open(hostfile) as f:
+        for line in f:
+            line = line.split("#")[0].strip()
+            if line:
+                return line.split(":")[0].split()[0]
+    return "127.0.0.1"
 
 
 def wait_for(child: subprocess.Popen) -> int:

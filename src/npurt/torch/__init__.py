@@ -101,6 +101,9 @@ def register() -> None:
     autocast.register(impl, every)
     _LIBS.extend([impl, every, hooks, guard])
     patches.apply()
+    if torch.distributed.is_available():
+        from . import distributed
+        distributed.register()
     _registered = True
 
 
