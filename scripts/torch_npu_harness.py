@@ -11,7 +11,7 @@ import os
 import sys
 import types
 
-from npurt.tools.runner import install_torch_npu_alias
+from npurt.apps.runner import install_torch_npu_alias
 
 install_torch_npu_alias()
 import torch_npu  # noqa: E402  (npurt's shim)

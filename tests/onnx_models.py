@@ -102,6 +102,25 @@ def nonzero_model():
                   [helper.make_tensor_value_info("nz", TensorProto.INT64, [1, "K"])])
 
 
+def endless_model(n: int = 4):
+    """y = x + (number of iterations) of a Loop whose condition never turns false: a model
+    that never finishes by itself (issue 29: timeouts, Ctrl-C, exit while it runs)."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["v_in", "one"], ["v_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [n])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [n])],
+        [numpy_helper.from_array(np.ones(n, np.float32), "one")])
+    return _model([helper.make_node("Loop", ["", "cond", "x"], ["y"], body=body)],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])],
+                  [numpy_helper.from_array(np.array(True), "cond")])
+
+
 def save(model, path) -> str:
     onnx.save(model, path)
     return str(path)

@@ -18,6 +18,18 @@ fork        os.fork() at random points while threads use the runtime: children g
 fuzz        threads call every facade function with garbage arguments: no exception escapes
             (beyond the TypeError/ValueError the real extension raises) and the runtime stays
             usable
+fragment    random small mallocs and frees from threads fragment the pool (10^5 blocks at the
+            full size), interleaved with large mallocs only merging can serve: every block keeps
+            its bytes, none overlaps, the pool gives everything back (issue 29, item 2; the
+            merge was O(n^2): such a run did not finish)
+models      threads run an endless model (a Loop that never ends) and a small one: async
+            executions stopped by execute_v2 stream timeouts, unload while running, Ctrl-C
+            (interrupt_main) during a synchronous execute; the small model's results match
+            ONNX Runtime's throughout; then the script exits normally with executions still
+            running (issue 29, items 1 and 5: that was a SIGABRT)
+launch      `npurt launch -n 3`: ranks run all_reduces; a random rank raises at a random step:
+            the job ends within the timeout with that rank's traceback and the abort notice,
+            every rank gone (issue 29, item 3: the others waited 30 minutes)
 """
 from __future__ import annotations
 
@@ -405,7 +417,7 @@ def _make_streams(ctx, made):
 
 
 def rt_destroyed(handle) -> bool:
-    return RUNTIME.streams._objects.get(handle) is None
+    return RUNTIME.streams.lookup(handle) is None
 
 
 # ---------------------------------------------------------------- interrupts
@@ -615,9 +627,230 @@ def scenario_fuzz(ops, seed):
     return f"{calls[0]} garbage calls"
 
 
+# ---------------------------------------------------------------- fragment (issue 29, item 2)
+def scenario_fragment(ops, seed):
+    ctx = setup()
+    mem = RUNTIME.device(0).memory
+    before = mem.stats()["allocated_bytes"]
+    lock = threading.Lock()
+    spans = {}   # addr -> (size, tag) of every live block, all threads
+
+    def check_and_free(ptr, step):
+        size, tag = spans[ptr]
+        if ptr % 7 == 0 or step >= 0:  # the fill phase checks a sample (most of its time is frees)
+            out = np.empty(size, np.uint8)
+            ok(acl.rt.memcpy(out.ctypes.data, size, ptr, size, D2H), "memcpy D2H")
+            assert (out == tag).all(), f"step {step}: block 0x{ptr:x} lost its bytes"
+        with lock:
+            del spans[ptr]
+        ok(acl.rt.free(ptr), "free")
+
+    def worker(rnd):
+        ok(acl.rt.set_context(ctx), "set_context")
+        mine = []
+        # first many small blocks, most of them freed in random order: the pool is fragmented
+        for _ in range(ops // 8):
+            size = rnd.choice((64, 200, 480, 1000))
+            ptr = call(acl.rt.malloc, size, 0)
+            tag = rnd.randrange(1, 256)
+            ok(acl.rt.memset(ptr, size, tag, size), "memset")
+            with lock:
+                spans[ptr] = (size, tag)
+            mine.append(ptr)
+        rnd.shuffle(mine)
+        for _ in range(len(mine) * 9 // 10):
+            check_and_free(mine.pop(), -1)
+        # then everything mixed, with large mallocs only merging can serve
+        for step in range(ops // 8):
+            r = rnd.random()
+            if r < 0.6 or not mine:
+                size = rnd.choice((64, 200, 480, 1000, 3000))
+                ptr = call(acl.rt.malloc, size, 0)
+                tag = rnd.randrange(1, 256)
+                ok(acl.rt.memset(ptr, size, tag, size), "memset")
+                with lock:
+                    spans[ptr] = (size, tag)
+                mine.append(ptr)
+            elif r < 0.97:
+                check_and_free(mine.pop(rnd.randrange(len(mine))), step)
+            else:  # a large malloc: after many frees only a merge of freed neighbours serves it
+                big = call(acl.rt.malloc, rnd.choice((600_000, 1_000_000)), 0)
+                ok(acl.rt.free(big), "free")
+        for ptr in mine:
+            with lock:
+                del spans[ptr]
+            ok(acl.rt.free(ptr), "free")
+
+    rnd = random.Random(seed)
+    run_threads([lambda r=random.Random(rnd.random()): worker(r) for _ in range(4)], timeout=600)
+    assert not spans, "blocks left"
+    assert mem.stats()["allocated_bytes"] == before, "device memory leaked"
+    ok(acl.rt.synchronize_device(), "synchronize_device")
+    RUNTIME.device(0).memory.empty_cache()
+    frees = mem.stats()["num_frees"]
+    return f"{frees} frees, {mem.stats()['reserved_bytes']} bytes still reserved"
+
+
+# ---------------------------------------------------------------- models (issue 29, items 1 and 5)
+def _convert_models(tmp):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import onnx_models as M
+    endless = M.atc(M.save(M.endless_model(), os.path.join(tmp, "endless.onnx")), os.path.join(tmp, "endless"))
+    mlp_onnx = M.save(M.mlp(), os.path.join(tmp, "mlp.onnx"))
+    return endless, M.atc(mlp_onnx, os.path.join(tmp, "mlp"), input_shape="x:3,16"), mlp_onnx, M
+
+
+def _io(model_id):
+    desc = acl.mdl.create_desc()
+    ok(acl.mdl.get_desc(desc, model_id), "get_desc")
+    sets = []
+    for count, size_of in ((acl.mdl.get_num_inputs(desc), acl.mdl.get_input_size_by_index),
+                           (acl.mdl.get_num_outputs(desc), acl.mdl.get_output_size_by_index)):
+        ds, ptrs = acl.mdl.create_dataset(), []
+        for i in range(count):
+            n = size_of(desc, i)
+            ptr = call(acl.rt.malloc, n, 0)
+            ptrs.append((ptr, n))
+            acl.mdl.add_dataset_buffer(ds, acl.create_data_buffer(ptr, n))
+        sets.append((ds, ptrs))
+    return sets
+
+
+def scenario_models(ops, seed):
+    import _thread
+    import tempfile
+    from npurt.ge import constants as G
+    ctx = setup()
+    tmp = tempfile.mkdtemp()
+    endless_om, mlp_om, mlp_onnx, M = _convert_models(tmp)
+    mlp = call(acl.mdl.load_from_file, mlp_om)
+    rnd = random.Random(seed)
+    stats = {"stopped": 0, "checked": 0, "unloads": 0, "interrupts": 0}
+    config = acl.mdl.create_exec_config_handle()
+    ok(acl.mdl.set_exec_config_opt(config, G.ACL_MDL_STREAM_SYNC_TIMEOUT, 60), "set_exec_config_opt")
+
+    def checker(r):
+        acl.rt.set_context(ctx)
+        (ins, in_ptrs), (outs, out_ptrs) = _io(mlp)
+        stream = call(acl.rt.create_stream)
+        for _ in range(max(2, ops // 8)):
+            x = np.asarray([[r.uniform(-1, 1) for _ in range(16)] for _ in range(3)], np.float32)
+            ok(acl.rt.memcpy(in_ptrs[0][0], x.nbytes, x.ctypes.data, x.nbytes, H2D), "memcpy H2D")
+            if r.random() < 0.5:
+                ok(acl.mdl.execute(mlp, ins, outs), "execute")
+            else:
+                ok(acl.mdl.execute_async(mlp, ins, outs, stream), "execute_async")
+                ok(acl.rt.synchronize_stream(stream), "synchronize_stream")
+            y = np.empty(out_ptrs[0][1] // 4, np.float32)
+            ok(acl.rt.memcpy(y.ctypes.data, y.nbytes, out_ptrs[0][0], y.nbytes, D2H), "memcpy D2H")
+            np.testing.assert_allclose(y.reshape(3, -1), M.reference(mlp_onnx, {"x": x})[0], rtol=1e-5, atol=1e-6)
+            stats["checked"] += 1
+
+    def stopper(r):
+        acl.rt.set_context(ctx)
+        model = call(acl.mdl.load_from_file, endless_om)
+        (ins, _), (outs, _) = _io(model)
+        stream = call(acl.rt.create_stream)
+        for _ in range(max(2, ops // 8)):
+            what = r.random()
+            if what < 0.5:  # an execute_v2 stream timeout stops it; the stream goes on
+                ret = acl.mdl.execute_v2(model, ins, outs, stream, config)
+                assert ret == C.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ret
+                assert acl.rt.synchronize_stream(stream) == C.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+                stats["stopped"] += 1
+            else:  # unload while it runs: stopped (107022 at the stream's synchronize), then reload
+                ok(acl.mdl.execute_async(model, ins, outs, stream), "execute_async")
+                time.sleep(r.uniform(0, 0.05))
+                ok(acl.mdl.unload(model), "unload")
+                assert acl.rt.synchronize_stream(stream) in (C.ACL_ERROR_RT_DEVICE_TASK_ABORT,
+                                                              C.ACL_ERROR_GE_EXEC_MODEL_ID_INVALID,
+                                                              C.ACL_ERROR_RT_MODEL_EXECUTE)
+                model = call(acl.mdl.load_from_file, endless_om)
+                stats["unloads"] += 1
+        return model, ins, outs, stream
+
+    results = []
+    run_threads([lambda r=random.Random(rnd.random()): checker(r) for _ in range(2)] +
+                [lambda r=random.Random(rnd.random()): results.append(stopper(r))], timeout=600)
+    # Ctrl-C during a synchronous execute of the endless model, in the main thread
+    endless = call(acl.mdl.load_from_file, endless_om)
+    (ins, _), (outs, _) = _io(endless)
+    for _ in range(max(1, ops // 40)):
+        timer = threading.Timer(rnd.uniform(0.01, 0.2), _thread.interrupt_main)
+        timer.start()
+        try:
+            acl.mdl.execute(endless, ins, outs)
+            raise AssertionError("an endless synchronous execute returned")
+        except KeyboardInterrupt:
+            stats["interrupts"] += 1
+        timer.join()
+    # leave with executions running: the interpreter's exit must stop them, not abort
+    for model, m_ins, m_outs, stream in results:
+        ok(acl.mdl.execute_async(model, m_ins, m_outs, stream), "execute_async")
+    stream = call(acl.rt.create_stream)
+    ok(acl.mdl.execute_async(endless, ins, outs, stream), "execute_async")
+    time.sleep(0.1)
+    return (f"{stats['checked']} checked executions, {stats['stopped']} stopped by timeouts, "
+            f"{stats['unloads']} unloads while running, {stats['interrupts']} Ctrl-C; exit with models running")
+
+
+# ---------------------------------------------------------------- launch (issue 29, item 3)
+LAUNCHED = """
+import sys, time
+import npurt
+import npurt.hccl as hccl
+steps, bad, at = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+
+
+def rank_main(rank):
+    comm = hccl.Communicator.world()
+    x = npurt.ones(1024)
+    for step in range(steps):
+        if rank == bad and step == at:
+            raise RuntimeError(f"rank {rank} failed at step {step}")
+        comm.all_reduce(x)
+        npurt.synchronize()
+    time.sleep(600)  # a rank that finished waits: only the abort can end it
+
+
+hccl.spawn(rank_main)
+"""
+
+
+def scenario_launch(ops, seed):
+    import subprocess
+    import tempfile
+    rnd = random.Random(seed)
+    steps = max(4, ops // 100)
+    bad, at = rnd.randrange(3), rnd.randrange(steps)
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "ranks.py")
+        with open(script, "w") as f:
+            f.write(LAUNCHED)
+        env = {k: v for k, v in os.environ.items() if k != "NPURT_DEVICE_COUNT"}
+        env["HCCL_EXEC_TIMEOUT"] = "1800"  # the default: only the abort ends the others in time
+        proc = subprocess.Popen([sys.executable, "-m", "npurt.cli", "launch", "-n", "3", script, str(steps),
+                                 str(bad), str(at)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=env, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+            raise AssertionError(f"rank {bad} raised at step {at} but the job did not end:\n{out[-3000:]}")
+    assert proc.returncode != 0, out[-3000:]
+    assert f"RuntimeError: rank {bad} failed at step {at}" in out, out[-3000:]
+    assert f"rank {bad} raised RuntimeError" in out, out[-3000:]
+    return f"rank {bad} raised at step {at} of {steps}: the job ended (status {proc.returncode})"
+
+
+NORMAL_EXIT = {"models"}  # scenarios that end through the interpreter's own exit (its atexit hooks)
+
 if __name__ == "__main__":
     scenario, ops, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     t0 = time.monotonic()
     summary = globals()[f"scenario_{scenario}"](ops, seed)
     print(f"OK {scenario} seed {seed}: {summary} in {time.monotonic() - t0:.1f} s", flush=True)
+    if scenario in NORMAL_EXIT:
+        sys.exit(0)
     os._exit(0)  # leave at once: a check that passed must not wait for daemon threads at exit

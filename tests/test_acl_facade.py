@@ -117,7 +117,7 @@ def test_unexpected_exception_is_internal_error_with_traceback(ready, monkeypatc
     def broken():
         raise KeyError("bug")
 
-    monkeypatch.setattr(api, "get_device_count", broken)
+    monkeypatch.setattr(npurt.runtime, "get_device_count", broken)  # the facade calls the published operation
     count, ret = acl.rt.get_device_count()
     assert (count, ret) == (0, C.ACL_ERROR_INTERNAL_ERROR)
     message = acl.get_recent_err_msg()

@@ -653,3 +653,26 @@ def test_a_compile_function_picking_an_unregistered_kernel_is_kernel_not_found(d
     with pytest.raises(TypeError, match="argument 2 must be a callback function"):
         acl.op.register_compile_func("MyOther", 5)
     acl.op.unregister_compile_func("MyOther")
+
+
+# ---------------------------------------------------------------- compile-time checks stay small (issue 29)
+def test_atc_singleop_does_not_allocate_the_declared_shapes_to_check_an_op(tmp_path):
+    # a 300-byte JSON declaring big tensors made the check allocate 1.7 GiB
+    import tracemalloc
+    big = {"format": "ND", "shape": [8192, 8192], "type": "float"}  # 256 MiB each
+    ops = [{"op": "Add", "input_desc": [big, big], "output_desc": [big]}]
+    tracemalloc.start()
+    try:
+        _compile(tmp_path, ops, "big")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, f"compiling one op description allocated {peak} bytes"
+
+
+def test_atc_singleop_still_checks_small_ops_by_running_them(tmp_path, capsys):
+    bad = dict(ADD, output_desc=[{"format": "ND", "shape": [5], "type": "float"}])
+    (tmp_path / "bad.json").write_text(json.dumps([bad]))
+    assert atc.main([f"--singleop={tmp_path / 'bad.json'}", f"--output={tmp_path / 'o'}",
+                     "--soc_version=Ascend910B3"]) != 0
+    assert "declared [5] but the operator produces [4]" in capsys.readouterr().err

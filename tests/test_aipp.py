@@ -250,3 +250,31 @@ def test_dynamic_aipp_parameter_checks(dev, aipp_models):
     assert "model input" in acl.get_recent_err_msg()
     assert acl.mdl.set_input_aipp(model_id, ins, 0, _dynamic_params()) == C.ACL_ERROR_GE_AIPP_MODE_INVALID
     assert acl.mdl.create_aipp(0) == 0
+
+
+# ---------------------------------------------------------------- the config parser (issue 29)
+_CONFIG = "aipp_op {\n  aipp_mode : static\n  input_format : RGB888_U8\n}\n"
+
+
+@pytest.mark.timeout(60)  # the regex scan before issue 29 took hours on these (16 KB of blanks: 14 s)
+@pytest.mark.parametrize("filler", [" " * (1 << 18), "\n\t " * (1 << 16), "x" * (1 << 18)])
+def test_the_aipp_config_parser_is_linear_in_long_runs_of_blanks_or_letters(filler):
+    from npurt.ge.aipp import AippConfigError, parse_config
+    if filler.isspace():
+        (block,) = parse_config(filler + _CONFIG + filler)  # blanks around the block are fine
+        assert block["aipp_mode"] == "static"
+    else:
+        with pytest.raises(AippConfigError, match="unexpected text"):
+            parse_config(filler + " " + _CONFIG)
+
+
+def test_the_aipp_config_parser_names_what_is_wrong():
+    from npurt.ge.aipp import AippConfigError, parse_config
+    for text, message in (("junk aipp_op { aipp_mode : static }", "unexpected text in the AIPP config: 'junk'"),
+                          ("other_op { aipp_mode : static }", "unknown block 'other_op'"),
+                          ("{ aipp_mode : static }", "unexpected text"),
+                          ("aipp_op { aipp_mode : static ", "not closed"),
+                          ("aipp_op { aipp_mode : static } trailing", "unexpected text in the AIPP config: 'trailing'"),
+                          ("", "no aipp_op block")):
+        with pytest.raises(AippConfigError, match=message):
+            parse_config(text)

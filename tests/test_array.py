@@ -13,6 +13,7 @@ import pytest
 
 import npurt
 from gates import Gate
+from npurt.array.core import as_dtype
 from npurt.runtime import constants as C
 
 
@@ -45,7 +46,7 @@ def test_array_facts_match_numpy(rng):
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int8", "float64", "uint8", "bfloat16"])
 def test_to_device_and_back_round_trips(dtype, rng):
-    dt = npurt._array.as_dtype(dtype)
+    dt = as_dtype(dtype)
     host = (rng.standard_normal((17, 33)) * 50).astype(dt)
     back = npurt.to_device(host).to_host()
     assert back.dtype == dt

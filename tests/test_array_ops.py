@@ -13,6 +13,7 @@ import pytest
 
 import npurt
 from gates import Gate
+from npurt.array.core import as_dtype
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -188,7 +189,7 @@ def test_contiguous_of_a_permuted_view_uses_the_transpose_kernel(rng):
 def test_astype_matches_numpy(dst, rng):
     a = (_f32(rng, 50) * 20).astype(np.float32)
     got = npurt.to_device(a).astype(dst)
-    want = a.astype(npurt._array.as_dtype(dst))
+    want = a.astype(as_dtype(dst))
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got.to_host(), want)
 
@@ -296,3 +297,85 @@ def test_temporaries_of_an_expression_are_freed_after_their_kernels():
     npurt.synchronize()
     gc.collect()
     assert npurt.memory_stats()["active_blocks"] == before + 1
+
+
+# ---- what CuPy porters try first: comparisons, **, abs, exp/log/sqrt, where, concatenate/stack,
+# from_dlpack (issue 30, scope 10)
+
+def test_comparisons_give_bool_arrays_as_numpy(rng):
+    a, b = rng.standard_normal((3, 5)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)
+    x, y = npurt.to_device(a), npurt.to_device(b)
+    for got, want in [(x < y, a < b), (x <= y, a <= b), (x > y, a > b), (x >= y, a >= b), (x == x, a == a),
+                      (x != y, a != b), (x > 0, a > 0), (0 < x, 0 < a), (x[:, :1] < y, a[:, :1] < b)]:
+        assert got.dtype == np.bool_ and got.shape == want.shape
+        np.testing.assert_array_equal(got.to_host(), want)
+
+
+def test_ints_compare_exactly():
+    a = np.array([-3, 0, 7, 2**40], np.int64)
+    x = npurt.to_device(a)
+    np.testing.assert_array_equal((x == 2**40).to_host(), a == 2**40)
+    np.testing.assert_array_equal((x >= 0).to_host(), a >= 0)
+
+
+def test_power_abs_exp_log_sqrt_match_numpy(rng):
+    a = rng.uniform(0.1, 3, (4, 6)).astype(np.float32)
+    s = rng.standard_normal((4, 6)).astype(np.float32)
+    x, y = npurt.to_device(a), npurt.to_device(s)
+    np.testing.assert_allclose((x ** 2).to_host(), a ** 2, rtol=RTOL)
+    np.testing.assert_allclose((2 ** y).to_host(), 2 ** s, rtol=RTOL)
+    np.testing.assert_allclose((x ** x).to_host(), a ** a, rtol=RTOL)
+    np.testing.assert_allclose(abs(y).to_host(), np.abs(s))
+    np.testing.assert_allclose(npurt.exp(y).to_host(), np.exp(s), rtol=RTOL)
+    np.testing.assert_allclose(npurt.log(x).to_host(), np.log(a), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(npurt.sqrt(x).to_host(), np.sqrt(a), rtol=RTOL)
+    np.testing.assert_array_equal(abs(npurt.to_device(np.array([-2, 3], np.int32))).to_host(), [2, 3])
+
+
+def test_log_and_sqrt_of_negatives_are_nan_as_numpy():
+    x = npurt.to_device(np.array([-1.0, 0.0], np.float32))
+    assert np.isnan(npurt.sqrt(x).to_host()[0]) and npurt.log(x).to_host()[1] == -np.inf
+
+
+def test_exp_of_an_int_array_is_refused_with_the_types_it_takes():
+    with pytest.raises(npurt.InvalidValueError, match="does not support int32"):
+        npurt.exp(npurt.to_device(np.arange(3, dtype=np.int32)))
+
+
+def test_where_selects_with_broadcasting_and_scalars(rng):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((4,)).astype(np.float32)
+    x, y = npurt.to_device(a), npurt.to_device(b)
+    np.testing.assert_array_equal(npurt.where(x > 0, x, y).to_host(), np.where(a > 0, a, b))
+    np.testing.assert_array_equal(npurt.where(x > 0, x, 0).to_host(), np.where(a > 0, a, np.float32(0)))
+    with pytest.raises(npurt.InvalidValueError, match="cond must be a bool DeviceArray"):
+        npurt.where(x, x, y)
+
+
+def test_concatenate_and_stack_match_numpy(rng):
+    parts = [rng.standard_normal((2, k, 3)).astype(np.float32) for k in (1, 4, 2)]
+    xs = [npurt.to_device(p) for p in parts]
+    np.testing.assert_array_equal(npurt.concatenate(xs, axis=1).to_host(), np.concatenate(parts, axis=1))
+    np.testing.assert_array_equal(npurt.concatenate([x[:, :1] for x in xs], axis=-1).to_host(),
+                                  np.concatenate([p[:, :1] for p in parts], axis=-1))
+    same = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(3)]
+    for axis in (0, 1, 2, -1):
+        np.testing.assert_array_equal(npurt.stack([npurt.to_device(s) for s in same], axis=axis).to_host(),
+                                      np.stack(same, axis=axis))
+    with pytest.raises(npurt.InvalidValueError, match="differ off axis 1"):
+        npurt.concatenate([xs[0], npurt.zeros((3, 1, 3))], axis=1)
+
+
+def test_from_dlpack_copies_host_producers_and_keeps_device_arrays():
+    host = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = npurt.from_dlpack(host)
+    assert isinstance(x, npurt.DeviceArray) and x.shape == (2, 3)
+    np.testing.assert_array_equal(x.to_host(), host)
+    assert npurt.from_dlpack(x) is x
+    with pytest.raises(npurt.InvalidValueError, match="needs a DLPack producer"):
+        npurt.from_dlpack([1, 2, 3])
+
+
+def test_device_arrays_stay_usable_as_dict_keys():
+    x = npurt.zeros(2)
+    assert {x: 1}[x] == 1

@@ -67,7 +67,6 @@ def test_other_frameworks_are_refused_naming_the_onnx_route(mlp_onnx, tmp_path, 
     (["--framework=5", "--output=x"], "--soc_version is required"),
     (["--framework=5", "--soc_version=Ascend910B3"], "--output is required"),
     (["--framework=5", "--output=x", "--soc_version=Ascend999"], "npurt simulates"),
-    (["--framework=5", "--output=x", "--soc_version=Ascend910B3", "--no_such_flag=1"], "unknown option"),
     (["--framework=5", "--output=x", "--soc_version=Ascend910B3", "--input_shape=y:1,16"], "not an input"),
     (["--framework=5", "--output=x", "--soc_version=Ascend910B3", "--input_shape=x:1,15"], "fixes it to 16"),
     (["--framework=5", "--output=x", "--soc_version=Ascend910B3", "--input_shape=x:-1,16",
@@ -85,6 +84,23 @@ def test_bad_options_fail_with_the_reason(mlp_onnx, tmp_path, capsys, args, word
     args = [a.replace("--output=x", f"--output={tmp_path / 'x'}") for a in args]
     assert atc.main([f"--model={mlp_onnx}", *args]) == 1
     assert words in capsys.readouterr().err
+
+
+def test_an_option_atc_does_not_have_is_a_usage_error(mlp_onnx, tmp_path, capsys):
+    assert atc.main([f"--model={mlp_onnx}", "--framework=5", f"--output={tmp_path / 'x'}",
+                     "--soc_version=Ascend910B3", "--no_such_flag=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: npurt atc --model=") and "unrecognized arguments: --no_such_flag=1" in err
+
+
+def test_no_arguments_print_the_usage_and_exit_2(capsys):
+    assert atc.main([]) == 2
+    assert "usage: npurt atc" in capsys.readouterr().err
+
+
+def test_every_atc_option_has_its_help():
+    assert set(atc.HELP) == atc.FLAGS
+    assert atc.main(["--help"]) == 0
 
 
 def test_a_missing_or_broken_model_file_fails(tmp_path, capsys):

@@ -10,7 +10,8 @@ import textwrap
 import pytest
 
 import npurt
-from npurt import cli
+from npurt.apps import cli
+from npurt.apps.cliargs import Exit
 
 
 def _npurt(*args, env=None, timeout=60):
@@ -46,8 +47,8 @@ def test_a_bad_setting_prints_no_traceback():
 
 
 def test_bench_refuses_an_unwritable_json_path_before_measuring(monkeypatch, capsys):
-    import npurt.bench
-    monkeypatch.setattr(npurt.bench, "main", lambda **kw: pytest.fail("the benchmark started"))
+    import npurt.apps.bench
+    monkeypatch.setattr(npurt.apps.bench, "main", lambda **kw: pytest.fail("the benchmark started"))
     assert cli.main(["bench", "--json", "/nonexistent-dir/x.json"]) == 2
     assert "directory '/nonexistent-dir' does not exist" in capsys.readouterr().err
 
@@ -67,7 +68,8 @@ def test_info_shows_devices_settings_in_effect_and_extras(fresh_runtime, monkeyp
     monkeypatch.setenv("NPURT_WORKERS", "3")
     assert cli.main(["info"]) == 0
     out = capsys.readouterr().out
-    assert "device 0 (physical 0): HBM 1.91 GiB" in out and "device 1 (physical 1)" in out   # 2 GiB less the reserve
+    assert "device 0 (physical 0): HBM 1.91 GiB usable of 2 GiB (0.0938 GiB kept by the driver)" in out   # the reserve
+    assert "device 1 (physical 1)" in out
     assert "NPURT_HBM_SIZE             2 GiB per device       from NPURT_HBM_SIZE=2G" in out
     assert "NPURT_WORKERS              3                      from NPURT_WORKERS=3" in out
     assert "NPURT_SOC                  Ascend910B3            default" in out
@@ -119,3 +121,57 @@ def test_a_hang_warning_is_shown_by_default_at_the_users_line(tmp_path):
         """, env={"NPURT_HANG_WARNING_S": "0.1"})
     assert "timed out" in proc.stdout, proc.stderr
     assert f"{path}:6: HangWarning: npurt: this host thread has waited 0 s for" in proc.stderr
+
+
+# ---- one argparse style for every subcommand: help, usage, exit status 2
+
+@pytest.mark.parametrize("command", list(cli.COMMANDS))
+def test_every_command_has_argparse_help(command, capsys):
+    assert cli.main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: npurt {command}") and "\noptions:\n  -h, --help" in out
+
+
+@pytest.mark.parametrize("command", list(cli.COMMANDS))
+def test_every_command_refuses_an_unknown_option_with_its_usage(command, capsys):
+    needed = ["prof_dir"] if command == "plot" else []     # its one required argument
+    assert cli.main([command, *needed, "--no-such-option"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: npurt {command}")
+    assert err.endswith(f"npurt {command}: error: unrecognized arguments: --no-such-option\n")
+
+
+@pytest.mark.parametrize("command", ["run", "launch", "atc", "plot"])
+def test_commands_that_need_arguments_print_the_usage_without_them(command, capsys):
+    assert cli.main([command]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: npurt {command}") and f"\nnpurt {command}: error: " in err
+
+
+def test_every_command_has_a_parser_and_a_line_in_the_top_level_help(capsys):
+    assert set(cli.PARSERS) == set(cli.COMMANDS)
+    with pytest.raises(Exit):
+        cli.parser().parse_args(["--help"])
+    out = capsys.readouterr().out
+    for command in cli.COMMANDS:
+        assert f"\n    {command} " in out
+    assert "--torch-npu" in out and "-m module" in out
+
+
+def test_no_command_and_an_unknown_command_are_usage_errors(capsys):
+    assert cli.main([]) == 2
+    assert capsys.readouterr().err.startswith("usage: npurt [-h] [-V] COMMAND ...\nnpurt: error: give a command")
+    assert cli.main(["frobnicate"]) == 2
+    assert "npurt: error: argument COMMAND: invalid choice: 'frobnicate'" in capsys.readouterr().err
+
+
+def test_a_bad_option_value_names_the_option(capsys):
+    assert cli.main(["launch", "-n", "zero", "x.py"]) == 2
+    assert "npurt launch: error: argument -n/--np: must be a positive integer, got 'zero'" in capsys.readouterr().err
+    assert cli.main(["plot", "prof", "--window", "1"]) == 2
+    assert "npurt plot: error: argument --window: expected 2 arguments" in capsys.readouterr().err
+
+
+def test_the_torch_hint_is_the_cpu_build():
+    assert cli.install_hint("torch") == "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+    assert cli.install_hint("plot") == "pip install 'npurt[plot]'"

@@ -13,7 +13,7 @@ import pytest
 
 import npurt.acl as acl
 from npurt.acl import constants as C
-from npurt.acl._parse import Format, convert
+from npurt._cstyle.parse import Format, convert
 
 
 @pytest.fixture
@@ -163,7 +163,7 @@ def test_parse_units_convert_as_cpython(unit, value, expected):
 @pytest.mark.parametrize("unit, value", [("k", np.uint64(1)), ("i", 1.0), ("i", 1 << 40), ("s", "a\0b"),
                                          ("s", None), ("b", 256), ("f", "1.0")])
 def test_parse_units_refuse_as_cpython(unit, value):
-    from npurt.acl._parse import _Mismatch
+    from npurt._cstyle.parse import _Mismatch
     with pytest.raises(_Mismatch):
         convert(unit, value)
 

@@ -53,7 +53,7 @@ def test_the_demo_shows_npurts_report_for_each_buggy_program(demo_output, bug, r
 
 
 def test_quiet_prints_only_the_verdict(fresh_runtime, monkeypatch, capsys):
-    from npurt import demo
+    from npurt.apps import demo
     monkeypatch.setattr(demo, "ROWS", 64)
     assert demo.main(batches=2, quiet=True) == 0
     out = capsys.readouterr().out
@@ -61,7 +61,7 @@ def test_quiet_prints_only_the_verdict(fresh_runtime, monkeypatch, capsys):
 
 
 def test_long_runs_show_a_progress_bar(fresh_runtime, monkeypatch, capsys):
-    from npurt import demo
+    from npurt.apps import demo
     monkeypatch.setattr(demo, "PROGRESS_MIN", 8)
     monkeypatch.setattr(demo, "ROWS", 64)
     assert demo.main(batches=8) == 0
@@ -70,7 +70,7 @@ def test_long_runs_show_a_progress_bar(fresh_runtime, monkeypatch, capsys):
 
 
 def test_demo_exits_non_zero_when_the_scores_are_wrong(fresh_runtime, monkeypatch, capsys):
-    from npurt import demo
+    from npurt.apps import demo
     monkeypatch.setattr(demo, "reference", lambda x, w, b: np.zeros(x.shape[0]))
     monkeypatch.setattr(demo, "ROWS", 64)
     assert demo.main(batches=2, quiet=True) == 1
@@ -78,7 +78,7 @@ def test_demo_exits_non_zero_when_the_scores_are_wrong(fresh_runtime, monkeypatc
 
 
 def test_demo_exits_non_zero_when_a_bug_goes_unreported(fresh_runtime, monkeypatch, capsys):
-    from npurt import demo, demo_bugs
+    from npurt.apps import demo, demo_bugs
     title, program, _ = demo_bugs.BUGS[2]
     monkeypatch.setattr(demo_bugs, "BUGS", [(title, program, "a report npurt never gives")])
     monkeypatch.setattr(demo, "ROWS", 64)
@@ -87,7 +87,7 @@ def test_demo_exits_non_zero_when_a_bug_goes_unreported(fresh_runtime, monkeypat
 
 
 def test_under_a_sanitizer_the_bug_programs_are_not_run(fresh_runtime, monkeypatch, capsys):
-    from npurt import demo
+    from npurt.apps import demo
     from npurt.tools.sanitizer import Sanitizer
     monkeypatch.setattr(demo, "ROWS", 64)
     san = Sanitizer("all", echo=False).enable()
@@ -101,5 +101,5 @@ def test_under_a_sanitizer_the_bug_programs_are_not_run(fresh_runtime, monkeypat
 
 
 def test_demo_rejects_zero_batches(fresh_runtime):
-    from npurt import demo
+    from npurt.apps import demo
     assert demo.main(batches=0, quiet=True) == 2

@@ -3,6 +3,7 @@ merge, statistics, empty_cache), get_mem_info, pointer attributes, out of memory
 frees (issue 2, scope 3)."""
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 
@@ -316,11 +317,11 @@ def test_empty_cache_while_another_thread_frees_loses_no_block(rt, monkeypatch):
     block = mem.live[ptr]
     pool = block.pool
 
-    class EmptyCacheOnAppend(list):
-        """Simulates a thread switch between the free's bin lookup and its append."""
-        def append(self, item):
+    class EmptyCacheOnAppend(dict):
+        """Simulates a thread switch between the free's bin lookup and its insertion."""
+        def __setitem__(self, item, value):
             mem.empty_cache()
-            super().append(item)
+            super().__setitem__(item, value)
 
     pool.bins[block.size] = EmptyCacheOnAppend(pool.bins[block.size])
     rt.free(ptr)
@@ -604,3 +605,43 @@ def test_random_malloc_free_on_a_tiny_device_keeps_every_invariant():
         mem.free(ptr)
     mem.empty_cache()
     assert mem.reserved == 0 and dev.arena.committed_bytes == 0
+
+
+# ---------------------------------------------------------------- no quadratic merging (issue 29, item 2)
+def _work_of_a_large_malloc_after_freeing(rt, monkeypatch, segments: int) -> int:
+    """Fill `segments` small-block segments with 512-byte blocks, free them all, then malloc
+    1 MB (which only a merge can serve): the block claims and block comparisons it makes."""
+    M = sys.modules[type(rt.current_device().memory).__module__]  # the pool's module, wherever it lives
+    per_segment = M.SMALL_SEGMENT // M.SIZE_CLASS
+    rt.empty_cache()
+    ptrs = [rt.malloc(M.SIZE_CLASS - 32) for _ in range(segments * per_segment)]
+    for p in ptrs:
+        rt.free(p)
+    work = [0]
+    claim = M.PagePool.claim
+
+    def counted_claim(self, block):
+        work[0] += 1
+        return claim(self, block)
+
+    def counted_eq(self, other):  # a list's remove compares the block to every one before it
+        work[0] += 1
+        return self is other
+
+    monkeypatch.setattr(M.PagePool, "claim", counted_claim)
+    monkeypatch.setattr(M.Block, "__eq__", counted_eq, raising=False)
+    big = rt.malloc(1_000_000)
+    monkeypatch.undo()
+    rt.free(big)
+    rt.empty_cache()
+    return work[0]
+
+
+def test_a_large_malloc_after_many_small_frees_costs_the_same_however_many_were_freed(rt, monkeypatch):
+    # before issue 29 every freed block was merged (each claim a list.remove over its bin):
+    # 128k freed blocks made a 1 MB malloc take 163 s with the device's memory lock held
+    few = _work_of_a_large_malloc_after_freeing(rt, monkeypatch, segments=2)
+    many = _work_of_a_large_malloc_after_freeing(rt, monkeypatch, segments=8)
+    M = sys.modules[type(rt.current_device().memory).__module__]
+    assert many <= few + 16, f"the malloc's work grew from {few} to {many} with 4x the freed blocks"
+    assert many <= 2 * M.SMALL_SEGMENT // M.SIZE_CLASS  # about one segment's walk

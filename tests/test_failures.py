@@ -2,9 +2,11 @@
 waits that time out and name what they are stuck on (issue 3, scope 6 and the bad inputs)."""
 from __future__ import annotations
 
+import ctypes
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from npurt.runtime import constants as C
@@ -140,6 +142,26 @@ def test_stop_mode_drops_the_rest_of_the_queue(rt, gate):
     with pytest.raises(TaskError):
         rt.synchronize_stream(s)
     assert out == []
+
+
+def test_stop_mode_accepts_launches_until_the_host_has_seen_the_failure(rt, gate):
+    # on an NPU the host learns of a task's failure from the device; launches made before
+    # that are accepted (and dropped by the stopped stream), the synchronize reports it
+    s = rt.create_stream()
+    rt.set_stream_failure_mode(s, C.ACL_STOP_ON_FAILURE)
+    out = []
+    rt.launch_host_func(s, _boom)
+    rt.launch_host_func(s, out.append, "queued")
+    deadline = time.monotonic() + 10
+    while s.stopped is None and time.monotonic() < deadline:  # the device has failed ...
+        time.sleep(0.001)
+    rt.launch_host_func(s, out.append, "after the failure")  # ... and the host does not know yet
+    with pytest.raises(TaskError) as info:
+        rt.synchronize_stream(s)
+    assert "kaboom" in info.value.message and out == []
+    with pytest.raises(StreamAbortedError) as refused:  # seen now: the launch returns the failure
+        rt.launch_host_func(s, out.append, "refused")
+    assert refused.value.code == info.value.code
 
 
 def test_stop_mode_refuses_new_tasks_after_a_failure(rt):
@@ -298,17 +320,44 @@ def test_destroy_stream_does_not_report_the_streams_failure(rt):
     rt.destroy_stream(s)  # documented: errors of the drained work are not raised here
 
 
-def test_destroy_stream_force_drops_pending_work(rt, gate):
+def test_destroy_stream_force_returns_at_once_and_the_queued_work_still_completes(rt, gate):
+    # aclrtDestroyStreamForce does not wait for the stream's tasks; the tasks an NPU already
+    # holds still run (issue 24, item 9)
     s = rt.create_stream()
     out = []
     _hold(rt, s, gate)
     for i in range(5):
         rt.launch_host_func(s, out.append, i)
     rt.destroy_stream(s, force=True)  # returns at once, although a task is still running
-    assert s.destroyed
+    assert s.destroyed and out == []
     gate.set()
-    time.sleep(0.05)
-    assert out == []
+    deadline = time.monotonic() + 10
+    while len(out) < 5 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert out == [0, 1, 2, 3, 4]
+
+
+def test_a_device_reset_waits_for_the_work_of_a_force_destroyed_stream(rt, gate):
+    s = rt.create_stream()
+    out = []
+    _hold(rt, s, gate)
+    rt.launch_host_func(s, out.append, "ran")
+    rt.destroy_stream(s, force=True)
+    threading.Timer(0.1, gate.set).start()
+    rt.reset_device(0)  # aclrtResetDevice: waits for the device's tasks, then releases it
+    assert out == ["ran"]
+
+
+def test_a_device_reset_completes_the_work_already_queued(rt, gate):
+    s = rt.create_stream()
+    dev, host = rt.malloc(64), rt.malloc_host(64)
+    rt.memset(dev, 64, 7, 64)
+    _hold(rt, s, gate)
+    rt.memcpy_async(host, 64, dev, 64, C.ACL_MEMCPY_DEVICE_TO_HOST, s)
+    threading.Timer(0.1, gate.set).start()
+    rt.reset_device(0)
+    assert bytes(np.ctypeslib.as_array((ctypes.c_uint8 * 64).from_address(host))) == b"\x07" * 64
+    rt.free_host(host)
 
 
 def test_a_force_destroyed_stream_is_an_invalid_handle(rt, gate):

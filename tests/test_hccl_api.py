@@ -321,3 +321,33 @@ def test_rank_table_problems_are_parameter_errors(two_devices, tmp_path):
     assert hccl.comm_init_cluster_info(path, 0) == (0, H.HCCL_E_PARA)  # this thread is on device 0
     assert "set_device(1)" in acl.get_recent_err_msg()
     assert hccl.comm_init_cluster_info(path, 5) == (0, H.HCCL_E_PARA)
+
+
+def test_a_collective_no_rank_can_join_any_more_fails_when_the_communicators_are_destroyed(two_devices,
+                                                                                         monkeypatch):
+    # issue 29: it stayed parked (its stream with it) after every communicator was destroyed
+    monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "600")
+    comms, _ = hccl.comm_init_all(2, [0, 1])
+    stream, _ = acl.rt.create_stream()
+    x = device_buffer(np.ones(8, np.float32))
+    assert hccl.all_reduce(x, x, 8, FP32, 0, comms[0], stream) == 0  # rank 1 never calls
+    assert hccl.comm_destroy(comms[0]) == 0  # queued operations still run: it waits on
+    assert hccl.comm_destroy(comms[1]) == 0  # rank 1 is gone: it never can
+    assert acl.rt.synchronize_stream_with_timeout(stream, 30_000) == H.HCCL_E_INTERNAL
+    assert "destroyed their communicator" in acl.get_recent_err_msg()
+    assert acl.rt.memset_async(x, 32, 0, 32, stream) == 0  # the stream goes on
+    assert acl.rt.synchronize_stream(stream) == 0
+
+
+def test_a_collective_queued_before_destroy_still_meets_the_other_rank(pair):
+    (c0, s0), (c1, s1) = pair
+    x0, x1 = device_buffer(np.ones(4, np.float32)), None
+    acl.rt.set_device(1)
+    x1 = device_buffer(np.full(4, 2, np.float32))
+    acl.rt.set_device(0)
+    assert hccl.all_reduce(x0, x0, 4, FP32, 0, c0, s0) == 0
+    assert hccl.comm_destroy(c0) == 0  # rank 0 is destroyed, but rank 1 still comes
+    assert hccl.all_reduce(x1, x1, 4, FP32, 0, c1, s1) == 0
+    assert acl.rt.synchronize_stream(s0) == 0 and acl.rt.synchronize_stream(s1) == 0
+    assert read(x0, 4).tolist() == [3.0] * 4
+    assert hccl.comm_destroy(c1) == 0

@@ -13,8 +13,8 @@ import pytest
 
 from hccl_checks import CHECKS
 from process_group import run_group
-from npurt.tools import launch
-from npurt.tools.launch import find_mpiexec
+from npurt.apps import launcher as launch
+from npurt.apps.launcher import find_mpiexec
 
 pytest.importorskip("mpi4py", reason="needs the npurt[dist] extra")
 TESTS = Path(__file__).resolve().parent
@@ -107,6 +107,19 @@ def test_launch_returns_the_failing_rank_status(tmp_path):
     assert run([*NPURT, "launch", "-n", "2", str(script)]).returncode != 0
 
 
+def test_a_rank_that_raises_aborts_the_job_with_its_traceback(tmp_path):
+    # issue 29: the other ranks waited (in a collective, or here in a sleep) for 30 minutes
+    script = tmp_path / "raises.py"
+    script.write_text("import os, time\n"
+                      "if os.environ['RANK'] == '1':\n"
+                      "    raise ValueError('rank 1 found bad data')\n"
+                      "time.sleep(600)\n")
+    proc = run([*NPURT, "launch", "-n", "3", str(script)], timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "ValueError: rank 1 found bad data" in out and "rank 1 raised ValueError" in out, out[-3000:]
+
+
 def test_launch_explains_bad_usage(tmp_path, capsys, monkeypatch):
     script = tmp_path / "s.py"
     script.write_text("pass\n")
@@ -115,7 +128,7 @@ def test_launch_explains_bad_usage(tmp_path, capsys, monkeypatch):
         (["-n", "zero", str(script)], {}, "positive integer"),
         (["-n", "2", str(tmp_path / "missing.py")], {}, "no such file"),
         (["--per-host", "17", "-n", "17", str(script)], {}, "at most 16"),
-        (["--frobnicate", str(script)], {}, "unknown option"),
+        (["--frobnicate", str(script)], {}, "unrecognized arguments: --frobnicate"),
         (["--hostfile", str(tmp_path / "no-hosts"), str(script)], {}, "does not exist"),
         (["-n", "4", str(script)], {"NPURT_DEVICE_COUNT": "2"}, "NPURT_DEVICE_COUNT=2"),
         (["-n", "2", str(script)], {"NPURT_MPIEXEC": str(tmp_path / "no-mpiexec")}, "could not run"),
@@ -203,3 +216,20 @@ def _alive(pid: int) -> bool:
             return f.read().split()[2] != "Z"  # a zombie has exited
     except OSError:
         return False
+
+
+def test_each_rank_gets_its_own_profile_directory_and_sanitizer_report():
+    argv = ["--sanitize", "--sanitize-report", "/r/out.json", "--profile", "/p", "--", "s.py", "--profile", "mine"]
+    assert launch.per_rank_outputs(argv, 1) == ["--sanitize", "--sanitize-report", "/r/out.rank1.json", "--profile",
+                                                "/p/rank1", "--", "s.py", "--profile", "mine"]
+
+
+def test_launch_profiles_and_sanitizes_every_rank(tmp_path):
+    script = tmp_path / "work.py"
+    script.write_text("import os, npurt\nnpurt.ones(4).to_host()\nprint('rank', os.environ['RANK'], 'ok')\n")
+    proc = run([*NPURT, "launch", "-n", "2", "--sanitize", "--profile", str(tmp_path / "prof"), str(script)])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "rank 0 ok" in proc.stdout and "rank 1 ok" in proc.stdout
+    assert (tmp_path / "prof" / "rank0" / "msprof.json").is_file()
+    assert (tmp_path / "prof" / "rank1" / "msprof.json").is_file()
+    assert proc.stderr.count("npurt-sanitizer") >= 2, proc.stderr    # each rank's summary line

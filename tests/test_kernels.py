@@ -10,8 +10,8 @@ import pytest
 
 from npurt.runtime import constants as C
 from npurt.runtime.errors import InvalidValueError, NpuError, TaskError
-from npurt.runtime.kernel import (GM, KernelFunction, kernel, launch, launch_kernel,
-                                  launch_kernel_with_config, launch_kernel_with_host_args)
+from npurt.runtime import launch_kernel_with_config
+from npurt.runtime.kernel import GM, KernelFunction, kernel, launch, launch_kernel, launch_kernel_with_host_args
 from npurt.runtime.kernel_args import (kernel_args_append, kernel_args_append_place_holder,
                                        kernel_args_finalize, kernel_args_get_mem_size,
                                        kernel_args_get_place_holder_buffer, kernel_args_init,
@@ -494,4 +494,12 @@ def test_kernel_args_built_in_user_memory(rt, vecs):
 
 def test_kernel_and_gm_are_exported_by_npurt():
     import npurt
-    assert npurt.kernel is kernel and npurt.GM is GM
+    assert npurt.GM is GM
+
+    @npurt.kernel
+    def k(ctx, x: GM):
+        pass
+    assert isinstance(k, KernelFunction)     # what the runtime's launches and binaries take
+    assert callable(k[1])                    # and it launches from Python: k[blocks](...)
+    with pytest.raises(TypeError, match="needs @npurt.kernel"):
+        kernel(k.fn)[1]                      # the runtime's own decorator makes no Python launcher

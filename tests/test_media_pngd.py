@@ -152,3 +152,47 @@ def test_decode_needs_a_pngd_channel_mode(dvpp):
     desc, _, _ = dvpp.pic(RGB888, 40, 36)
     assert m.dvpp_png_decode_async(cd, src, n, desc, dvpp.stream) == INVALID
     assert "PNGD" in acl.get_recent_err_msg()
+
+
+# ---------------------------------------------------------------- hostile files (issue 29)
+def _chunk(kind: bytes, body: bytes) -> bytes:
+    import struct
+    import zlib
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+
+def _two_ihdr_png(declared=(64, 64), real=(3000, 3000)) -> bytes:
+    """A grey PNG whose first IHDR declares `declared` and whose second one (which Pillow
+    reads) and pixel data are `real`: a decompression bomb behind an innocent header."""
+    import struct
+    import zlib
+    ihdr = lambda w, h: struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0)  # noqa: E731 - 8-bit grey
+    w, h = real
+    raw = zlib.compress(bytes(h * (w + 1)), 9)  # filter byte 0 + zeros per row
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr(*declared)) + _chunk(b"IHDR", ihdr(w, h))
+            + _chunk(b"IDAT", raw) + _chunk(b"IEND", b""))
+
+
+def test_a_png_with_a_second_ihdr_is_refused_before_anything_is_decoded(dvpp, monkeypatch):
+    from PIL import ImageFile
+    loads = []
+    load = ImageFile.ImageFile.load
+    monkeypatch.setattr(ImageFile.ImageFile, "load", lambda self: loads.append(self.size) or load(self))
+    data = _two_ihdr_png()
+    assert len(data) < 20_000  # a small file ...
+    ret, sync, desc, _ = _decode(dvpp, data, RGB888)  # ... whose header says 64 x 64
+    assert ret == OK and sync == INVALID
+    assert m.dvpp_get_pic_desc_ret_code(desc) == INVALID
+    message = acl.get_recent_err_msg()
+    assert "3000 x 3000" in message and "64 x 64" in message, message
+    assert loads == [], f"Pillow decoded the {loads} picture"
+    ret, sync, _, _ = _decode(dvpp, png(gradient_rgb(40, 36)), RGB888)  # the channel goes on
+    assert (ret, sync) == (OK, OK)
+
+
+def test_a_png_past_pillows_decompression_bomb_limit_is_refused(dvpp, monkeypatch):
+    from PIL import Image
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # a 40 x 36 picture is past it
+    ret, sync, desc, _ = _decode(dvpp, png(gradient_rgb(40, 36)), RGB888)
+    assert ret == OK and sync == INVALID
+    assert "decompression-bomb" in acl.get_recent_err_msg()

@@ -69,6 +69,42 @@ check(acl.rt.memcpy_async(RO, 4096, dev, 4096, 2, stream), 'READONLY')
 assert acl.rt.memcpy(dev, 4096, RO, 4096, 1) == 0   # reading it is fine
 assert acl.rt.host_unregister(RO) == 0
 """,
+    "a kernel writing read-only registered memory through its device alias": """
+from npurt.runtime.kernel import GM, kernel, launch
+from npurt.runtime.runtime import RUNTIME
+@kernel
+def fill(ctx, out: GM, n: np.int32):
+    ctx.gm(out, np.uint8, n, "w")[:] = 7
+@kernel
+def copy_in(ctx, src: GM, dst: GM, n: np.int32):
+    ctx.gm(dst, np.uint8, n, "w")[:] = ctx.gm(src, np.uint8, n, "r")
+alias, ret = acl.rt.host_register(RO, 4096, 8)   # ACL_HOST_REGISTER_READONLY; the pages are PROT_READ
+assert ret == 0, acl.get_recent_err_msg()
+stream, _ = acl.rt.create_stream()
+launch(fill, 1, (alias, 64), RUNTIME.streams.get(stream))   # segfaulted before issue 29
+check(acl.rt.synchronize_stream(stream), 'ACL_HOST_REGISTER_READONLY')
+launch(copy_in, 1, (alias, dev, 64), RUNTIME.streams.get(stream))   # reading it is fine
+assert acl.rt.synchronize_stream(stream) == 0, acl.get_recent_err_msg()
+assert acl.rt.host_unregister(RO) == 0
+""",
+    "host memory freed with free_host while a queued copy holds it": """
+stream, _ = acl.rt.create_stream()
+gate = threading.Event()
+host, _ = acl.rt.malloc_host(4096)
+from npurt.runtime.api import streams
+from npurt.runtime.runtime import RUNTIME
+streams.launch_host_func(RUNTIME.streams.get(stream), gate.wait)
+assert acl.rt.memcpy_async(dev, 4096, host, 4096, 1, stream) == 0
+assert acl.rt.free_host(host) == 0                 # npurt keeps it mapped until the copy ran
+check(acl.rt.memcpy(host, 4096, dev, 4096, 2), 'freed with free_host')
+check(acl.rt.memset(host, 4096, 1, 4096), 'freed with free_host')
+with warnings.catch_warnings(record=True):
+    warnings.simplefilter("always")
+    assert acl.util.ptr_to_bytes(host, 16) is None
+    assert acl.util.ptr_to_numpy(host, (16,), 2) is None
+gate.set()
+assert acl.rt.synchronize_stream(stream) == 0
+""",
 }
 for _kind, _call in (("H2D", "acl.rt.memcpy(big, N, host, N, 1)"), ("D2H", "acl.rt.memcpy(host, N, big, N, 2)")):
     CASES[f"free_host during a {_kind} memcpy"] = f"""
@@ -133,3 +169,11 @@ def test_host_register_of_read_only_memory_needs_the_readonly_flag_and_refuses_w
 @pytest.mark.parametrize("kind", ["H2D", "D2H"])
 def test_free_host_during_a_synchronous_copy_does_not_unmap_the_pages_under_it(cases, kind):
     _ok(cases, f"free_host during a {kind} memcpy")
+
+
+def test_a_kernel_cannot_write_read_only_registered_memory_through_its_device_alias(cases):
+    _ok(cases, "a kernel writing read-only registered memory through its device alias")
+
+
+def test_host_memory_freed_with_free_host_is_refused_while_npurt_still_maps_it(cases):
+    _ok(cases, "host memory freed with free_host while a queued copy holds it")

@@ -511,7 +511,7 @@ def test_a_profile_that_fails_to_start_leaves_nothing_wrapped_and_the_next_one_w
     from npurt.tools.profiler import apicalls
     original = acl.rt.malloc
 
-    def broken(sink, threads):
+    def broken(sink, threads, *limits):
         setattr(acl.rt, "malloc", lambda *a: None)  # half done when it fails
         apicalls._installed.append((acl.rt, "malloc", original))
         raise RuntimeError("boom")
@@ -523,3 +523,34 @@ def test_a_profile_that_fails_to_start_leaves_nothing_wrapped_and_the_next_one_w
     with npurt.profiler.profile() as prof:
         pass
     assert prof.timeline.tasks == [] and not npurt.profiler.is_profiling()
+
+
+# ---------------------------------------------------------------- bounded memory (issue 29)
+def test_a_profile_keeps_at_most_max_records_tasks_and_calls_and_says_how_many_it_dropped(rt):
+    # each task cost ~710 B until the profile stopped, with no bound
+    import npurt.acl as acl
+    from npurt.tools.profiler import Profile
+    acl.rt.set_device(0)
+    dev = rt.malloc(64)
+    stream = rt.create_stream()
+    with Profile(max_records=50) as prof:
+        for _ in range(120):
+            rt.memset_async(dev, 64, 0, 64, stream)
+            acl.rt.get_device()
+        stream.synchronize()
+    assert len(prof.timeline.tasks) == 50
+    assert len(prof.timeline.calls) == 50
+    assert prof.dropped == {"tasks": 70, "calls": 70}
+    assert "NOT RECORDED: 70 task(s) and 70 API call(s) after the first 50" in prof.report()
+    rt.free(dev)
+    with pytest.raises(npurt.InvalidValueError):
+        Profile(max_records=0)
+
+
+def test_a_profile_under_its_limit_drops_nothing(rt):
+    from npurt.tools.profiler import Profile
+    dev = rt.malloc(64)
+    with Profile() as prof:
+        rt.memset(dev, 64, 0, 64)
+    assert prof.dropped == {"tasks": 0, "calls": 0} and "NOT RECORDED" not in prof.report()
+    rt.free(dev)

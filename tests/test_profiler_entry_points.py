@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from npurt import cli
+from npurt.apps import cli
 from npurt.runtime.observers import HOOKS
-from npurt.tools import runner
+from npurt.apps import runner
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "pyacl"
 SUMMARIES = ("op_summary", "op_statistic", "task_time", "api_statistic", "msprof_tx", "stream_summary",
@@ -56,7 +56,7 @@ def test_npurt_run_profile_refuses_an_output_path_it_cannot_write_before_running
 
 
 def test_demo_profile_shows_the_overlap_the_demo_reports(fresh_runtime, tmp_path, capsys):
-    from npurt import demo
+    from npurt.apps import demo
     out = tmp_path / "demo"
     assert demo.main(profile=str(out)) == 0
     text = capsys.readouterr().out
@@ -133,5 +133,5 @@ def test_importing_npurt_and_its_profiler_imports_no_plotting_library():
 
 def test_readme_shows_the_demos_timeline_picture():
     root = Path(__file__).resolve().parents[1]
-    assert "](docs/demo_timeline.png)" in (root / "README.md").read_text()
+    assert "](https://github.com/npurt/npurt/raw/main/docs/demo_timeline.png)" in (root / "README.md").read_text()
     assert _is_png(root / "docs" / "demo_timeline.png")

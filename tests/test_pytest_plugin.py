@@ -82,3 +82,36 @@ def test_fixtures_marker_and_npurt_leaks_in_a_project_using_them(pytester):
 def test_the_plugin_is_registered_for_pytest(pytestconfig):
     assert pytestconfig.pluginmanager.has_plugin("npurt")
     assert any(m.startswith("npurt_launch_blocking") for m in pytestconfig.getini("markers"))
+
+
+RAISES = '''
+import pytest
+
+def test_keeps_an_array_alive_through_pytest_raises(npurt_runtime):
+    x = npurt_runtime.zeros(1000)
+    with pytest.raises(ValueError) as e:       # e's traceback holds this frame, and x with it
+        raise ValueError("on purpose")
+    assert "on purpose" in str(e.value)
+'''
+
+
+def test_npurt_leaks_collects_garbage_before_the_runtime_is_finalized(pytester):
+    pytester.makepyfile(RAISES)
+    result = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", "--npurt-leaks")
+    result.assert_outcomes(passed=1)
+    assert "leaked" not in result.stdout.str()
+
+
+def test_the_options_can_be_set_in_pyproject(pytester):
+    pytester.makepyfile(TESTS)
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nnpurt_leaks = true\n")
+    result = pytester.runpytest_inprocess("-q", "-rN", "-p", "no:cacheprovider", "-W", "ignore::ResourceWarning")
+    result.assert_outcomes(passed=9, errors=2)          # as with --npurt-leaks on the command line
+
+
+def test_the_report_header_names_the_version_and_the_simulated_machine(pytester, monkeypatch):
+    import npurt
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    monkeypatch.setenv("NPURT_DEVICE_COUNT", "3")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines([f"npurt {npurt.__version__}: simulated Ascend910B3, 3 device(s)"])

@@ -76,6 +76,8 @@ def test_a_sample_runs_in_a_fresh_clone(page, sample, clone, tmp_path):
     script.write_text(sample + "\nprint('sample done')\n")
     if sample.startswith("import acl"):  # pyACL style: through `npurt run`
         cmd = [sys.executable, "-m", "npurt", "run", str(script)]
+    elif re.search(r"^import torch_npu\b", sample, re.M):   # torch_npu style: `npurt run --torch-npu`
+        cmd = [sys.executable, "-m", "npurt", "run", "--torch-npu", str(script)]
     else:
         cmd = [sys.executable, str(script)]
     out = _run(cmd, clone)
@@ -150,3 +152,32 @@ def test_a_guides_commands_run_in_order_in_a_fresh_clone(page, clone, tmp_path):
         assert out.returncode == 0, f"{command}\n{out.stdout}{out.stderr}"
     for name in re.findall(r"-o (\S+\.png)", "\n".join(_guide_commands(page))):
         assert (tmp_path / name).stat().st_size > 0, name
+
+
+def _c_programs(page: Path) -> list[str]:
+    return re.findall(r"```c\n(.*?)```", page.read_text(), re.S)
+
+
+def test_the_getting_started_c_program_builds_and_runs_under_npurt_run(clone, tmp_path):
+    """The guide's first C program, built against `npurt cann-home` with the guide's compiler
+    line, runs under `npurt run ./hello` (and under --sanitize, with no report)."""
+    import sysconfig
+    programs = _c_programs(ROOT / "docs" / "getting-started.md")
+    assert len(programs) == 1
+    if shutil.which("cc") is None or not sysconfig.get_config_var("Py_ENABLE_SHARED") \
+            or importlib.util.find_spec("cffi") is None:
+        pytest.skip("needs a C compiler, a shared libpython and cffi (the capi extra)")
+    prefix = _run([sys.executable, "-m", "npurt", "cann-home", "--prefix", str(tmp_path / "prefix")], clone)
+    assert prefix.returncode == 0, prefix.stderr
+    home = prefix.stdout.strip().splitlines()[-1]
+    (tmp_path / "hello.c").write_text(programs[0])
+    line = re.search(r"^cc hello\.c .*$", (ROOT / "docs" / "getting-started.md").read_text(), re.M).group(0)
+    build = subprocess.run(["sh", "-c", line], cwd=tmp_path, capture_output=True, text=True,
+                           env={**os.environ, "ASCEND_HOME_PATH": home})
+    assert build.returncode == 0, build.stderr
+    env = {**os.environ, "PYTHONPATH": str(clone / "src"), "NPURT_CANN_HOME": home}
+    for options in ([], ["--sanitize"]):
+        out = subprocess.run([sys.executable, "-m", "npurt", "run", *options, "./hello"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120, env=env)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("device memory at 0x")

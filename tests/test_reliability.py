@@ -22,7 +22,10 @@ import pytest
 SCALE = float(os.environ.get("NPURT_TEST_SCALE", "1"))
 WORKLOADS = Path(__file__).with_name("reliability_workloads.py")
 # operations per run at NPURT_TEST_SCALE=1 (each a few seconds on a loaded 2-core machine)
-SMOKE_OPS = {"model": 2000, "teardown": 800, "interrupts": 1000, "fork": 800, "fuzz": 4000}
+SMOKE_OPS = {"model": 2000, "teardown": 800, "interrupts": 1000, "fork": 800, "fuzz": 4000,
+             # issue 29: the fragment run is 300k blocks at the smoke size (about 12 s here; the
+             # quadratic merge it guards against took over 4 minutes, past TIMEOUT_S)
+             "fragment": 300_000, "models": 200, "launch": 2000}
 FIRST_SEED = int(os.environ.get("NPURT_RELIABILITY_SEED", "1"))
 SEEDS = range(FIRST_SEED, FIRST_SEED + int(os.environ.get("NPURT_RELIABILITY_SEEDS", "1")))
 TIMEOUT_S = 120 + 60 * SCALE  # a hang fails the run after this
@@ -79,3 +82,26 @@ def test_forks_at_random_points_give_working_children_and_the_parent_goes_on(see
 @pytest.mark.parametrize("seed", SEEDS)
 def test_garbage_arguments_to_every_facade_function_never_escape_and_leave_it_usable(seed):
     assert "OK fuzz" in run_workload("fuzz", seed)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TIMEOUT_S + 30)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_fragmenting_the_pool_from_threads_keeps_every_block_and_large_mallocs_merge_in_time(seed):
+    assert "OK fragment" in run_workload("fragment", seed)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TIMEOUT_S + 30)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_model_executions_stop_on_timeouts_unload_ctrl_c_and_exit_without_an_abort(seed):
+    pytest.importorskip("onnxruntime", reason="needs the npurt[models] extra")
+    assert "OK models" in run_workload("models", seed)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(TIMEOUT_S + 30)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_rank_that_raises_at_a_random_step_ends_the_launched_job(seed):
+    pytest.importorskip("mpi4py", reason="needs the npurt[dist] extra")
+    assert "OK launch" in run_workload("launch", seed)

@@ -216,3 +216,42 @@ def test_peak_reserved_bytes_remembers_the_pools_high_water_mark(rt):
     RUNTIME_reset_peak = __import__("npurt.runtime.runtime", fromlist=["RUNTIME"]).RUNTIME.device(0).memory.reset_peak
     RUNTIME_reset_peak()
     assert rt.memory_stats()["peak_reserved_bytes"] == rt.memory_stats()["reserved_bytes"]
+
+
+def test_the_holders_given_to_enqueue_are_held_until_the_task_retired(rt, gate):
+    """Stream.enqueue(task, holders=...) is the one way a task's use of memory is recorded:
+    under the task's sequence number, before any thread can run it."""
+    from npurt.runtime import RUNTIME, HostFuncTask
+    s = rt.create_stream()
+    dev = rt.malloc(N)
+    block = RUNTIME.device(0).memory.live[dev]
+    rt.enqueue(s, HostFuncTask(gate.wait, (30,), "wait"), holders=[block, None])  # None: pageable host
+    rt.free(dev)
+    assert _pending(rt) == 1  # the queued task holds it
+    gate.set()
+    rt.synchronize_stream(s)
+    assert rt.malloc(N) == dev  # retired: back in the cache, and reused
+
+
+def test_a_malloc_that_finds_no_memory_waits_for_pending_frees_and_retries(fresh_runtime, monkeypatch):
+    # issue 29: it reported 207001 while the memory it needed was one finished task away
+    import time
+    monkeypatch.setenv("NPURT_HBM_SIZE", "64M")
+    rt = fresh_runtime
+    rt.init()
+    rt.set_device(0)
+    from npurt.runtime.errors import OutOfMemoryError
+    free, total = rt.get_mem_info(C.ACL_HBM_MEM)
+    big = free * 6 // 10
+    s = rt.create_stream()
+    a = rt.malloc(big)
+    rt.launch_host_func(s, time.sleep, 0.5)   # the set below waits behind this
+    rt.memset_async(a, big, 1, 4096, s)
+    rt.free(a)                                 # stream-ordered: pending until the set ran
+    assert rt.memory_stats()["pending_free_blocks"] == 1
+    b = rt.malloc(big)                         # needs a's memory: waits for s, then reuses it
+    assert b == a
+    assert rt.memory_stats()["num_ooms"] == 0
+    rt.free(b)
+    with pytest.raises(OutOfMemoryError):      # what cannot be had is still an error
+        rt.malloc(total * 2)

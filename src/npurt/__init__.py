@@ -15,19 +15,21 @@ The runtime initializes on first use and a thread starts on device 0. `npurt.Mod
 runs an .om model (converted by `npurt atc`) on device arrays. `npurt.acl` is the
 pyACL-compatible facade over the same runtime; `npurt.runtime` is the runtime layer.
 """
-from __future__ import annotations
-
 from ._version import __version__  # noqa: F401
 
 import sys as _sys
 
-from ._devices import (DeviceProperties, current_device, device, device_count, empty_cache,  # noqa: F401
+from .devices import (DeviceProperties, current_device, device, device_count, empty_cache,  # noqa: F401
                        get_device_name, get_device_properties, is_available, max_memory_allocated,
                        max_memory_reserved, mem_get_info, memory_allocated, memory_reserved, memory_stats,
                        memory_summary, reset_peak_memory_stats, set_device, synchronize)
-from ._array import (DeviceArray, arange, array, asarray, asnumpy, broadcast_to, empty, empty_like,  # noqa: F401
-                     empty_pinned, full, full_like, is_pinned, ones, ones_like, tensor, to_device, zeros,
-                     zeros_like)
+from .array import (DeviceArray, array, asarray, asnumpy, broadcast_to, empty, empty_like,  # noqa: F401
+                    empty_pinned, from_dlpack, full, full_like, is_pinned, ones, ones_like, tensor, to_device, zeros,
+                    zeros_like)
+from . import ops  # noqa: E402 - gives DeviceArray its operators (npurt.ops.use_operations)
+from .kernel import GM, kernel, launch  # noqa: F401 - (binds `npurt.kernel` to the decorator, not its module)
+from .ops import (abs, arange, concatenate, exp, log, matmul, sqrt, stack, where)  # noqa: F401,A004
+from . import dtypes as _dtypes
 from .dtypes import (double, float16, float32, float64, half, int8, int16, int32, int64, uint8,  # noqa: F401
                      bool_)
 from .random import manual_seed, rand, randint, randn  # noqa: F401
@@ -37,21 +39,24 @@ from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, D
                          OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
                          StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError)
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+from . import faults  # noqa: F401,E402 - npurt.faults: fault injection and controlled schedules
+from .runtime import API_SURFACES as _API_SURFACES  # noqa: E402
 
-# `npurt.array` is the function; code that imported the module by its old name still works
-_sys.modules.setdefault("npurt.array", _sys.modules["npurt._array"])
+# the Pythonic API's functions and methods, offered to tools that time API calls (profiler spans)
+for _owner, _prefix in ((_sys.modules[__name__], "npurt"), (ops, "npurt.ops"), (Stream, "npurt.Stream"),
+                        (Event, "npurt.Event"), (DeviceArray, "npurt.DeviceArray")):
+    _API_SURFACES.offer("npurt", _owner, _prefix)
+del _owner, _prefix
 
-# loaded on first use: the kernel model and the op library pull in more than the core needs
-_LAZY = {"kernel": ("npurt.runtime.kernel", "kernel"), "GM": ("npurt.runtime.kernel", "GM"),
-         "ops": ("npurt.ops", None), "acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None),
-         "Model": ("npurt.model", "Model"), "matmul": ("npurt.ops.array_ops", "matmul"),
-         "launch": ("npurt.launching", "launch")}
+# loaded on first use: the pyACL face, the profiler, the model runner, the sanitizer and the
+# collectives pull in more than the core needs
+_LAZY = {"acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None), "Model": ("npurt.model", "Model"),
+         "sanitizer": ("npurt.sanitizer", None), "hccl": ("npurt.hccl", None)}
 
 
 def __getattr__(name: str):
     if name in ("bfloat16", "bf16"):  # needs ml_dtypes: looked up on first use
-        from . import dtypes
-        return getattr(dtypes, name)
+        return getattr(_dtypes, name)
     target = _LAZY.get(name)
     if target is None:
         raise AttributeError(f"module 'npurt' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """`python -m npurt ...` is the `npurt` command."""
 import sys
 
-from npurt.cli import main
+from npurt.apps.cli import main
 
 sys.exit(main())

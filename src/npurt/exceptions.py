@@ -7,11 +7,11 @@ IndexError` code keeps working.
 """
 from __future__ import annotations
 
-from .runtime.errors import (AddressUnalignedError, ContextError, DeadlockError, EventError, FeatureNotSupportedError,
-                             InvalidDeviceError, InvalidHandleError, InvalidValueError, MemcpyKindWarning,
-                             NotInitializedError, NpuError, OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
-                             StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError, error_name)
-from .runtime.warn import HangWarning, LeakWarning
+from .runtime import (AddressUnalignedError, ContextError, DeadlockError, EventError, FeatureNotSupportedError,
+                      HangWarning, InvalidDeviceError, InvalidHandleError, InvalidValueError, LeakWarning,
+                      MemcpyKindWarning, NotInitializedError, NpuError, OutOfMemoryError, ParamInvalidError,
+                      ResourceExhaustedError, StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError,
+                      error_name)
 
 
 class HostConversionError(InvalidValueError, TypeError):

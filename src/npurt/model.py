@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _devices
+from . import devices as _devices
 from . import streams as _streams
-from ._array import DeviceArray, to_device
+from .array import DeviceArray, to_device
 from .exceptions import InvalidValueError
 from .ge import api as GE
 from .ge import model as M
@@ -46,7 +46,7 @@ class Model:
     garbage collection) unloads it."""
 
     def __init__(self, path: str | os.PathLike | bytes):
-        _devices._context()  # the current device, initialized on first use
+        _devices.thread_context()  # the current device, initialized on first use
         data = bytes(path) if isinstance(path, (bytes, bytearray)) else GE.read_model(path)
         self._closed = True
         self.id = GE.load(data)
@@ -98,7 +98,7 @@ class Model:
         if len(arrays) != len(self._data):
             names = ", ".join(mdef.inputs[i].name for i in self._data)
             raise InvalidValueError(f"the model takes {len(self._data)} input(s) ({names}), got {len(arrays)}")
-        s = stream.runtime_stream if isinstance(stream, _streams.Stream) else _streams._runtime_stream(self.device)
+        s = stream.runtime_stream if isinstance(stream, _streams.Stream) else _streams.runtime_stream_for(self.device)
         if stream is not None and not isinstance(stream, _streams.Stream):
             raise InvalidValueError(f"stream must be an npurt.Stream or None, got {type(stream).__name__}")
         keep = []

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 
 from .tools.profiler import markers as _markers
+from .tools.profiler import session as _session
 from .tools.profiler.session import Profile, ProfilerError
 
 __all__ = ["Profile", "ProfilerError", "profile", "range", "mark", "is_profiling"]
@@ -34,8 +35,7 @@ def profile(out_dir=None, *, devices=None, api_calls: bool = True, memory: bool 
 
 def is_profiling() -> bool:
     """True while a profile runs in this process."""
-    from .tools.profiler import session
-    return session.ACTIVE is not None
+    return _session.ACTIVE is not None
 
 
 class range(contextlib.ContextDecorator):  # noqa: A001 - the name users know (nvtx.range)

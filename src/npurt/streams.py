@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 
-from . import _devices
-from .runtime import api as rt
+from . import devices as _devices
+from . import runtime as rt
+from .runtime import HOOKS, RUNTIME, EventError, InvalidValueError, current_stream_on, set_current_stream
+from .runtime import Event as _RtEvent
+from .runtime import Stream as _RtStream
 from .runtime import constants as C
-from .runtime.errors import EventError, InvalidValueError
-from .runtime.event import Event as _RtEvent
-from .runtime.observers import HOOKS
-from .runtime.stream import Stream as _RtStream
 
 
 async def _until(register) -> None:
@@ -46,47 +46,69 @@ async def _until(register) -> None:
 
 
 # ---------------------------------------------------------------- current stream
-class _ThreadStreams(threading.local):
+# Which stream is current, per thread and device, is the runtime's (npurt.runtime.
+# current_stream_on / set_current_stream): torch.npu reads the same. This module adds two
+# things for the Python objects: one npurt.Stream per runtime stream (so current_stream()
+# returns the very object made current), and a reference to the Stream a thread made current,
+# so `npurt.set_stream(npurt.Stream())` keeps that stream alive while it is current (as
+# CuPy's thread-local keeps its Stream object).
+_WRAPPERS: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()   # runtime stream -> Stream
+
+
+class _Held(threading.local):
     def __init__(self):
-        self.current: dict[int, Stream] = {}   # device id -> current Stream of this thread
+        self.streams: dict[int, Stream] = {}   # device id -> the Stream this thread made current
 
 
-_tls = _ThreadStreams()
+_held = _Held()
 
 
 def _runtime_stream(device_id: int | None = None) -> _RtStream:
     """The runtime stream work for `device_id` (default: current device) goes to now."""
     if device_id is None:
-        device_id = _devices._context().device.id
-    s = _tls.current.get(device_id)
-    if s is not None:
-        if not s._s.destroyed:
-            return s._s
-        del _tls.current[device_id]  # destroyed by a device reset or a finalize
-    return _default_rt_stream(device_id)
+        device_id = _devices.thread_context().device.id
+    s = current_stream_on(device_id)
+    return _default_rt_stream(device_id) if s is None else s
+
+
+runtime_stream_for = _runtime_stream
 
 
 def _default_rt_stream(device_id: int) -> _RtStream:
-    ctx = _devices._context()
+    ctx = _devices.thread_context()
     if ctx.device.id == device_id:
         return ctx.default_stream
-    from .runtime.runtime import RUNTIME
-    with _devices._bound(device_id):
+    with _devices.on_device(device_id):
         return RUNTIME.default_context(RUNTIME.device(device_id)).default_stream
+
+
+def default_runtime_stream(device_id: int) -> _RtStream:
+    """The default stream of `device_id`'s default context (made on first use)."""
+    return _default_rt_stream(device_id)
+
+
+def make_current(s: "Stream | None", device_id: int | None = None) -> None:
+    """Make `s` this thread's current stream on its device (None: the default stream of
+    `device_id`), leaving the current device as it is (torch.npu.set_stream; npurt.set_stream
+    also makes the device current)."""
+    if s is None:
+        set_current_stream(device_id, None)
+        _held.streams.pop(device_id, None)
+    else:
+        set_current_stream(s.device, s._s)
+        _held.streams[s.device] = s
 
 
 def current_stream(device=None) -> "Stream":
     """The calling thread's current stream on `device` (default: the current device)."""
-    device = _devices._context().device.id if device is None else _devices._check_id(device)
-    s = _tls.current.get(device)
-    if s is not None and not s._s.destroyed:
-        return s
-    return Stream._wrap(_default_rt_stream(device))
+    device = _devices.thread_context().device.id if device is None else _devices.device_id_of(device)
+    s = current_stream_on(device)
+    return Stream._wrap(_default_rt_stream(device) if s is None else s)
 
 
 def default_stream(device=None) -> "Stream":
     """The default stream of `device`'s default context (default: the current device)."""
-    device = _devices._context().device.id if device is None else _devices._check_id(device)
+    device = _devices.thread_context().device.id if device is None else _devices.device_id_of(device)
     return Stream._wrap(_default_rt_stream(device))
 
 
@@ -96,7 +118,7 @@ def set_stream(s: "Stream") -> None:
     if not isinstance(s, Stream):
         raise InvalidValueError(f"npurt.set_stream() expects an npurt.Stream, got {type(s).__name__}")
     _devices.set_device(s.device)
-    _tls.current[s.device] = s
+    make_current(s)
 
 
 class stream:
@@ -114,19 +136,17 @@ class stream:
         if s is None:
             return None
         dev = s.device
-        self._saved = (_devices.device(dev), _tls.current.get(dev))
+        previous = current_stream_on(dev)
+        self._saved = (_devices.device(dev), None if previous is None else Stream._wrap(previous))
         self._saved[0].__enter__()
-        _tls.current[dev] = s
+        make_current(s)
         return s
 
     def __exit__(self, *exc) -> None:
         if self.s is None:
             return
         ctx_manager, previous = self._saved
-        if previous is None:
-            _tls.current.pop(self.s.device, None)
-        else:
-            _tls.current[self.s.device] = previous
+        make_current(previous, self.s.device)
         ctx_manager.__exit__(*exc)
 
 
@@ -142,16 +162,21 @@ class Stream:
     def __init__(self, device=None, priority: int = 0):
         if type(priority) is not int:
             raise InvalidValueError(f"stream priority must be an int (0 highest .. 7 lowest), got {priority!r}")
-        dev = _devices._device_obj(device).id
-        with _devices._bound(dev):
+        dev = _devices.runtime_device(device).id
+        with _devices.on_device(dev):
             self._s = rt.create_stream(priority=priority)
         self._owned = True
         self._entered: list = []
+        _WRAPPERS[self._s] = self
 
     @classmethod
     def _wrap(cls, s: _RtStream) -> "Stream":
-        obj = cls.__new__(cls)
-        obj._s, obj._owned, obj._entered = s, False, []
+        """The Stream of runtime stream `s` (the same object while one exists)."""
+        obj = _WRAPPERS.get(s)
+        if obj is None:
+            obj = cls.__new__(cls)
+            obj._s, obj._owned, obj._entered = s, False, []
+            _WRAPPERS[s] = obj
         return obj
 
     def __del__(self) -> None:
@@ -250,29 +275,27 @@ class Stream:
 
     # ---------------------------------------------------------- cross-stream order
     def wait_event(self, event: "Event") -> None:
-        """Make future work on this stream wait for `event`'s latest record."""
+        """Make future work on this stream wait for `event`'s latest record. A wrapper around
+        aclrtStreamWaitEvent (npurt.runtime.stream_wait_event)."""
         if not isinstance(event, Event):
             raise InvalidValueError(f"wait_event expects an npurt.Event, got {type(event).__name__}")
         rt.stream_wait_event(self._s, event._ev)
 
     def wait_stream(self, other: "Stream") -> None:
-        """Make future work on this stream wait for the work queued on `other` so far."""
+        """Make future work on this stream wait for the work queued on `other` so far: a wait
+        on an event recorded on `other` now (the event is destroyed once dropped; the queued
+        record and wait still complete)."""
         if not isinstance(other, Stream):
             raise InvalidValueError(f"wait_stream expects an npurt.Stream, got {type(other).__name__}")
         if other._s is self._s:
             return
-        with _devices._bound(other.device):
-            ev = rt.create_event()
-        try:
-            rt.record_event(ev, other._s)
-            rt.stream_wait_event(self._s, ev)
-        finally:
-            rt.destroy_event(ev)  # never blocks; the queued record and wait still complete
+        self.wait_event(other.record_event())
 
     def record_event(self, event: "Event | None" = None) -> "Event":
-        """Record `event` (a new one if None) at the current end of this stream; returns it."""
+        """Record `event` (a new one if None) at the current end of this stream; returns it.
+        A wrapper around aclrtRecordEvent (npurt.runtime.record_event)."""
         if event is None:
-            with _devices._bound(self.device):
+            with _devices.on_device(self.device):
                 event = Event()
         event.record(self)
         return event
@@ -300,7 +323,7 @@ class Event:
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
         if interprocess:
             raise InvalidValueError("interprocess events are not supported by npurt")
-        _devices._context()
+        _devices.thread_context()
         # as torch_npu: ACL_EVENT_SYNC (+ TIME_LINE), created with create_event_ex_with_flag, so
         # before its first record a wait adds nothing and query()/synchronize() are done
         flags = C.ACL_EVENT_SYNC | (C.ACL_EVENT_TIME_LINE if enable_timing else 0)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import npurt.sanitizer
 from npurt.runtime.runtime import RUNTIME
-from npurt.tools.runner import install_acl_alias
+from npurt.apps.runner import install_acl_alias
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

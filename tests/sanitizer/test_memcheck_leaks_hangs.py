@@ -58,6 +58,24 @@ def test_a_free_after_synchronize_is_not_reported(rt, san):
     assert san.reports == []
 
 
+def test_free_host_of_pinned_memory_a_queued_copy_still_reads_is_an_illegal_free(rt, san):
+    # issue 29: npurt defers the unmap, so nothing breaks here; on the hardware the DMA would
+    # read freed memory, and a device free in the same place is reported
+    s = rt.create_stream()
+    gate = threading.Event()
+    dev, pinned = rt.malloc(4096), rt.malloc_host(4096)
+    rt.launch_host_func(s, gate.wait)  # holds the copy in the queue
+    rt.memcpy_async(dev, 4096, pinned, 4096, C.ACL_MEMCPY_HOST_TO_DEVICE, s)
+    rt.free_host(pinned)
+    gate.set()
+    s.synchronize()
+    (report,) = san.reports
+    assert (report.tool, report.kind) == ("memcheck", "illegal free")
+    assert "free_host does not wait for queued copies" in report.text()
+    assert "memcpy" in report.text().lower()
+    rt.free(dev)
+
+
 def test_a_double_free_is_reported_as_one_and_the_runtime_stays_usable(rt, san):
     dev = rt.malloc(64)
     rt.free(dev)

@@ -57,6 +57,27 @@ def test_a_race_is_found_whichever_stream_runs_first(rt, san, writer_first):
     assert [r.kind for r in races(san)] == ["WAR hazard" if not writer_first else "RAW hazard"]
 
 
+@kernel
+def _fill_sevens(ctx, out: GM, n: np.int32):
+    ctx.gm(out, np.uint8, n, "w")[:] = 7
+
+
+@pytest.mark.parametrize("kind", [D2H, D2D])
+def test_a_synchronous_copy_from_memory_a_kernel_on_a_stream_still_writes_is_a_race(rt, san, kind):
+    # the copy follows two launches with no host access between them: it is ordered after
+    # neither kernel (issue 24, item 9: the second launch's kernel was missed)
+    src, other = rt.malloc(4096), rt.malloc(4096)
+    dst = rt.malloc_host(4096) if kind == D2H else rt.malloc(4096)
+    for p in (src, other) + ((dst,) if kind == D2D else ()):
+        rt.memset(p, 4096, 0, 4096)
+    a = rt.create_stream()
+    launch(_fill_sevens, 1, (other, 4096), a)
+    launch(_fill_sevens, 1, (src, 4096), a)
+    rt.memcpy(dst, 4096, src, 4096, kind)
+    rt.synchronize_device()
+    assert [r.kind for r in races(san)] in (["RAW hazard"], ["WAR hazard"])
+
+
 def test_an_event_orders_the_reader_after_the_writer(rt, san):
     a, b = rt.create_stream(), rt.create_stream()
     dev, host = rt.malloc(4096), rt.malloc_host(4096)
@@ -194,3 +215,59 @@ def test_a_done_callback_and_a_threading_event_order_the_main_thread(rt, san):
     assert done.wait(10)
     assert y.to_host()[0] == 3
     assert san.reports == []
+
+
+def test_host_memory_the_allocator_hands_to_another_threads_array_does_not_race_its_old_user(rt, san):
+    # issue 29: numpy hands a freed array's memory to the next array, maybe another thread's;
+    # the history of the old array must end with it. Here the "allocator" is a pool both
+    # arrays are views of (the same bytes, each through its own short-lived owner object).
+    pool = np.zeros(1 << 16, np.uint8)
+    dev = rt.malloc(pool.nbytes)
+    rt.memset(dev, pool.nbytes, 7, pool.nbytes)
+    ctx = rt.get_context()
+    handoff = threading.Lock()  # a C lock: the sanitizer orders nothing through it
+    handoff.acquire()
+    addresses, errors = [], []
+
+    def user(first: bool):
+        try:
+            rt.set_context(ctx)
+            s = rt.create_stream()
+            if not first:
+                handoff.acquire()  # after the first user released its array (in real time only)
+            owner = memoryview(pool)
+            arr = np.frombuffer(owner, np.uint8)
+            addresses.append(arr.ctypes.data)
+            rt.copy_array_async(dev, arr, s, to_device=False)
+            s.synchronize()
+            assert (arr == 7).all()
+            del arr, owner  # the memory goes back to the "allocator"
+            if first:
+                handoff.release()
+            rt.destroy_stream(s)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=user, args=(first,)) for first in (True, False)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert addresses[0] == addresses[1]  # the same bytes, two unrelated arrays
+    assert races(san) == [], races(san)[0].text()
+    rt.free(dev)
+
+
+def test_host_memory_still_in_use_by_an_unordered_copy_is_still_a_race(rt, san):
+    # the history ends with the buffer, not before: two live arrays' copies still race
+    host = np.zeros(4096, np.uint8)
+    dev = rt.malloc(4096)
+    s1, s2 = rt.create_stream(), rt.create_stream()
+    rt.launch_host_func(s1, time.sleep, 0.05)
+    rt.copy_array_async(dev, host, s1, to_device=False)
+    rt.copy_array_async(dev, host, s2, to_device=False)
+    s1.synchronize()
+    s2.synchronize()
+    assert races(san), "two unordered copies into one live array must race"
+    rt.free(dev)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from npurt.tools import runner
+from npurt.apps import runner
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "torch"
 

@@ -171,9 +171,9 @@ def test_dataloader_with_pin_memory_yields_pinned_batches():
 def test_an_empty_output_cannot_grow_over_other_tensors_memory():
     # an empty npu tensor has no address; a CPU kernel resizing its host view must not write
     # into device memory at all (it once grew an arena view over the first allocation)
-    from npurt.torch import dispatch
+    from npurt.torch import refs
     empty = torch.empty(0, dtype=torch.int64, device="npu")
-    view = dispatch.write_view(dispatch.ref(empty, []))
+    view = refs.write_view(refs.ref(empty, []))
     with pytest.raises(RuntimeError, match="not resizable"):
         view.resize_(16)
 

@@ -147,7 +147,7 @@ def test_the_shims_modules_are_torch_npus_names():
 
 
 def test_npurt_run_torch_npu_resolves_import_torch_npu_to_the_shim(tmp_path, capsys):
-    from npurt.tools import runner
+    from npurt.apps import runner
     script = tmp_path / "uses_torch_npu.py"
     script.write_text("import torch, torch_npu\nfrom torch_npu.npu import amp\n"
                       "x = torch_npu.npu_format_cast(torch.ones(2, device='npu:0'), 29)\n"

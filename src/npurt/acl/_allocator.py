@@ -6,7 +6,7 @@ set_*_func call never fails for a non-null description, whatever is passed as th
 """
 from __future__ import annotations
 
-from ..runtime import api
+from .. import runtime as api  # the runtime's operations: its published surface
 from ._wrap import Group
 
 rt = Group("acl.rt")

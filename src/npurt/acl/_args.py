@@ -10,7 +10,7 @@ required, ...); those propagate, as the real exceptions do.
 """
 from __future__ import annotations
 
-from ._parse import CODES, _Mismatch, convert
+from .._cstyle.parse import CODES, _Mismatch, convert
 from ._wrap import ArgTypeError, ArgValueError, generate as _generate
 
 __all__ = ["Api", "ArgTypeError", "ArgValueError", "CONVERTERS", "int64_list", "handle_list", "pair_list",

@@ -2,7 +2,7 @@
 formats from python/pyACL/rt/rt_context.cpp."""
 from __future__ import annotations
 
-from ..runtime import api
+from .. import runtime as api  # the runtime's operations: its published surface
 from ._wrap import Group, context_of
 
 rt = Group("acl.rt")

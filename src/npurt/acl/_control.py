@@ -3,10 +3,8 @@ handling (last error, exception-info callback); argument formats from
 python/pyACL/rt/rt_synchronize.cpp."""
 from __future__ import annotations
 
-from ..runtime import api
+from .. import runtime as api  # the runtime's operations: its published surface
 from ..runtime import constants as C
-from ..runtime import errors
-from ..runtime import reduce as _reduce
 from ._wrap import Group, Raise, not_supported, stream_of
 
 rt = Group("acl.rt")
@@ -45,7 +43,7 @@ def unsubscribe_report(thread_id, stream):
 def reduce_async(dst, src, count, kind, type, stream, reserve):  # noqa: A002 - pyACL's name
     """Stream-ordered dst op= src over `count` bytes; kind ACL_RT_MEMCPY_SDMA_AUTOMATIC_SUM
     (10) / MAX (11) / MIN (12), type an aclDataType, reserve 0."""
-    _reduce.reduce_async(dst, src, count, kind, type, stream_of(stream, True), reserve)
+    api.reduce_async(dst, src, count, kind, type, stream_of(stream, True), reserve)
 
 
 # ---------------------------------------------------------------- op timeouts
@@ -85,7 +83,7 @@ def get_last_error(level):
     """The calling thread's latest error code, which this call clears (0 if none)."""
     if level != C.ACL_RT_THREAD_LEVEL:
         return C.ACL_ERROR_INVALID_PARAM
-    return errors.get_last_error(clear=True)
+    return api.get_last_error(clear=True)
 
 
 @rt.value(0, args="i", message="acl.rt.peek_at_last_error args parse failed!")
@@ -93,7 +91,7 @@ def peek_at_last_error(level):
     """The calling thread's latest error code, left in place."""
     if level != C.ACL_RT_THREAD_LEVEL:
         return C.ACL_ERROR_INVALID_PARAM
-    return errors.get_last_error(clear=False)
+    return api.get_last_error(clear=False)
 
 
 @rt.ret(args="|O")

@@ -6,7 +6,7 @@ system parameters, rt_synchronize.cpp for synchronize_device_with_timeout).
 """
 from __future__ import annotations
 
-from ..runtime import api
+from .. import runtime as api  # the runtime's operations: its published surface
 from ..runtime import constants as C
 from ._wrap import Group
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from ..runtime import api
+from .. import runtime as api  # the runtime's operations: its published surface
 from ..runtime import constants as C
 from ._wrap import CPYTHON_MESSAGE, Group, event_of, stream_of
 

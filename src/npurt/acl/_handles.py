@@ -8,14 +8,12 @@ These objects are plain host records, as in ACL: they outlive acl.finalize.
 """
 from __future__ import annotations
 
-from ..runtime import constants as C
-from ..runtime.errors import NpuError
-from ..runtime.handles import TAGS, HandleTable
+from ..runtime import HandleTable, NpuError, constants as C, handle_table
 
 
 class GeHandles(HandleTable):
     def get(self, handle):
-        obj = self._objects.get(handle)
+        obj = self.lookup(handle)
         if obj is None:
             raise self._error(handle)
         return obj
@@ -37,7 +35,7 @@ class GeHandles(HandleTable):
 
 
 def _table(kind: str) -> GeHandles:
-    return GeHandles(kind, TAGS[kind])
+    return handle_table(kind, GeHandles)
 
 
 buffers = _table("data buffer")

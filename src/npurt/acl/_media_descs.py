@@ -8,7 +8,7 @@ returns 0 on failure. Values parsed as uint32 wrap, as the real extension's pars
 from __future__ import annotations
 
 from ..media import channel as _channel, descs as D, memory
-from ..runtime.errors import InvalidValueError
+from ..runtime import InvalidValueError
 from ._args import CONVERTERS, Api, ArgTypeError
 
 _API = Api("acl.media", bang=True)

@@ -7,8 +7,7 @@ returns it, and both raise RuntimeError("did not set callback, failed") without 
 """
 from __future__ import annotations
 
-from ..runtime import constants as C
-from ..runtime.errors import FeatureNotSupportedError
+from ..runtime import FeatureNotSupportedError, constants as C
 from ._media_descs import parse
 from ._wrap import fail
 

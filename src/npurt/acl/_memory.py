@@ -6,7 +6,7 @@ making memcpy_async synchronous, stream-ordered free) live in the runtime
 """
 from __future__ import annotations
 
-from ..runtime import api
+from .. import runtime as api  # the runtime's operations: its published surface
 from ._wrap import Group, Raise, computed, field, not_supported
 
 rt = Group("acl.rt")

@@ -8,9 +8,8 @@ import logging
 import numpy as np
 
 from .. import __version__
-from ..runtime import api
+from .. import runtime as api  # the runtime's operations: its published surface
 from ..runtime import constants as C
-from ..runtime import errors
 from ._wrap import Group
 
 acl = Group("acl")
@@ -47,7 +46,7 @@ def get_soc_name():
 def get_recent_err_msg():
     """The text of the calling thread's latest failure (None if there is none, as the C
     function returns NULL then); reading clears it."""
-    return errors.get_recent_err_msg() or None
+    return api.get_recent_err_msg() or None
 
 
 @acl.one(0, args="Ii")
@@ -74,7 +73,7 @@ def get_version_str(pkg_name):
         return __version__
     if pkg_name in ("driver", "firmware"):
         return f"npurt-simulated-{__version__}"
-    raise errors.NpuError(f"package {pkg_name!r} is not installed (npurt provides 'runtime', 'driver', "
+    raise api.NpuError(f"package {pkg_name!r} is not installed (npurt provides 'runtime', 'driver', "
                           "'firmware')", C.ACL_ERROR_INVALID_FILE)
 
 

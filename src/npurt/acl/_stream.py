@@ -5,7 +5,7 @@ Stream handle 0 means the current context's default stream everywhere.
 """
 from __future__ import annotations
 
-from ..runtime import api
+from .. import runtime as api  # the runtime's operations: its published surface
 from ..runtime import constants as C
 from ._wrap import Group, Raise, computed, field, stream_of
 

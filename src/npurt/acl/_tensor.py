@@ -11,9 +11,7 @@ from __future__ import annotations
 from ..ge import constants as G
 from ..ge.dtypes import type_size
 from ..ge.tensor import DataBuffer, TensorDesc
-from ..runtime import constants as C
-from ..runtime.errors import InvalidValueError, NpuError
-from ..runtime.kernel import host_bytes
+from ..runtime import InvalidValueError, NpuError, constants as C, host_bytes
 from . import _handles as H
 from ._args import Api, int64_list, pair_list
 

@@ -8,7 +8,7 @@ docs/compatibility.md lists them.
 """
 from __future__ import annotations
 
-from ..runtime.errors import FeatureNotSupportedError
+from ..runtime import FeatureNotSupportedError
 from ._wrap import Group, Raise, not_supported
 
 _RES = ("per-device / per-stream core limits (aclrtDevResLimitType) are not simulated: "

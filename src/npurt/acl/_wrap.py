@@ -12,8 +12,8 @@ between the two:
   message ("acl.rt.malloc args parse failed"); `args=None` declares a function that takes no
   parameters, whose surplus positional arguments are ignored. This is the one place where
   the facade raises, as the real module does.
-* `fail(exc, where)` turns any other exception into its code and records it as the calling
-  thread's last error, so `acl.rt.get_last_error()` and `acl.get_recent_err_msg()` describe
+* `fail(exc, where)` (`npurt._cstyle.retcode`, shared with every C-style API) turns any
+  other exception into its code and records it as the calling thread's last error, so `acl.rt.get_last_error()` and `acl.get_recent_err_msg()` describe
   it. An `NpuError` keeps its code; a TypeError/ValueError/OverflowError from a malformed
   argument value deeper down is ACL_ERROR_INVALID_PARAM; anything else is a bug in npurt
   and becomes ACL_ERROR_INTERNAL_ERROR (500000) with the traceback in the message. An
@@ -34,18 +34,11 @@ between the two:
 from __future__ import annotations
 
 import inspect
-import traceback
 from copy import deepcopy
 
-from ..runtime import constants as C
-from ..runtime.context import _thread, current_context
-from ..runtime.errors import ContextError, NpuError, set_last_error
-from ..runtime.runtime import RUNTIME
-from ._parse import MISSING, Format, field, parse, struct  # noqa: F401 - re-exported
-
-# Exceptions that a malformed argument (wrong type, absurd value) produces on its way
-# through the runtime: these are the caller's mistake, not npurt's.
-_ARGUMENT_ERRORS = (TypeError, ValueError, OverflowError)
+from ..runtime import PER_THREAD as _thread, RUNTIME, ContextError, NpuError, constants as C, current_context
+from .._cstyle.parse import MISSING, Format, field, parse, struct  # noqa: F401 - re-exported
+from .._cstyle.retcode import ArgTypeError, ArgValueError, Raise, fail, record  # noqa: F401 - re-exported
 
 _streams = RUNTIME.streams
 _events = RUNTIME.events
@@ -54,54 +47,8 @@ _contexts = RUNTIME.contexts
 # Hot paths look handles up in the tables' dicts directly (one dict.get, no method call)
 # and fall back to `table.get`, which raises the descriptive InvalidHandleError. The dicts
 # live as long as the runtime singleton (finalize clears them in place).
-stream_lookup = RUNTIME.streams._objects.get
-event_lookup = RUNTIME.events._objects.get
-
-
-class ArgTypeError(TypeError):
-    """Raised by an implementation for an argument the C wrapper rejects after parsing (a
-    tuple where a list is required, ...): it propagates, as the real TypeError does."""
-
-
-class ArgValueError(ValueError):
-    """The ValueError counterpart (list values out of range, ...)."""
-
-
-class Raise(Exception):
-    """Carries an exception the real extension raises itself after parsing (a ValueError
-    from `acl.util.bytes_to_ptr` for a non-bytes argument, a TypeError for a dict argument
-    that is not a dict): `fail` re-raises it instead of returning a code."""
-
-    def __init__(self, exc: BaseException):
-        super().__init__(str(exc))
-        self.exc = exc
-
-
-def fail(exc: BaseException, where: str) -> int:
-    """Record `exc` as the calling thread's last error and return its aclError code."""
-    if type(exc) is Raise:
-        raise exc.exc from None
-    if isinstance(exc, (ArgTypeError, ArgValueError)):
-        raise exc
-    if isinstance(exc, NpuError):
-        code, message = exc.code, exc.message
-    elif isinstance(exc, _ARGUMENT_ERRORS):
-        code = C.ACL_ERROR_INVALID_PARAM
-        frame = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-        at = f" (raised at {frame[0].filename}:{frame[0].lineno})" if frame else ""
-        message = f"invalid argument: {type(exc).__name__}: {exc}{at}"
-    else:
-        code = C.ACL_ERROR_INTERNAL_ERROR
-        message = ("internal error in npurt; please report it with this traceback:\n"
-                   + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-    set_last_error(NpuError(f"{where}: {message}", code))
-    return code
-
-
-def record(code: int, message: str) -> int:
-    """Record a failure found by the facade itself (no exception involved)."""
-    set_last_error(NpuError(message, code))
-    return code
+stream_lookup = RUNTIME.streams.lookup
+event_lookup = RUNTIME.events.lookup
 
 
 # ---------------------------------------------------------------- handles

@@ -19,7 +19,7 @@ in it, in the order of the pyACL documentation:
 | events | ACL_EVENT_ |
 | memory | ACL_MEM_, ACL_DDR_MEM*, ACL_HBM_MEM*, ACL_HOST_REG*, ACL_MEMCPY_, ACL_RT_MEM_, ACL_RT_CMO_, ACL_RT_IPC_, ACL_RT_VMM_ |
 | execution control and kernels | ACL_CALLBACK_, ACL_RT_MEMCPY_SDMA_, ACL_RT_THREAD_LEVEL, ACL_RT_LAUNCH_KERNEL_ATTR_, ACL_RT_ENGINE_TYPE_, ACL_RT_BINARY_LOAD_OPT_ |
-| data types | ACL_DT_UNDEFINED, ACL_FLOAT ... ACL_BF16 |
+| data types | ACL_DT_UNDEFINED, ACL_FLOAT ... ACL_BF16, ACL_INT4 ... ACL_FLOAT4_E1M2 |
 | error codes | ACL_SUCCESS, ACL_ERROR_*, ACL_RT_SUCCESS |
 | profiling (acl.prof) | ACL_PROF_, ACL_AICORE_, ACL_STEP_, ACL_SUBSCRIBE_ (acl_prof.h) |
 """
@@ -107,7 +107,8 @@ _NAMES += ["ACL_RT_DEV_RES_CUBE_CORE", "ACL_RT_DEV_RES_VECTOR_CORE", "ACL_RT_NOT
 
 _DATA_TYPES = ("ACL_DT_UNDEFINED", "ACL_FLOAT", "ACL_FLOAT16", "ACL_INT8", "ACL_INT32", "ACL_UINT8",
                "ACL_INT16", "ACL_UINT16", "ACL_UINT32", "ACL_INT64", "ACL_UINT64", "ACL_DOUBLE", "ACL_BOOL",
-               "ACL_STRING", "ACL_COMPLEX64", "ACL_COMPLEX128", "ACL_BF16")
+               "ACL_STRING", "ACL_COMPLEX64", "ACL_COMPLEX128", "ACL_BF16", "ACL_INT4", "ACL_UINT1",
+               "ACL_COMPLEX32", "ACL_HIFLOAT8", "ACL_FLOAT8_", "ACL_FLOAT6_", "ACL_FLOAT4_")
 _GROUP_RULES = [  # a rule item matches itself, NAME_..., or (ending in "_") any NAME...; first group wins
     ("error codes", ("ACL_SUCCESS", "ACL_ERROR_", "ACL_RT_SUCCESS")),
     ("data types", _DATA_TYPES),

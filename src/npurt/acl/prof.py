@@ -35,9 +35,7 @@ import struct
 import threading
 import time
 
-from ..runtime import constants as C
-from ..runtime.handles import HandleTable
-from ..runtime.runtime import RUNTIME
+from ..runtime import HOOKS, RUNTIME, address, constants as C, enqueue, handle_table
 from ..tools.profiler import markers
 from ..tools.profiler import session as _session
 from ..tools.profiler.markers import MarkerTask
@@ -52,6 +50,7 @@ from .constants import (ACL_AICORE_ARITHMETIC_UTILIZATION, ACL_AICORE_MEMORY_ACC
                         ACL_PROF_RUNTIME_API, ACL_PROF_STORAGE_LIMIT, ACL_PROF_TASK_MEMORY, ACL_PROF_TASK_TIME,
                         ACL_PROF_TASK_TIME_L0, ACL_PROF_TASK_TIME_L2, ACL_PROF_TASK_TIME_L3,
                         ACL_PROF_TRAINING_TRACE, ACL_STEP_END, ACL_STEP_START, ACL_SUBSCRIBE_OP)
+from ..ge import model as ge_model
 
 __all__ = ["init", "finalize", "start", "stop", "create_config", "destroy_config", "set_config",
            "create_stamp", "destroy_stamp", "set_stamp_trace_message", "mark", "mark_ex", "push", "pop",
@@ -121,10 +120,10 @@ class _State:
 
 
 _state = _State()
-_configs = HandleTable("profiling config", 0x9C)
-_stamps = HandleTable("msproftx stamp", 0x9D)
-_step_infos = HandleTable("step info", 0x9E)
-_sub_configs = HandleTable("subscribe config", 0x9F)
+_configs = handle_table("profiling config")
+_stamps = handle_table("msproftx stamp")
+_step_infos = handle_table("step info")
+_sub_configs = handle_table("subscribe config")
 _step_index = iter(range(1, 1 << 62))
 
 
@@ -227,7 +226,7 @@ def destroy_config(*args):
     if not handle:
         return _error(INVALID, "destroy_config", "aclprofDestroyConfig failed because parameter profilerConfig "
                       "cannot be a null pointer.")
-    if _configs._objects.get(handle) is None:
+    if _configs.lookup(handle) is None:
         return _error(INVALID, "destroy_config", f"0x{handle:x} is not a live profiling config (destroyed twice?)")
     _configs.remove(handle)
     return 0
@@ -305,7 +304,7 @@ def _config(handle: int, where: str):
     if not handle:
         return _error(INVALID, where, f"aclprof{where.title()} failed because parameter profilerConfig cannot be a "
                       "null pointer.")
-    config = _configs._objects.get(handle)
+    config = _configs.lookup(handle)
     if config is None:
         return _error(INVALID, where, f"0x{handle:x} is not a live profiling config (from acl.prof.create_config)")
     return config
@@ -360,7 +359,7 @@ def _tx(where: str, need_stamp: int | None = None):
         return _error(NOT_RUN, where, "Please call the APIs in the following order: call aclprofStart first, "
                       f"then aclprof{where.title().replace('_', '')}.")
     if need_stamp is not None:
-        stamp = _stamps._objects.get(need_stamp) if need_stamp else None
+        stamp = _stamps.lookup(need_stamp) if need_stamp else None
         if stamp is None:
             return _error(INVALID, where, f"0x{need_stamp:x} is not a live stamp (from acl.prof.create_stamp)")
         return profile, stamp
@@ -379,7 +378,7 @@ def create_stamp(*args):
 def destroy_stamp(*args):
     """acl.prof.destroy_stamp(stamp) -> None."""
     (handle,) = _parse(args, "k", "acl.prof.destroy_stamp args parse failed!")
-    if _stamps._objects.get(handle) is None:
+    if _stamps.lookup(handle) is None:
         _error(INVALID, "destroy_stamp", f"0x{handle:x} is not a live stamp")
     _stamps.remove(handle)
     return None
@@ -388,7 +387,7 @@ def destroy_stamp(*args):
 def set_stamp_trace_message(*args):
     """acl.prof.set_stamp_trace_message(stamp, msg, msg_len) -> ret: the stamp's text."""
     handle, msg, length = _parse(args, "ksI", "acl.prof.set_stamp_trace_message args parse failed!")
-    stamp = _stamps._objects.get(handle)
+    stamp = _stamps.lookup(handle)
     if stamp is None:
         return _error(INVALID, "set_stamp_trace_message", f"0x{handle:x} is not a live stamp")
     data = msg.encode()
@@ -420,10 +419,9 @@ def mark_ex(*args):
         return got
     try:
         s = stream_of(stream)
-        from ..runtime import api
         markers.mark(msg)
         if _state.switches & ACL_PROF_MSPROFTX:  # the marker task is msproftx data too
-            api.enqueue(s, MarkerTask(msg))
+            enqueue(s, MarkerTask(msg))
     except Exception as exc:  # noqa: BLE001
         return fail(exc, "acl.prof.mark_ex")
     return 0
@@ -486,7 +484,7 @@ def create_step_info(*args):
 def destroy_step_info(*args):
     """acl.prof.destroy_step_info(step_info) -> None."""
     (handle,) = _parse(args, "k", "acl.prof.destroy_step_info args parse failed!")
-    if _step_infos._objects.get(handle) is None:
+    if _step_infos.lookup(handle) is None:
         _error(INVALID, "destroy_step_info", f"0x{handle:x} is not a live step info")
     _step_infos.remove(handle)
     return None
@@ -497,7 +495,7 @@ def get_step_timestamp(*args):
     (ACL_STEP_START) or ends (ACL_STEP_END) on the stream."""
     handle, tag, stream = _parse(args, "kik", "acl.prof.get_step_timestamp args parse failed!")
     where = "get_step_timestamp"
-    info = _step_infos._objects.get(handle) if handle else None
+    info = _step_infos.lookup(handle) if handle else None
     if info is None:
         return _error(INVALID, where, f"0x{handle:x} is not a live step info (from acl.prof.create_step_info)")
     if tag not in (ACL_STEP_START, ACL_STEP_END):
@@ -512,9 +510,8 @@ def get_step_timestamp(*args):
         if tag == ACL_STEP_START:
             info.index = next(_step_index)
         if _state.switches & ACL_PROF_TRAINING_TRACE:
-            from ..runtime import api
             label = f"step {info.index} {'start' if tag == ACL_STEP_START else 'end'}"
-            api.enqueue(s, MarkerTask(label, (handle, info.index, tag)))
+            enqueue(s, MarkerTask(label, (handle, info.index, tag)))
     except Exception as exc:  # noqa: BLE001
         return fail(exc, "acl.prof.get_step_timestamp")
     return 0
@@ -536,7 +533,6 @@ class _SubscribeConfig:
 
 def _loaded_model(model_id: int):
     """The loaded model `model_id` (npurt.ge), or None."""
-    from ..ge import model as ge_model
     return ge_model._models.get(model_id)
 
 
@@ -598,7 +594,7 @@ def create_subscribe_config(*args):
 def destroy_subscribe_config(*args):
     """acl.prof.destroy_subscribe_config(sub_config) -> ret."""
     (handle,) = _parse(args, "k", "acl.prof.destroy_subscribe_config args parse failed")
-    if not handle or _sub_configs._objects.get(handle) is None:
+    if not handle or _sub_configs.lookup(handle) is None:
         return _error(INVALID, "destroy_subscribe_config", f"0x{handle:x} is not a live subscribe config")
     _sub_configs.remove(handle)
     return 0
@@ -613,7 +609,7 @@ def model_subscribe(*args):
         if _state.initialized or _running() is not None:
             return _error(C.ACL_ERROR_PROF_API_CONFLICT, where, "Failed to start Profiling in subscribe mode "
                           "because it is already in aclapi mode (acl.prof.init ... finalize).")
-        config = _sub_configs._objects.get(handle) if handle else None
+        config = _sub_configs.lookup(handle) if handle else None
         if config is None:
             return _error(INVALID, where, f"0x{handle:x} is not a live subscribe config")
         if _loaded_model(model_id) is None:
@@ -621,7 +617,6 @@ def model_subscribe(*args):
         if model_id in _state.subscribed:
             return _error(C.ACL_ERROR_PROF_REPEAT_SUBSCRIBE, where, f"model {model_id} is already subscribed")
         if not _state.subscribed:
-            from ..runtime.observers import HOOKS
             HOOKS.add(_observer)
         _state.subscribed[model_id] = config
     return 0
@@ -634,7 +629,6 @@ def model_unsubscribe(*args):
         if _state.subscribed.pop(model_id, None) is None:
             return _error(INVALID, "model_unsubscribe", f"model {model_id} is not subscribed")
         if not _state.subscribed:
-            from ..runtime.observers import HOOKS
             HOOKS.remove(_observer)
             _observer.started.clear()
     return 0
@@ -653,7 +647,6 @@ def _records(op_info: int, length: int, where: str):
         return _error(INVALID, where, f"op_info_len must be a positive multiple of {OP_DESC.size} (the size "
                       f"acl.prof.get_op_desc_size returns), got {length}")
     try:
-        from ..runtime import address
         data = bytes(address.view(op_info, length))
     except Exception as exc:  # noqa: BLE001
         return fail(exc, f"acl.prof.{where}")

@@ -17,10 +17,7 @@ import warnings
 
 import numpy as np
 
-from ..runtime import address
-from ..runtime import constants as C
-from ..runtime.observers import HOOKS
-from ..runtime.runtime import RUNTIME
+from ..runtime import HOOKS, RUNTIME, address, constants as C
 from ._wrap import CPYTHON_MESSAGE, Group, Raise, fail, record
 
 util = Group("acl.util")
@@ -49,6 +46,9 @@ def _host_view(ptr, nbytes: int, where: str, writes: bool = False) -> np.ndarray
     if nbytes == 0:
         return np.empty(0, np.uint8)
     rng = RUNTIME.host.find(ptr, nbytes) if ptr > 0 else None
+    if rng is None and ptr > 0 and RUNTIME.host.freed(ptr, nbytes) is not None:
+        raise _Refused(f"{where}: 0x{ptr:x} lies in host memory freed with acl.rt.free_host (use after free); "
+                       "the view would outlive its pages")
     if rng is None and not address.host_readable(ptr, nbytes):
         raise _Refused(
             f"{where}: 0x{ptr:x} (+{nbytes} bytes) is not mapped, readable host memory in this process (a "

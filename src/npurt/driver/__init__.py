@@ -1,42 +1,87 @@
-"""Driver layer: the hardware npurt runs on.
+"""Driver layer: the hardware npurt runs on. It imports nothing of npurt above it.
 
-The runtime talks to hardware only through the small interface below. Today there is one
-implementation, the simulated NPU made of host RAM and CPU cores (`SimulatedNpu`). A driver
-for real accelerators would implement the same methods (device memory mapping by pages, a
-host-visible view for copies, a pool of cores for kernel blocks) without the runtime changing.
+The runtime talks to hardware only through the contract below: a `Driver` opens
+`DeviceBackend`s (page-granular device memory at device addresses, a host-visible view of
+it for copies, its accounting) and owns the `Cores` that run kernel blocks; `layout.py` is
+the address layout every driver follows. Two drivers implement it: the simulated NPU made of
+host RAM and CPU cores (`SimulatedNpu`, the default) and the null driver (`NullNpu`:
+addresses and accounting, no memory and no execution). A driver for real accelerators would
+implement the same contract without the runtime changing. `open(name, spec, count)` makes one.
 """
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 
-from .simulated import VA_BASE, SimulatedDevice, SimulatedNpu, device_of_address
+from .cores import CorePool
+from .layout import DEVICE_WINDOW, HOST_ALIAS_OFFSET, VA_BASE, device_of_address, is_alias, physical_of
+from .null import NullNpu
+from .simulated import SimulatedDevice, SimulatedNpu
 from .soc import DEFAULT_SOC, SOCS, SocSpec, soc_by_name
 
 
+@runtime_checkable
 class DeviceBackend(Protocol):
+    """One device: memory at device addresses and what it costs."""
     physical_id: int
     spec: SocSpec
-    va_base: int
-    alias_base: int
+    va_base: int        # first address of the device's memory (layout.py's window, lower half)
+    alias_base: int     # first address of the host-memory aliases (upper half)
+    uuid: bytes         # 16 bytes, stable for the device
 
-    def map_pages(self, size: int, page: int) -> int | None: ...
+    def map_pages(self, size: int, page: int) -> int | None:
+        """Reserve page-granular memory; its device address, or None when full."""
     def unmap_pages(self, va: int, size: int, page: int) -> None: ...
-    def view(self, va: int, nbytes: int) -> np.ndarray: ...
-    def reset(self) -> None: ...
+    def view(self, va: int, nbytes: int) -> np.ndarray:
+        """Host-visible uint8 view of [va, va + nbytes) (the caller has checked the range)."""
+    def host_buffer(self) -> np.ndarray | None:
+        """The whole memory as one uint8 host array (index 0 is va_base), or None."""
+    def reset(self) -> None:
+        """Release every page (device reset, finalize)."""
+    # accounting
+    usable: int           # bytes the runtime may allocate
+    committed_bytes: int  # bytes mapped now
+    free_bytes: int       # usable - committed
+    def largest_free(self, page: int) -> int: ...
 
 
+@runtime_checkable
+class Cores(Protocol):
+    """The cores that run a kernel's blocks."""
+    threads: int
+
+    def run(self, n: int, body: Callable[[int], None], lane_hooks=None) -> None:
+        """body(i) for i in range(n), in parallel; returns when all have finished."""
+    def shutdown(self) -> None: ...
+
+
+@runtime_checkable
 class Driver(Protocol):
     name: str
     spec: SocSpec
     physical_count: int
+    generation: int   # one per driver instance of the process
+    cores: Cores
 
     def device(self, physical_id: int) -> DeviceBackend: ...
     def close(self) -> None: ...
 
 
+DRIVERS = {"simulated": SimulatedNpu, "null": NullNpu}
+
+
+def open(name: str, spec: SocSpec, physical_count: int) -> Driver:  # noqa: A001 - the driver's verb
+    """A new driver instance by name ("simulated" or "null")."""
+    try:
+        cls = DRIVERS[name]
+    except KeyError:
+        raise ValueError(f"unknown driver {name!r}: one of {', '.join(sorted(DRIVERS))}") from None
+    return cls(spec, physical_count)
+
+
 __all__ = [
-    "DEFAULT_SOC", "SOCS", "SocSpec", "soc_by_name", "SimulatedNpu", "SimulatedDevice",
-    "VA_BASE", "device_of_address", "Driver", "DeviceBackend",
+    "DEFAULT_SOC", "SOCS", "SocSpec", "soc_by_name", "SimulatedNpu", "SimulatedDevice", "NullNpu", "CorePool",
+    "VA_BASE", "DEVICE_WINDOW", "HOST_ALIAS_OFFSET", "device_of_address", "physical_of", "is_alias",
+    "Driver", "DeviceBackend", "Cores", "DRIVERS", "open",
 ]

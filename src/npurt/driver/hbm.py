@@ -32,26 +32,18 @@ def align_up(value: int, alignment: int) -> int:
     return (value + alignment - 1) // alignment * alignment
 
 
-class HbmArena:
-    """Capacity-sized mapping plus a first-fit page allocator over it (offsets, not VAs)."""
+class PageAllocator:
+    """First-fit allocation of page-granular ranges of a capacity (offsets, not VAs), and the
+    count of what is committed per page size: the bookkeeping of a device's memory."""
 
-    def __init__(self, capacity: int, system_reserved: int = 0):
-        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE
-        # an OSError here (ulimit -v, vm.overcommit_memory=2) is explained by the runtime's init
-        self._mm = mmap.mmap(-1, capacity, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-        self.capacity = capacity
-        # the top of the memory belongs to the driver and firmware: never handed out, and
-        # not part of what get_mem_info reports as total
-        self.usable = capacity - system_reserved
-        self.mem = np.frombuffer(self._mm, dtype=np.uint8)
-        self.host_address = self.mem.ctypes.data
+    def __init__(self, usable: int):
+        self.usable = usable
         self._lock = threading.Lock()
         self._free_starts = [0]          # sorted starts of free ranges
-        self._free_sizes = {0: self.usable}  # start -> size
+        self._free_sizes = {0: usable}   # start -> size
         self.committed = {kind: 0 for kind in PAGE_KINDS.values()}
 
-    # ------------------------------------------------------------ page allocation
-    def map_pages(self, size: int, page: int) -> int | None:
+    def take(self, size: int, page: int) -> int | None:
         """Reserve `size` bytes (rounded up to `page`) aligned to `page`; the offset, or None
         when no free range is large enough."""
         size = align_up(size, page)
@@ -66,17 +58,14 @@ class HbmArena:
                 return offset
         return None
 
-    def unmap_pages(self, offset: int, size: int, page: int) -> None:
-        """Give a range back: its pages return to the OS and its space to the free list."""
+    def give(self, offset: int, size: int, page: int) -> None:
+        """Give a range back to the free list."""
         size = align_up(size, page)
-        self._mm.madvise(mmap.MADV_DONTNEED, offset, size)
         with self._lock:
             self.committed[PAGE_KINDS[page]] -= size
             self._give(offset, size)
 
-    def release_all(self) -> None:
-        """Return every page to the OS (device reset / finalize)."""
-        self._mm.madvise(mmap.MADV_DONTNEED, 0, self.capacity)
+    def reset(self) -> None:
         with self._lock:
             self._free_starts = [0]
             self._free_sizes = {0: self.usable}
@@ -91,23 +80,13 @@ class HbmArena:
         return self.usable - self.committed_bytes
 
     def largest_free(self, page: int) -> int:
-        """Largest `page`-aligned range that one map_pages call could still get."""
+        """Largest `page`-aligned range that one take could still get."""
         best = 0
         with self._lock:
             for start, free in self._free_sizes.items():
                 aligned = align_up(start, page)
                 best = max(best, (start + free - aligned) // page * page)
         return best
-
-    def resident_bytes(self) -> int:
-        """RAM the kernel really backs this arena with now, from mincore(2).
-
-        (Not the Rss of /proc/self/smaps: the kernel merges the adjacent, identical mappings
-        of several devices' arenas into one VMA, so a VMA's Rss is not this arena's.)"""
-        vec = np.zeros(self.capacity // PAGE_SIZE, dtype=np.uint8)
-        if _mincore(self.host_address, self.capacity, vec.ctypes.data) != 0:
-            raise OSError(ctypes.get_errno(), "mincore failed on the device memory arena")
-        return int(np.count_nonzero(vec & 1)) * PAGE_SIZE
 
     # ------------------------------------------------------------ free-list bookkeeping
     def _take(self, start: int, free: int, offset: int, size: int) -> None:
@@ -138,3 +117,41 @@ class HbmArena:
                 return
         self._free_starts.insert(i, offset)
         self._free_sizes[offset] = size
+
+
+class HbmArena(PageAllocator):
+    """Capacity-sized mapping plus the page allocator over it."""
+
+    def __init__(self, capacity: int, system_reserved: int = 0):
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE
+        # an OSError here (ulimit -v, vm.overcommit_memory=2) is explained by the runtime's init
+        self._mm = mmap.mmap(-1, capacity, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        self.capacity = capacity
+        # the top of the memory belongs to the driver and firmware: never handed out, and
+        # not part of what get_mem_info reports as total
+        super().__init__(capacity - system_reserved)
+        self.mem = np.frombuffer(self._mm, dtype=np.uint8)
+        self.host_address = self.mem.ctypes.data
+
+    # ------------------------------------------------------------ page allocation
+    map_pages = PageAllocator.take
+
+    def unmap_pages(self, offset: int, size: int, page: int) -> None:
+        """Give a range back: its pages return to the OS and its space to the free list."""
+        self._mm.madvise(mmap.MADV_DONTNEED, offset, align_up(size, page))
+        self.give(offset, size, page)
+
+    def release_all(self) -> None:
+        """Return every page to the OS (device reset / finalize)."""
+        self._mm.madvise(mmap.MADV_DONTNEED, 0, self.capacity)
+        self.reset()
+
+    def resident_bytes(self) -> int:
+        """RAM the kernel really backs this arena with now, from mincore(2).
+
+        (Not the Rss of /proc/self/smaps: the kernel merges the adjacent, identical mappings
+        of several devices' arenas into one VMA, so a VMA's Rss is not this arena's.)"""
+        vec = np.zeros(self.capacity // PAGE_SIZE, dtype=np.uint8)
+        if _mincore(self.host_address, self.capacity, vec.ctypes.data) != 0:
+            raise OSError(ctypes.get_errno(), "mincore failed on the device memory arena")
+        return int(np.count_nonzero(vec & 1)) * PAGE_SIZE

@@ -27,7 +27,7 @@ import struct
 
 import numpy as np
 
-from ..runtime.errors import InvalidValueError
+from ..runtime import InvalidValueError, NpuError, constants as C
 from . import constants as G
 
 FORMATS = {"YUV420SP_U8": G.ACL_YUV420SP_U8, "XRGB8888_U8": G.ACL_XRGB8888_U8, "RGB888_U8": G.ACL_RGB888_U8,
@@ -91,29 +91,36 @@ def _value(raw: str, key: str):
         raise AippConfigError(f"{key}: cannot read the value {raw!r}") from None
 
 
+_WORD = re.compile(r"\w+")
+
+
 def parse_config(text: str) -> list[dict]:
     """The aipp_op blocks of an AIPP config file, each a dict over DEFAULTS."""
     lines = [line.split("#", 1)[0] for line in text.splitlines()]
     body = "\n".join(lines)
     blocks = []
     pos = 0
-    opener = re.compile(r"\s*(\w+)\s*\{")
+    # plain scanning, linear in the text: a regex search for `\s*(\w+)\s*\{` retried at every
+    # offset was quadratic in a run of blanks (16 KB of spaces: 14 s; issue 29)
     while True:
-        m = opener.search(body, pos)
-        if not m:
+        brace = body.find("{", pos)
+        if brace < 0:
             if body[pos:].strip():
                 raise AippConfigError(f"unexpected text in the AIPP config: {body[pos:].strip()[:60]!r}")
             break
-        if body[pos:m.start()].strip():
-            raise AippConfigError(f"unexpected text in the AIPP config: {body[pos:m.start()].strip()[:60]!r}")
-        if m.group(1) != "aipp_op":
-            raise AippConfigError(f"unknown block {m.group(1)!r}: an AIPP config holds aipp_op {{ ... }} blocks")
-        end = body.find("}", m.end())
+        head = body[pos:brace].split()
+        if not head or not _WORD.fullmatch(head[-1]):
+            raise AippConfigError(f"unexpected text in the AIPP config: {body[pos:brace + 1].strip()[:60]!r}")
+        if len(head) > 1:
+            raise AippConfigError(f"unexpected text in the AIPP config: {' '.join(head[:-1])[:60]!r}")
+        if head[-1] != "aipp_op":
+            raise AippConfigError(f"unknown block {head[-1]!r}: an AIPP config holds aipp_op {{ ... }} blocks")
+        end = body.find("}", brace + 1)
         if end < 0:
             raise AippConfigError("an aipp_op block is not closed with '}'")
         block = dict(DEFAULTS)
         seen = set()
-        for item in re.split(r"[\n;]", body[m.end():end]):
+        for item in re.split(r"[\n;]", body[brace + 1:end]):
             if not item.strip():
                 continue
             if ":" not in item:
@@ -409,8 +416,6 @@ def unpack(blob: bytes) -> tuple[dict, list[dict]]:
            "padding_value": 0.0, "resize": False}
     count = h[4]
     if count <= 0:
-        from ..runtime import constants as C
-        from ..runtime.errors import NpuError
         raise NpuError("the dynamic AIPP parameters hold no image (batch 0): set them with acl.mdl.set_input_aipp "
                        "before executing", C.ACL_ERROR_GE_AIPP_BATCH_EMPTY)
     if len(blob) < HEAD_SIZE + count * BATCH_SIZE:

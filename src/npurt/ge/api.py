@@ -7,17 +7,14 @@ model_om2.cpp) and runtime/v1/executor/ge_executor.cc.
 """
 from __future__ import annotations
 
-import threading
 
-from ..runtime import constants as C
-from ..runtime.api import streams as rt_streams
-from ..runtime.errors import InvalidValueError, NpuError
-from ..runtime.kernel import host_bytes
-from ..runtime.observers import HOOKS
+from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, SyncTimeoutError, address, constants as C,
+                       fork_safe_lock, host_bytes, resolve as locate, stream_of)
 from . import aipp as A
 from . import constants as G
 from . import model as M
 from . import om
+from .ctrl_c import stopping_on_ctrl_c
 from .dataset import Dataset
 from .desc import ModelDesc
 from .modeldef import ROLE_AIPP_DATA, ROLE_MBATCH
@@ -42,8 +39,9 @@ def load(data: bytes, work=(0, 0), weight=(0, 0), priority: int = 0) -> int:
 
 
 def query_size(data: bytes) -> tuple[int, int]:
-    mdef, _ = M.parse(data)
-    return mdef.work_size, mdef.weight_size
+    """(work, weight) bytes: exactly what load_*_with_mem needs (alignment included)."""
+    mdef, graph = M.parse(data)
+    return M.memory_needs(mdef, M.parse_graph(graph))
 
 
 def desc_from(desc: ModelDesc, data: bytes) -> None:
@@ -66,16 +64,35 @@ def unload(model_id: int) -> None:
 # ---------------------------------------------------------------- execution
 def execute(model_id: int, inputs: Dataset, outputs: Dataset) -> None:
     """Synchronous: on the model's internal stream, returns after the outputs are written.
-    Outputs whose buffer has no memory get device memory (the caller frees it)."""
+    Outputs whose buffer has no memory get device memory (the caller frees it). The calling
+    thread runs the execution itself when the stream is idle (no hand-off to a worker).
+
+    Ctrl-C stops it (issue 29): in the main thread a KeyboardInterrupt cannot land inside ONNX
+    Runtime's call, so ctrl_c.stopping_on_ctrl_c stops the run when SIGINT arrives; while the
+    thread waits for a worker instead, the wait is interrupted and the run stopped here. The
+    execution fails, the model and its stream stay usable, the KeyboardInterrupt goes on."""
     model = M.model_of(model_id)
     stream = model.stream
-    seq = model.enqueue(inputs, outputs, stream, allocate=True, inline=True)  # no hand-off to a worker
-    stream.synchronize(seq)
+
+    def stop():  # what is enqueued on the model's stream by now, this execution included
+        model.cancel(stream, stream.enqueued_seq, C.ACL_ERROR_RT_MODEL_EXECUTE, "was interrupted (Ctrl-C)")
+
+    try:
+        with stopping_on_ctrl_c(stop):
+            seq = model.enqueue(inputs, outputs, stream, allocate=True, inline=True)  # runs here if idle
+            stream.synchronize(seq)
+    except KeyboardInterrupt:
+        stop()
+        try:
+            stream.synchronize(timeout_ms=int(M.EXIT_WAIT_S * 1000), report_errors=False)
+        except NpuError:
+            pass
+        raise
 
 
 def execute_async(model_id: int, inputs: Dataset, outputs: Dataset, stream) -> int:
     model = M.model_of(model_id)
-    return model.enqueue(inputs, outputs, rt_streams.stream_of(stream))
+    return model.enqueue(inputs, outputs, stream_of(stream))
 
 
 def execute_v2(model_id: int, inputs: Dataset, outputs: Dataset, stream, config: "ExecConfig") -> None:
@@ -85,10 +102,15 @@ def execute_v2(model_id: int, inputs: Dataset, outputs: Dataset, stream, config:
         execute(model_id, inputs, outputs)
         return
     model = M.model_of(model_id)
-    s = rt_streams.stream_of(stream)
+    s = stream_of(stream)
     seq = model.enqueue(inputs, outputs, s)
     timeout = config.stream_sync_timeout
-    s.synchronize(seq, timeout_ms=timeout if timeout >= -1 else -1)
+    try:
+        s.synchronize(seq, timeout_ms=timeout if timeout >= -1 else -1)
+    except SyncTimeoutError:  # the execution (if it runs now) stops too: the stream goes on
+        model.cancel(s, seq, C.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+                     f"was stopped: the execute_v2 config's stream timeout of {timeout} ms passed")
+        raise
 
 
 # ---------------------------------------------------------------- dynamic gears
@@ -221,9 +243,6 @@ def set_aipp_by_input_index(model_id: int, dataset: Dataset, index: int, params:
 
 
 def _write_aipp(model, dataset: Dataset, param_index: int, image, params: A.DynamicParams) -> None:
-    from ..runtime import address
-    from ..runtime.memops import locate
-    from ..runtime.runtime import RUNTIME
     import numpy as np
     buf = dataset.buffer(param_index)
     if not buf.data:
@@ -249,7 +268,7 @@ def _write_aipp(model, dataset: Dataset, param_index: int, image, params: A.Dyna
 _bundles: dict[int, list[int]] = {}
 _bundled: dict[int, int] = {}
 _bundle_ids = iter(range(1, 1 << 31))
-_bundle_lock = threading.Lock()
+_bundle_lock = fork_safe_lock()
 
 
 def bundle_load(data: bytes) -> int:

@@ -12,12 +12,14 @@
 Flags are `--name=value` (or `--name value`), as ATC's. --framework must be 5 (ONNX): other
 frameworks get an error naming the ONNX route. Options ATC has that change nothing here
 (--precision_mode, --op_select_implmode, --fusion_switch_file, ...) are accepted and
-ignored; an unknown flag is an error. --mode: 0 convert (default), 1 om -> JSON, 3 check
-only, 6 display the om's header. On success it prints ATC's "ATC run success" line; on
-failure the reason, and exits with status 1.
+ignored. --mode: 0 convert (default), 1 om -> JSON, 3 check only, 6 display the om's header.
+On success it prints ATC's "ATC run success" line; on failure the reason, and exits with
+status 1, as ATC; no arguments or an option ATC does not have print the usage and exit with
+status 2.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import sys
@@ -25,10 +27,11 @@ import sys
 from . import om
 from .converter import ConversionError, convert
 from .engine import MissingExtraError
+from .ops.compile import compile_ops
 
 FLAGS = {"model", "weight", "framework", "output", "soc_version", "mode", "om", "json", "input_shape",
          "input_shape_range", "input_format", "dynamic_batch_size", "dynamic_image_size", "dynamic_dims",
-         "insert_op_conf", "output_type", "out_nodes", "input_fp16_nodes", "log", "singleop", "help", "h"}
+         "insert_op_conf", "output_type", "out_nodes", "input_fp16_nodes", "log", "singleop"}
 IGNORED = {"precision_mode", "precision_mode_v2", "op_select_implmode", "optypelist_for_implmode",
            "disable_reuse_memory", "external_weight", "enable_small_channel", "jit_compile", "keep_dtype",
            "fusion_switch_file", "op_debug_level", "debug_dir", "is_input_adjust_hw_layout",
@@ -48,39 +51,70 @@ class UsageError(ValueError):
     pass
 
 
+HELP = {
+    "model": "the ONNX model file to convert",
+    "weight": "the weights of a Caffe model (refused: an ONNX model carries its weights)",
+    "framework": "the model's framework: 5 (ONNX); 0 Caffe, 1 MindSpore, 3 TensorFlow are refused",
+    "output": "the .om to write, without its extension (--singleop: the output directory)",
+    "soc_version": "the SoC the model is built for, e.g. Ascend910B3",
+    "mode": "0 convert (default), 1 .om to JSON, 3 check only, 6 display an .om's header and I/O",
+    "om": "the .om file of --mode=1 and --mode=6",
+    "json": "the JSON file --mode=1 writes",
+    "input_shape": 'input shapes, "name:d0,d1,...;name2:..." (-1 for a dimension given by gears)',
+    "input_shape_range": 'input shape ranges, "name:[1~4],3,224,224" (read as --input_shape)',
+    "input_format": "the inputs' layout: NCHW, NHWC or ND",
+    "dynamic_batch_size": 'batch-size gears, "1,2,4"',
+    "dynamic_image_size": 'image-size gears, "224,224;448,448"',
+    "dynamic_dims": 'gears of the -1 dimensions, "1,8;2,16"',
+    "insert_op_conf": "an AIPP configuration file (the AIPP stage before the first layer)",
+    "output_type": "the outputs' data type: FP32, FP16, UINT8, ... (or node:index:type;...)",
+    "out_nodes": 'outputs to expose instead of the graph\'s, "node:0;node2:1"',
+    "input_fp16_nodes": 'inputs given as float16, "x;y"',
+    "log": "ATC's log level: debug, info, warning, error, null",
+    "singleop": "a JSON list of single operators to compile into op models (acl.op)",
+}
+EPILOG = """ATC's option names and spelling: --name=value or --name value. Options ATC has that change
+nothing on the simulated NPU (--precision_mode, --op_select_implmode, --fusion_switch_file, ...)
+are accepted and ignored.
+
+exit status: 0 "ATC run success"; 1 "ATC run failed: <reason>" (a bad option value, a missing
+or unreadable model, a conversion error), as ATC; 2 with the usage for no arguments or an
+option ATC does not have."""
+
+
+USAGE = """npurt atc --model=M.onnx --framework=5 --output=NAME --soc_version=SOC [--option=value ...]
+       npurt atc --singleop=OPS.json --output=DIR --soc_version=SOC
+       npurt atc --mode=1 --om=M.om --json=OUT.json | --mode=6 --om=M.om"""
+
+
+def parser() -> argparse.ArgumentParser:
+    """`npurt atc`'s options: ATC's names, one string value each."""
+    p = argparse.ArgumentParser(prog="npurt atc", allow_abbrev=False, epilog=EPILOG, usage=USAGE,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description="Convert an ONNX model to an .om (or single operators to op\n"
+                                            "models) with ATC's options.")
+    for name in HELP:
+        p.add_argument(f"--{name}", metavar="V", help=HELP[name])
+    for name in sorted(IGNORED):
+        p.add_argument(f"--{name}", help=argparse.SUPPRESS)
+    return p
+
+
 def parse_args(argv: list[str]) -> dict[str, str]:
-    opts: dict[str, str] = {}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if not arg.startswith("--") and not (arg.startswith("-") and arg[1:] in ("h",)):
-            raise UsageError(f"unexpected argument {arg!r}: ATC options are --name=value")
-        name, eq, value = arg.lstrip("-").partition("=")
-        if not eq:
-            if name in ("help", "h"):
-                value = "1"
-            elif i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-                i += 1
-                value = argv[i]
-            else:
-                raise UsageError(f"option --{name} needs a value (--{name}=...)")
-        if name not in FLAGS and name not in IGNORED:
-            raise UsageError(f"unknown option --{name} (npurt atc accepts ATC's options; see npurt atc --help)")
-        opts[name] = value
-        i += 1
-    return opts
+    """The options given, by ATC's name; SystemExit(2) with the usage on a bad argument, (0)
+    after --help."""
+    if not argv:
+        parser().error("give ATC's options, e.g. --model=net.onnx --framework=5 --output=net "
+                       "--soc_version=Ascend910B3")
+    return {k: v for k, v in vars(parser().parse_args(argv)).items() if v is not None}
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         opts = parse_args(argv)
-    except UsageError as exc:
-        print(f"ATC run failed: {exc}", file=sys.stderr)
-        return 1
-    if not argv or "help" in opts or "h" in opts:
-        print(__doc__)
-        return 0
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
     level = opts.get("log")
     if level is not None:
         if level not in LOG_LEVELS:
@@ -129,7 +163,6 @@ def _run(opts: dict[str, str]) -> None:
     if mode not in ("0", "3"):
         raise UsageError(f"--mode={mode} is not supported (0 convert, 1 om -> JSON, 3 check only, 6 display an om)")
     if "singleop" in opts:
-        from .ops.compile import compile_ops
         written = compile_ops(opts["singleop"], opts.get("output"), opts.get("soc_version"), check_only=mode == "3")
         for path in written:
             log.info("wrote %s", path)

@@ -7,18 +7,10 @@ scripts define the numbers themselves, and get the same ones).
 """
 from __future__ import annotations
 
-# aclDataType (the ones npurt.runtime.constants does not already have)
-ACL_INT4 = 29
-ACL_UINT1 = 30
-ACL_COMPLEX32 = 33
-ACL_HIFLOAT8 = 34
-ACL_FLOAT8_E5M2 = 35
-ACL_FLOAT8_E4M3FN = 36
-ACL_FLOAT8_E8M0 = 37
-ACL_FLOAT6_E3M2 = 38
-ACL_FLOAT6_E2M3 = 39
-ACL_FLOAT4_E2M1 = 40
-ACL_FLOAT4_E1M2 = 41
+# aclDataType: the sub-byte and 8-bit float types (defined with the others in the runtime's constants)
+from ..runtime.constants import (ACL_COMPLEX32, ACL_FLOAT4_E1M2, ACL_FLOAT4_E2M1, ACL_FLOAT6_E2M3,  # noqa: F401,E402
+                                 ACL_FLOAT6_E3M2, ACL_FLOAT8_E4M3FN, ACL_FLOAT8_E5M2, ACL_FLOAT8_E8M0,
+                                 ACL_HIFLOAT8, ACL_INT4, ACL_UINT1)
 
 # aclFormat
 ACL_FORMAT_UNDEFINED = -1

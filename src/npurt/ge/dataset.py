@@ -8,7 +8,7 @@ GE's dataset does: execution reads it from here.
 """
 from __future__ import annotations
 
-from ..runtime.errors import InvalidValueError
+from ..runtime import InvalidValueError
 from .tensor import DataBuffer, TensorDesc
 
 

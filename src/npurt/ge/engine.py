@@ -12,8 +12,7 @@ live in the model's weight memory in the device arena.
 """
 from __future__ import annotations
 
-from ..runtime import constants as C
-from ..runtime.errors import NpuError
+from ..runtime import NpuError, RUNTIME, constants as C
 
 INSTALL = "pip install 'npurt[models]'"
 
@@ -59,8 +58,16 @@ def session(graph: bytes, threads: int, external: tuple[list, list] | None = Non
     return ort.InferenceSession(graph, session_options(threads, external), providers=["CPUExecutionProvider"])
 
 
+def run_options():
+    """RunOptions of one model execution: npurt sets `terminate` to stop it (its deadline, a
+    device reset, Ctrl-C, interpreter exit) and reports that itself, so ORT's own error log
+    of a terminated run is silenced."""
+    ro = import_ort().RunOptions()
+    ro.log_severity_level = 4
+    return ro
+
+
 def ai_core_threads(spec_cores: int) -> int:
     """ORT threads for a model: bounded by the SoC's AI cores and the driver's core pool."""
-    from ..runtime.runtime import RUNTIME
     pool = RUNTIME.driver.cores.threads if RUNTIME.driver is not None else 1
     return max(1, min(spec_cores, pool))

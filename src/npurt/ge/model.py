@@ -15,38 +15,69 @@ is reported at the stream's synchronize as ACL_ERROR_RT_MODEL_EXECUTE (507011). 
 executions are serialised (one lock per model), as GE does across threads.
 
 Model ids are process-wide; an unknown id is ACL_ERROR_GE_EXEC_MODEL_ID_INVALID (145003).
+
+An execution runs inside one ONNX Runtime call with its own RunOptions, and stops (ORT's
+`terminate`) when:
+* its deadline passes: the op execute timeout in effect (set_op_execute_timeout*, as for a
+  kernel, timed over the whole run): ACL_ERROR_RT_AICORE_TIMEOUT (507014);
+* an execute_v2 config's stream timeout passes while it runs: ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
+  (507046, what the synchronize returns);
+* its device is reset or the runtime finalized: ACL_ERROR_RT_DEVICE_TASK_ABORT (107022);
+* Ctrl-C reaches a synchronous `execute` (which therefore waits for the run from the main
+  thread instead of running it there: a signal is only handled between bytecodes);
+* the interpreter exits (an atexit hook stops every run and waits for it to leave ORT, so the
+  engine is never torn down under a thread still inside it).
+Unloading a model stops its executions in flight (107022) before its session goes away.
+
+A payload the loader cannot use gets the code GE's ModelHelper (base/common/helper/
+model_helper.cc) gives at the same stage: content it cannot parse or will not load is
+ACL_ERROR_GE_PARAM_INVALID (145000): a description that is not the converter's (fields
+missing or of the wrong type: see modeldef.check_meta), and any tensor whose data lives
+outside the .om ("external data": a path the loader would resolve against the process's
+working directory, so a model file could read the files there; a converted model's weights
+always live inside the .om: `npurt atc` reads an ONNX model's external data from the model's
+own directory and embeds it). A model partition that does not load (the graph protobuf
+cannot parse, a tensor with negative dims or data that does not match them) is
+ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED (545002), as GenerateGeModel returns when
+LoadModelData fails.
 """
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import threading
+import time
 from collections import OrderedDict
 from math import prod
 
 import numpy as np
 
-from ..runtime import address
-from ..runtime import constants as C
-from ..runtime.api.memory import free, malloc_on
-from ..runtime.context import current_context
-from ..runtime.errors import InvalidValueError, NpuError
-from ..runtime.memops import locate
-from ..runtime.memory import note_use
-from ..runtime.observers import HOOKS
-from ..runtime.runtime import RUNTIME
-from ..runtime.tasks import Task
+from ..runtime import fork_safe_lock
+from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, Task, address, constants as C,
+                       current_context, free, malloc_on, resolve as locate)
 from . import aipp as A
+from ..runtime import effective_op_execute_timeout_us
 from . import engine, om
+from .deadlines import DEADLINES
 from .dataset import Dataset
-from .modeldef import ROLE_AIPP_DATA, ROLE_DATA, ROLE_MBATCH, IODef, ModelDef
+from .modeldef import ROLE_AIPP_DATA, ROLE_DATA, ROLE_MBATCH, IODef, ModelDef, ModelDefError
 from .tensor import TensorDesc
+from .dtypes import ONNX_TO_ACL, type_size
+from .dtypes import to_numpy
+from . import failures
 
 WEIGHT_ALIGN = 64
+BAD_MODEL = C.ACL_ERROR_GE_PARAM_INVALID  # GE ModelHelper::LoadModel: content it cannot parse
+BAD_PARTITION = C.ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED  # GE GenerateGeModel: LoadModelData failed
+_CORRUPT = (ModelDefError, KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError)
 _log = logging.getLogger("npurt.ge")
 _models: dict[int, "Model"] = {}
+_running: dict["ModelTask", "Model"] = {}  # executions inside ONNX Runtime now
+EXIT_WAIT_S = 30.0  # at interpreter exit: how long stopped runs may take to leave ORT
+_exiting: list = []  # non-empty once the interpreter exits: executions that start then stop at once
 _ids = itertools.count(1)
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def model_of(model_id) -> "Model":
@@ -71,7 +102,6 @@ def weight_layout(initializers) -> tuple[list[int], int]:
 
 
 def _itemsize(t) -> int:
-    from .dtypes import ONNX_TO_ACL, type_size
     return type_size(ONNX_TO_ACL.get(t.data_type, C.ACL_FLOAT))
 
 
@@ -81,7 +111,69 @@ def parse(data) -> tuple[ModelDef, bytes]:
     if meta["kind"] != "model":
         raise NpuError("this .om is a single-operator model: register it with acl.op.load or "
                        "acl.op.set_model_dir, not acl.mdl", C.ACL_ERROR_GE_PARAM_INVALID)
-    return ModelDef(meta), graph
+    try:
+        return ModelDef(meta), graph
+    except _CORRUPT as exc:
+        raise NpuError(f"the model description in this .om is corrupt ({exc}): convert the model again",
+                       BAD_MODEL) from None
+
+
+def parse_graph(graph: bytes):
+    """The ONNX graph of an .om as a ModelProto, checked (see the module docstring)."""
+    onnx = engine.import_onnx()
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(graph)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and its warnings as errors)
+        raise NpuError(f"the graph in this .om cannot be parsed ({exc}): the file is corrupt, convert the "
+                       "model again", BAD_PARTITION) from None
+    problem, code = _tensor_problem(proto.graph, onnx.TensorProto.EXTERNAL) or (None, 0)
+    if problem:
+        raise NpuError(f"this .om cannot be loaded: {problem}", code)
+    return proto
+
+
+def _tensor_problem(graph, external: int, depth: int = 0) -> tuple[str, int] | None:
+    """(why, code) if a tensor of `graph` (initializers, constants in node attributes,
+    subgraphs) cannot be loaded, or None."""
+    def tensor(t, where: str) -> tuple[str, int] | None:
+        if t.data_location == external or len(t.external_data):
+            location = next((e.value for e in t.external_data if e.key == "location"), "?")
+            return (f"{where} {t.name!r} names external weight data ({location!r}); a loaded model's weights "
+                    "must live inside the .om (npurt atc embeds them)", BAD_MODEL)
+        if any(d < 0 for d in t.dims):
+            return f"{where} {t.name!r} has negative dims {list(t.dims)}: the file is corrupt", BAD_PARTITION
+        return None
+
+    if depth > 64:
+        return "its graph nests subgraphs more than 64 deep", BAD_PARTITION
+    for t in graph.initializer:
+        why = tensor(t, "initializer")
+        if why:
+            return why
+    for st in graph.sparse_initializer:
+        why = tensor(st.values, "sparse initializer") or tensor(st.indices, "sparse initializer")
+        if why:
+            return why
+    for node in graph.node:
+        for attr in node.attribute:
+            tensors = [attr.t, *attr.tensors]
+            tensors += [x for st in [attr.sparse_tensor, *attr.sparse_tensors] for x in (st.values, st.indices)]
+            for t in tensors:
+                why = tensor(t, f"a tensor of node {node.name or node.op_type!r}")
+                if why:
+                    return why
+            for sub in [attr.g, *attr.graphs]:
+                why = _tensor_problem(sub, external, depth + 1)
+                if why:
+                    return why
+    return None
+
+
+def memory_needs(mdef: ModelDef, proto) -> tuple[int, int]:
+    """(work, weight) bytes a load needs: what query_size reports and load_*_with_mem checks
+    the application's memory against (the weights at their 64-byte aligned offsets)."""
+    return mdef.work_size, max(mdef.weight_size, weight_layout(proto.graph.initializer)[1])
 
 
 def load(data, work_ptr: int = 0, work_size: int = 0, weight_ptr: int = 0, weight_size: int = 0,
@@ -116,6 +208,35 @@ def _release_device(device, reason) -> None:
         m.release(quiet=True)
 
 
+def stop_runs(model: "Model | None", code: int, why: str) -> list["ModelTask"]:
+    """Stop the executions inside ONNX Runtime (of `model`, or all); returns them."""
+    tasks = [t for t, m in list(_running.items()) if model is None or m is model]
+    for t in tasks:
+        t.expire(code, why)
+    return tasks
+
+
+def _stop_at_exit() -> None:
+    """atexit: no thread may be inside ONNX Runtime when the interpreter tears it down (a
+    daemon worker still running a model made the process die with SIGABRT)."""
+    _exiting.append(True)  # first: a run registering after the snapshot below sees it
+    if not stop_runs(None, C.ACL_ERROR_RT_DEVICE_TASK_ABORT, "was stopped: the interpreter is exiting"):
+        return
+    deadline = time.monotonic() + EXIT_WAIT_S
+    while _running and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+_exit_hook = []
+
+
+def _register_exit_hook() -> None:
+    """Registered after ONNX Runtime was imported (atexit runs hooks last-in first-out, so
+    ours runs before any ORT registers)."""
+    if not _exit_hook:
+        _exit_hook.append(atexit.register(_stop_at_exit))
+
+
 RUNTIME.release_hooks.append(_release_device)
 
 
@@ -140,11 +261,21 @@ class Model:
         self._plans: dict = {}
         self._warned: set = set()  # (input index, size) warned of a buffer bigger than the input
         self._no_dims = (None,) * len(mdef.inputs)
+        self.cancelled: dict = {}  # stream -> (seq, code, why): its executions up to seq fail unrun
         spec = self.device.spec
         if mdef.soc != spec.name:
             raise NpuError(f"this model was converted for {mdef.soc} (--soc_version) but device {self.device.id} "
                            f"is {spec.name}: convert it again with --soc_version={spec.name}, or run with "
                            f"NPURT_SOC={mdef.soc}", C.ACL_ERROR_GE_LOAD_MODEL)
+
+    def cancel(self, stream, seq: int, code: int, why: str) -> None:
+        """Its executions on `stream` up to `seq` fail with `code`: stopped if running, unrun
+        if still queued (Ctrl-C in a synchronous execute, an execute_v2 stream timeout)."""
+        old = self.cancelled.get(stream)
+        if old is None or old[0] < seq:
+            self.cancelled[stream] = (seq, code, why)
+        for t in [t for t, m in list(_running.items()) if m is self and t.stream is stream and t.seq <= seq]:
+            t.expire(code, why)
 
     def __repr__(self) -> str:
         return f"<npurt model {self.id} {self.mdef.name!r} on device {self.device.id}>"
@@ -153,13 +284,11 @@ class Model:
     def load(self, work_ptr: int, work_size: int, weight_ptr: int, weight_size: int, priority: int) -> None:
         onnx = engine.import_onnx()
         from onnx import numpy_helper
-        proto = onnx.ModelProto()
-        proto.ParseFromString(self.graph)
+        proto = parse_graph(self.graph)
         inits = list(proto.graph.initializer)
         input_names = {vi.name for vi in proto.graph.input}
-        offsets, total = weight_layout(inits)
-        need_weight = max(self.mdef.weight_size, total)
-        need_work = self.mdef.work_size
+        offsets, _ = weight_layout(inits)
+        need_work, need_weight = memory_needs(self.mdef, proto)
         self.priority = priority
         try:
             self.weight_ptr, self.owns_weight = self._memory(weight_ptr, weight_size, need_weight, "weight")
@@ -168,7 +297,11 @@ class Model:
             for t, off in zip(inits, offsets):
                 if t.name in input_names or t.data_type in (8, 16) or t.data_type > 16:
                     continue  # strings, bfloat16, float8, overridable inputs: ORT keeps them
-                arr = numpy_helper.to_array(t)
+                try:
+                    arr = numpy_helper.to_array(t)
+                except _CORRUPT as exc:
+                    raise NpuError(f"initializer {t.name!r} of this .om is corrupt ({exc}): convert the model "
+                                   "again", BAD_PARTITION) from None
                 nbytes = arr.nbytes
                 view = self.device.backend.view(self.weight_ptr + off, nbytes)
                 typed = view.view(arr.dtype).reshape(arr.shape)
@@ -184,6 +317,7 @@ class Model:
                 self.session = engine.session(proto.SerializeToString(), threads, (names, values))
             except Exception as exc:  # noqa: BLE001 - ORT's reason is the message
                 raise NpuError(f"the model cannot be loaded: {exc}", C.ACL_ERROR_GE_LOAD_MODEL) from None
+            _register_exit_hook()
             self._plan_work()
             self.stream = self.device.new_stream(self.context)
         except BaseException:
@@ -218,7 +352,12 @@ class Model:
                 offset += (nbytes + 511) // 512 * 512
 
     def release(self, quiet: bool = False) -> None:
-        """Drop the session; free the memory the runtime allocated; destroy the stream."""
+        """Drop the session; free the memory the runtime allocated; destroy the stream.
+        Executions in flight are stopped first (ACL_ERROR_RT_DEVICE_TASK_ABORT), and none is
+        inside the session when it goes; queued ones fail when they come to run. `quiet`: a
+        device reset or finalize (errors freeing memory are not raised)."""
+        stop_runs(self, C.ACL_ERROR_RT_DEVICE_TASK_ABORT,
+                  "was aborted: the model was unloaded (or its device reset) while it ran")
         stream, self.stream = self.stream, None
         if stream is not None and not stream.destroyed:
             try:
@@ -226,7 +365,8 @@ class Model:
             except NpuError:
                 stream.abort()
             self.device.release_stream(stream)
-        self.session = None
+        with self.lock:  # a run on another stream holds it while inside the session
+            self.session = None
         self._bindings.clear()
         self._values = []
         for attr, owns in (("weight_ptr", "owns_weight"), ("work_ptr", "owns_work")):
@@ -325,7 +465,7 @@ class Model:
                 self._check_buffer(buf, need, io, k, "output", blocks)
             outs.append((buf.data, buf.size, known))
         task = ModelTask(self, tuple(ins), tuple(outs), gear, tuple(in_dims), outputs)
-        return stream.enqueue(task, _recorder(blocks, stream), inline)
+        return stream.enqueue(task, inline=inline, holders=blocks)
 
     def _input_need(self, io: IODef, gear) -> int:
         """Bytes input `io` must hold at `gear` (its full size for the inputs GE adds)."""
@@ -374,7 +514,7 @@ class Model:
             blocks.append(block)
             outs.append((data, size, True))
         task = ModelTask(self, tuple(ins), tuple(outs), gear, self._no_dims, outputs)
-        return stream.enqueue(task, _recorder(blocks, stream), inline)
+        return stream.enqueue(task, inline=inline, holders=blocks)
 
     def _gear(self, inputs: Dataset) -> int | None:
         mdef = self.mdef
@@ -443,11 +583,27 @@ class Model:
                 self._bindings[key] = binding
                 if len(self._bindings) > 16:
                     self._bindings.popitem(last=False)
+            cancel = self.cancelled.get(task.stream)
+            if cancel is not None and task.seq <= cancel[0]:
+                raise NpuError(f"model {self.id} ({self.mdef.name}) execution {cancel[2]} before it ran", cancel[1])
+            options = task.options = engine.run_options()
+            if task.stop is not None:  # stopped before it started
+                options.terminate = True
             try:
-                session.run_with_iobinding(binding)
+                _running[task] = self
+                if _exiting:
+                    task.expire(C.ACL_ERROR_RT_DEVICE_TASK_ABORT, "was stopped: the interpreter is exiting")
+                DEADLINES.watch(task, time.monotonic() + effective_op_execute_timeout_us() / 1e6)
+                session.run_with_iobinding(binding, options)
             except Exception as exc:  # noqa: BLE001 - ORT's message names the failing node
+                stop = task.stop
+                if stop is not None:
+                    raise NpuError(stop[1], stop[0]) from None
                 raise NpuError(f"the graph failed: {exc}", C.ACL_ERROR_RT_MODEL_EXECUTE) \
                     from None
+            finally:
+                DEADLINES.unwatch(task)
+                _running.pop(task, None)
             if self.mdef.dynamic_shape or not all(known for _, _, known in task.outs):
                 self._finish_outputs(task, binding)
 
@@ -539,16 +695,7 @@ C_DYN = "ascend_mbatch_shape_data"
 _NO_PLAN = object()
 
 
-def _recorder(blocks: list, stream):
-    """on_seq: task `seq` of `stream` uses these allocations (stream-ordered free)."""
-    def record(seq: int) -> None:
-        for block in blocks:
-            note_use(block, stream, seq)
-    return record
-
-
 def io_numpy(dtype: int) -> np.dtype:
-    from .dtypes import to_numpy
     return to_numpy(dtype)
 
 
@@ -599,18 +746,34 @@ def _externalise(onnx, t, offset: int, length: int) -> None:
 class ModelTask(Task):
     """One model execution on a stream."""
 
-    __slots__ = ("model", "ins", "outs", "gear", "in_dims", "out_ds")
+    __slots__ = ("model", "ins", "outs", "gear", "in_dims", "out_ds", "options", "stop")
     kind = "model_execute"
     error_code = C.ACL_ERROR_RT_MODEL_EXECUTE
 
     def __init__(self, model: Model, ins, outs, gear, in_dims, out_ds):
         self.model, self.ins, self.outs, self.gear, self.in_dims, self.out_ds = model, ins, outs, gear, in_dims, out_ds
+        self.options = None      # its ORT RunOptions while it runs
+        self.stop = None         # (code, message) once it was told to stop
+
+    def expire(self, code: int = C.ACL_ERROR_RT_AICORE_TIMEOUT, why: str = "") -> bool:
+        """Stop this execution (its deadline, a device reset, an interrupt, exit): ORT leaves
+        the run at its next node and the task fails with `code`. True if it was running."""
+        if self.stop is None:
+            if not why:
+                limit = effective_op_execute_timeout_us()
+                why = (f"did not finish within the op execute timeout of {limit / 1e3:.3f} ms and was stopped at "
+                       "its deadline (AI core timeout; set_op_execute_timeout_us)")
+            m = self.model
+            self.stop = (code, f"model {m.id} ({m.mdef.name}) execution {why}")
+        options = self.options
+        if options is not None:
+            options.terminate = True
+        return options is not None
 
     def run(self) -> None:
         try:
             self.model.run(self)
         except BaseException:
-            from . import failures
             s = self.stream
             failures.record(s.device.id, s.stream_id, self.seq, self.model)
             raise

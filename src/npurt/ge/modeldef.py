@@ -111,10 +111,91 @@ class IODef:
                    d["ranges"], d["aipp"], d["dyn_aipp"], d["model_dims"], d["model_dtype"], d["size"])
 
 
+class ModelDefError(ValueError):
+    """The description in an .om is not one the converter writes (a corrupt or forged file)."""
+
+
+def _int(v, what: str, lo: int = -(1 << 63)) -> int:
+    if type(v) is not int or not lo <= v < (1 << 63):
+        raise ModelDefError(f"{what} is {v!r}, not an int" + (f" >= {lo}" if lo > -(1 << 63) else ""))
+    return v
+
+
+def _ints(v, what: str, lo: int = -2) -> list[int]:
+    if not isinstance(v, list) or len(v) > 64:
+        raise ModelDefError(f"{what} is {v!r}, not a list of at most 64 dims")
+    return [_int(d, f"{what}[{i}]", lo) for i, d in enumerate(v)]
+
+
+def _check_io(d, what: str) -> None:
+    """The fields of one input/output as the converter writes them, with their types, so every
+    query of a loaded model (sizes, dims, formats) returns what its API promises."""
+    if not isinstance(d, dict):
+        raise ModelDefError(f"{what} is {type(d).__name__}, not an object")
+    missing = [k for k in IODef.__slots__ if k not in d]
+    if missing:
+        raise ModelDefError(f"{what} lacks {', '.join(missing)}")
+    if not isinstance(d["name"], str) or not (d["onnx"] is None or isinstance(d["onnx"], str)):
+        raise ModelDefError(f"{what}: name / onnx name must be strings")
+    if d["role"] not in (ROLE_DATA, ROLE_MBATCH, ROLE_AIPP_DATA):
+        raise ModelDefError(f"{what}: unknown role {d['role']!r}")
+    _int(d["dtype"], f"{what} dtype", -1)
+    _int(d["format"], f"{what} format", -1)
+    _ints(d["dims"], f"{what} dims")
+    _ints(d["model_dims"], f"{what} model dims")
+    _int(d["model_dtype"], f"{what} model dtype", -1)
+    _int(d["size"], f"{what} size", 0)
+    if d["gear_dims"] is not None:
+        if not isinstance(d["gear_dims"], list) or not d["gear_dims"]:
+            raise ModelDefError(f"{what}: gear dims must be a non-empty list")
+        for i, g in enumerate(d["gear_dims"]):
+            _ints(g, f"{what} gear {i}", 0)
+    if d["ranges"] is not None:
+        if not isinstance(d["ranges"], list):
+            raise ModelDefError(f"{what}: ranges must be a list")
+        for i, r in enumerate(d["ranges"]):
+            if len(_ints(r, f"{what} range {i}", -1)) != 2:
+                raise ModelDefError(f"{what}: range {i} is not [min, max]")
+    for key in ("aipp", "dyn_aipp"):
+        if d[key] is not None and not isinstance(d[key], dict):
+            raise ModelDefError(f"{what}: {key} must be an object")
+    if d["dyn_aipp"] is not None:
+        _int(d["dyn_aipp"].get("max_size"), f"{what} dynamic AIPP max size", 0)
+
+
+def check_meta(meta: dict) -> None:
+    """Raise ModelDefError unless `meta` has the shape and types the converter writes."""
+    for key in ("name", "soc"):
+        if not isinstance(meta.get(key), str):
+            raise ModelDefError(f"the model's {key} is {meta.get(key)!r}, not a string")
+    for key in ("inputs", "outputs"):
+        ios = meta.get(key)
+        if not isinstance(ios, list):
+            raise ModelDefError(f"the model's {key} are {type(ios).__name__}, not a list")
+        for i, d in enumerate(ios):
+            _check_io(d, f"{key[:-1]} {i}")
+    for key in ("weight_size", "work_size"):
+        _int(meta.get(key, 0), f"the model's {key}", 0)
+    dyn = meta.get("dynamic")
+    if dyn is not None:
+        if not isinstance(dyn, dict) or dyn.get("kind") not in ("batch", "hw", "dims"):
+            raise ModelDefError(f"the model's dynamic gears are {dyn!r}, not a batch / hw / dims set")
+        gears = dyn.get("gears")
+        if not isinstance(gears, list) or not gears:
+            raise ModelDefError("the model's dynamic gears must be a non-empty list")
+        for i, g in enumerate(gears):
+            _ints(g, f"gear {i}", 0)
+        order = dyn.get("order", [])
+        if not isinstance(order, list) or not all(isinstance(n, str) for n in order):
+            raise ModelDefError("the model's dynamic dims order must be a list of input names")
+
+
 class ModelDef:
-    """The model's description: I/O, gears, memory sizes, SoC."""
+    """The model's description: I/O, gears, memory sizes, SoC. `meta` is checked first
+    (check_meta): a corrupt description raises ModelDefError."""
 
     def __init__(self, meta: dict):
+        check_meta(meta)
         self.meta = meta
         self.name = meta["name"]
         self.soc = meta["soc"]

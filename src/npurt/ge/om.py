@@ -24,8 +24,7 @@ import json
 import os
 import struct
 
-from ..runtime import constants as C
-from ..runtime.errors import NpuError
+from ..runtime import NpuError, constants as C
 
 MAGIC = 0x444F4D49
 HEAD_SIZE = 256

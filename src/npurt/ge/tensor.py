@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime.errors import InvalidValueError
+from ..runtime import InvalidValueError
 from . import constants as G
 from .dtypes import to_numpy, type_size
 

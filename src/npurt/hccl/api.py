@@ -14,19 +14,16 @@ as the thread's last error, so `acl.get_recent_err_msg()` explains it.
 """
 from __future__ import annotations
 
-import functools
-import traceback
 import uuid
 
-from ..runtime.context import peek_context
-from ..runtime.errors import NpuError, set_last_error
-from ..runtime.handles import table
-from ..runtime.runtime import RUNTIME
+from .._cstyle.retcode import CodeSpace, returning
+from ..runtime import RUNTIME, NpuError, handle_table, peek_context
 from . import config, local, rank_table, world
 from . import types as T
 from .comm import HcclComm
+from . import mpi
 
-COMMS = table("hccl comm")
+COMMS = handle_table("hccl comm")
 _MAGIC = b"NPURT-HCCL\x01"
 _LOCAL, _MPI = b"L", b"M"
 
@@ -36,38 +33,16 @@ __all__ = ["get_root_info", "comm_init_root_info", "comm_init_cluster_info", "co
            "send", "recv", "barrier"]
 
 
-def _fail(exc: BaseException, where: str) -> int:
-    """The HcclResult for an exception, recorded as the calling thread's last error."""
-    if isinstance(exc, T.HcclError):
-        code, message = exc.code, exc.message
-    elif isinstance(exc, NpuError):
-        code, message = T.HCCL_E_RUNTIME, f"{exc.message} [runtime error {exc.code}]"
-    elif isinstance(exc, (TypeError, ValueError, OverflowError)):
-        code, message = T.HCCL_E_PARA, f"invalid argument: {type(exc).__name__}: {exc}"
-    else:
-        code = T.HCCL_E_INTERNAL
-        message = "internal error in npurt; please report it:\n" + "".join(traceback.format_exception(exc))
-    set_last_error(T.HcclError(f"{where}: {message}", code))
-    return code
+# HcclResult codes: an HcclError keeps its code, a runtime error is HCCL_E_RUNTIME (its aclError
+# named in the message), the failure recorded as the thread's last error (npurt._cstyle.retcode)
+HCCL = CodeSpace("hccl", success=T.HCCL_SUCCESS, invalid_param=T.HCCL_E_PARA, internal=T.HCCL_E_INTERNAL,
+                 native=T.HcclError, record_as=T.HcclError,
+                 foreign=lambda exc: (T.HCCL_E_RUNTIME, f"{exc.message} [runtime error {exc.code}]"))
 
 
 def _hccl(*fail_values):
     """Turn an implementation returning outputs (or None) into pyACL's shape: (*outputs, ret)."""
-    def wrap(impl):
-        where = f"hccl.{impl.__name__}"
-
-        @functools.wraps(impl)
-        def fn(*args):
-            try:
-                out = impl(*args)
-            except Exception as exc:  # noqa: BLE001 - pyACL style: never raise
-                code = _fail(exc, where)
-                return code if not fail_values else (*fail_values, code)
-            if not fail_values:
-                return T.HCCL_SUCCESS
-            return (*(out if isinstance(out, tuple) else (out,)), T.HCCL_SUCCESS)
-        return fn
-    return wrap
+    return returning(*fail_values, space=HCCL)
 
 
 def _comm(handle) -> HcclComm:
@@ -75,7 +50,7 @@ def _comm(handle) -> HcclComm:
         raise T.HcclError("the communicator is null", T.HCCL_E_PTR)
     if isinstance(handle, HcclComm):
         return handle
-    comm = COMMS._objects.get(handle)
+    comm = COMMS.lookup(handle)
     if comm is None:
         raise T.HcclError(f"0x{handle:x} is not a live communicator handle (destroyed, or never created)"
                           if isinstance(handle, int) else f"expected a communicator handle, got {handle!r}",
@@ -142,7 +117,6 @@ def join(key: bytes, kind: bytes, n_ranks: int, rank: int, device, name: str) ->
     comm = HcclComm(rank, n_ranks, device, name)
     exec_s, connect_s = config.exec_timeout(), config.connect_timeout()
     if kind == _MPI:  # even a rank alone takes part: creation is collective over the MPI world
-        from . import mpi
         mpi.init(key, comm, connect_s, exec_s)
     else:
         local.join(key, comm, connect_s, exec_s)

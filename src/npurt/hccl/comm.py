@@ -13,10 +13,7 @@ import operator
 import threading
 from collections import defaultdict
 
-from ..runtime import memops
-from ..runtime.errors import InvalidValueError
-from ..runtime.runtime import RUNTIME
-from ..runtime.stream import Stream
+from ..runtime import InvalidValueError, RUNTIME, Stream, resolve
 from . import types as T
 from .ops import Op
 from .task import CollectiveTask
@@ -178,7 +175,7 @@ class HcclComm:
 
     def _locate(self, op: Op, addr: int, nbytes: int, role: str):
         try:
-            span = memops.locate(RUNTIME, addr, nbytes, f"{op.kind} {role} buffer")
+            span = resolve(RUNTIME, addr, nbytes, f"{op.kind} {role} buffer")
         except InvalidValueError as exc:
             raise T.HcclError(f"{op.kind}: {exc.message}", T.HCCL_E_PARA) from None
         if span.device is not self.device:
@@ -207,11 +204,7 @@ class HcclComm:
         if stream.device is not self.device:
             raise T.HcclError(f"{op.kind}: the stream belongs to device {stream.device.id}; rank {self.rank} of "
                               f"{self.name} uses device {self.device.id}", T.HCCL_E_PARA)
-        spans = op.spans
-
-        def record(seq: int) -> None:
-            for span in spans:
-                memops.record_use(span, stream, seq)
+        holders = [span.block for span in op.spans if span is not None]
 
         with self._lock:
             op.index = self._issued
@@ -221,7 +214,7 @@ class HcclComm:
             else:
                 op.match = self._collectives
             try:
-                stream.enqueue(CollectiveTask(op), record)
+                stream.enqueue(CollectiveTask(op), holders=holders)
             except InvalidValueError as exc:
                 raise T.HcclError(f"{op.kind}: {exc.message}", T.HCCL_E_PARA) from None
             except Exception as exc:

@@ -22,10 +22,10 @@ import math
 
 import numpy as np
 
-from .. import _devices
+from .. import devices as _devices
 from .. import streams as _streams
-from .._array import DeviceArray, empty
-from ..runtime.runtime import RUNTIME
+from ..array import DeviceArray, empty
+from ..runtime import RUNTIME
 from . import api, world
 from . import types as T
 from .comm import HcclComm
@@ -58,7 +58,7 @@ class Communicator:
         if comm is None or comm._comm.destroyed or not _alive(comm._comm.device):
             kind = b"M" if w.kind == "mpi" else b"L"
             key = (w.key or b"single") + b":" + str(len(w.cache)).encode()  # a new one after a destroy
-            comm = cls(api.join(key, kind, w.size, w.rank, _devices._device_obj(), "world"))
+            comm = cls(api.join(key, kind, w.size, w.rank, _devices.runtime_device(), "world"))
             w.cache["world"] = comm
             w.cache[key] = comm
         return comm
@@ -73,7 +73,7 @@ class Communicator:
         """Rank `rank` of `n_ranks`, on the current device; returns once all ranks joined."""
         api._check_ranks(n_ranks, rank)
         kind, key = api._parse_root_info(root_info)
-        return cls(api.join(key, kind, n_ranks, rank, _devices._device_obj(), f"comm-{key[5:9].hex()}"))
+        return cls(api.join(key, kind, n_ranks, rank, _devices.runtime_device(), f"comm-{key[5:9].hex()}"))
 
     @classmethod
     def init_all(cls, devices=None) -> list["Communicator"]:
@@ -86,7 +86,7 @@ class Communicator:
     @classmethod
     def from_rank_table(cls, path: str, rank: int) -> "Communicator":
         """Rank `rank` of the rank table at `path` (its device must be the current one)."""
-        _devices._context()
+        _devices.thread_context()
         return cls(api._comm(api.comm_init_cluster_info.__wrapped__(path, rank)))
 
     # ---------------------------------------------------------- facts

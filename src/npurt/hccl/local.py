@@ -7,6 +7,11 @@ thing and moves the data itself, rank to rank through numpy views of the devices
 (large operations are split over the driver's cores), then wakes the others. No thread waits
 inside a task. If a rank does not arrive within HCCL_EXEC_TIMEOUT, the ranks that did fail
 with HCCL_E_TIMEOUT and the communicator becomes unusable, as in HCCL.
+
+Destroying a rank's communicator lets the operations it queued run (HcclCommDestroy). An
+operation waiting only for ranks that are gone (destroyed, with none of their queued
+operations still to come) can never complete: it fails at once (HCCL_E_INTERNAL) instead of
+parking its stream until HCCL_EXEC_TIMEOUT, or for ever without one.
 """
 from __future__ import annotations
 
@@ -16,9 +21,7 @@ import weakref
 
 import numpy as np
 
-from ..runtime import address
-from ..runtime.runtime import RUNTIME
-from ..runtime.scheduler import WATCHDOG
+from ..runtime import RUNTIME, WATCHDOG, address, fork_safe_lock
 from . import types as T
 from . import world
 from .ops import COLLECTIVES, Op, check_agreement
@@ -26,7 +29,7 @@ from .reduction import reduce_many
 
 PARALLEL_BYTES = 4 << 20  # operations moving more than this are split over the cores
 
-_REGISTRY_LOCK = threading.Lock()
+_REGISTRY_LOCK = fork_safe_lock()
 _JOINING: dict[bytes, "LocalGroup"] = {}
 _SPAWNED: dict[bytes, weakref.WeakSet] = {}  # spawn key -> groups made by its rank threads
 
@@ -57,6 +60,23 @@ class LocalGroup:
         self.instances: dict[tuple, Instance] = {}
         self.broken: T.HcclError | None = None
         self.complete = False  # every rank has joined (members may leave again later)
+        self.closed: dict[int, "LocalTransport"] = {}  # ranks whose communicator was destroyed
+
+    def fail_stranded(self) -> list:
+        """Instances that wait only for ranks that are gone: fail them; the (op, error) to
+        complete outside the lock (caller holds self.cond)."""
+        out = []
+        for key, inst in list(self.instances.items()):
+            missing = inst.missing()
+            if missing and all(r in self.closed and self.closed[r].gone() for r in missing):
+                del self.instances[key]
+                any_op = next(iter(inst.ops.values()))
+                error = T.HcclError(
+                    f"{any_op.describe()} cannot complete: rank(s) {missing} destroyed their communicator without "
+                    "reaching it", T.HCCL_E_INTERNAL)
+                inst.done, inst.error = True, error
+                out += [(o, error) for o in inst.ops.values()]
+        return out
 
     # ---------------------------------------------------------- membership
     def add(self, comm) -> None:
@@ -149,12 +169,28 @@ class LocalTransport:
 
     def __init__(self, group: LocalGroup, comm):
         self.group, self.comm = group, comm
+        self.started = 0  # this rank's operations that reached the head of their stream
+
+    def gone(self) -> bool:
+        """Destroyed, and every operation it queued has started: it reaches no new one."""
+        return self.comm.destroyed and self.started >= self.comm._issued
 
     # ---------------------------------------------------------- the task's protocol
     def start(self, op: Op) -> None:
         """`op` reached the head of its stream: meet the other ranks' ops."""
+        stranded: list = []
+        try:
+            self._meet(op, stranded)
+        finally:  # operations that can no longer complete fail (outside the lock)
+            for o, error in stranded:
+                o.complete(error)
+
+    def _meet(self, op: Op, stranded: list) -> None:
         group = self.group
         with group.cond:
+            self.started += 1
+            if group.closed and self.comm.rank in group.closed:
+                stranded += group.fail_stranded()  # this may have been its last queued operation
             if group.broken is not None:
                 op.complete(unusable(op, group.broken))
                 return
@@ -172,6 +208,8 @@ class LocalTransport:
             inst.ops[op.rank] = op
             op.instance = inst
             if len(inst.ops) < len(ranks):
+                if group.closed:
+                    stranded += group.fail_stranded()
                 return
             inst.executor = op  # the last to arrive moves the data
             del group.instances[key]
@@ -234,8 +272,13 @@ class LocalTransport:
                 f"(HCCL_EXEC_TIMEOUT {self.group.exec_timeout:g} s)")
 
     def close(self) -> None:
-        with self.group.cond:
-            self.group.members.pop(self.comm.rank, None)
+        group = self.group
+        with group.cond:
+            group.members.pop(self.comm.rank, None)
+            group.closed[self.comm.rank] = self
+            stranded = group.fail_stranded()
+        for op, error in stranded:
+            op.complete(error)
 
 
 def unusable(op: Op, cause: T.HcclError) -> T.HcclError:

@@ -8,8 +8,8 @@ at its next synchronize.
 """
 from __future__ import annotations
 
-from ..runtime.scheduler import Blocker
-from ..runtime.tasks import Task
+from ..runtime import FAULTS, Blocker, Task
+from .local import LocalTransport
 from .ops import Op
 from .types import HCCL_E_INTERNAL
 
@@ -50,6 +50,9 @@ class CollectiveTask(Task):
         op = self.op
         if not op.started:
             op.started = True
+            # an injected rank fault (NPURT_FAULTS hccl:RANK): a silent rank never arrives
+            if FAULTS.tasks and FAULTS.on_collective(op, not isinstance(op.comm.transport, LocalTransport)):
+                return OpBlocker(op)
             op.comm.transport.start(op)
         if op.done or op.comm.transport.runs_here(op):
             return None

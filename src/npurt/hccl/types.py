@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime.errors import NpuError, register_code_names
+from ..runtime import NpuError, register_code_names
 
 # ---------------------------------------------------------------- HcclResult
 HCCL_SUCCESS = 0

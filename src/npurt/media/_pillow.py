@@ -1,7 +1,7 @@
 """Pillow, imported on first use: the codecs need it, `import npurt` does not."""
 from __future__ import annotations
 
-from ..runtime.errors import FeatureNotSupportedError
+from ..runtime import FeatureNotSupportedError
 
 _image = None
 

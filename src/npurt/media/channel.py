@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import itertools
 
-from ..runtime.context import current_context
-from ..runtime.errors import InvalidValueError
+from ..runtime import InvalidValueError, current_context
 from . import constants as F
 
 ALL_MODES = F.DVPP_CHNMODE_VPC | F.DVPP_CHNMODE_JPEGD | F.DVPP_CHNMODE_JPEGE | F.DVPP_CHNMODE_PNGD

@@ -8,8 +8,7 @@ hands them out as int handles from the tables below.
 """
 from __future__ import annotations
 
-from ..runtime.errors import InvalidValueError
-from ..runtime.handles import TAG_KINDS, TAGS, HandleTable
+from ..runtime import HandleTable, InvalidValueError, handle_table
 
 BATCH_MAX_SIZE = 256  # pictures in one batch description
 ROI_MAX = 0xFFFF      # ROI and border offsets are uint16 in the device structures
@@ -103,29 +102,20 @@ class JpegeConfig:
 
 
 # ---------------------------------------------------------------- handles
-_KINDS = {"dvpp channel desc": 0x61, "dvpp pic desc": 0x62, "dvpp batch pic desc": 0x63,
-          "dvpp roi config": 0x64, "dvpp resize config": 0x65, "dvpp border config": 0x66,
-          "dvpp jpege config": 0x67, "dvpp stream desc": 0x68}
-for _kind, _tag in _KINDS.items():
-    if TAG_KINDS.get(_tag, _kind) != _kind:
-        raise RuntimeError(f"handle tag 0x{_tag:x} of {_kind} is already used by {TAG_KINDS[_tag]}")
-    TAGS[_kind] = _tag
-    TAG_KINDS[_tag] = _kind
-
-channels = HandleTable("dvpp channel desc", _KINDS["dvpp channel desc"])
-pics = HandleTable("dvpp pic desc", _KINDS["dvpp pic desc"])
-batches = HandleTable("dvpp batch pic desc", _KINDS["dvpp batch pic desc"])
-rois = HandleTable("dvpp roi config", _KINDS["dvpp roi config"])
-resizes = HandleTable("dvpp resize config", _KINDS["dvpp resize config"])
-borders = HandleTable("dvpp border config", _KINDS["dvpp border config"])
-jpeges = HandleTable("dvpp jpege config", _KINDS["dvpp jpege config"])
-stream_descs = HandleTable("dvpp stream desc", _KINDS["dvpp stream desc"])
+channels = handle_table("dvpp channel desc")
+pics = handle_table("dvpp pic desc")
+batches = handle_table("dvpp batch pic desc")
+rois = handle_table("dvpp roi config")
+resizes = handle_table("dvpp resize config")
+borders = handle_table("dvpp border config")
+jpeges = handle_table("dvpp jpege config")
+stream_descs = handle_table("dvpp stream desc")
 
 
 def lookup(table: HandleTable, handle, what: str):
     """The object behind a handle; ACL_ERROR_INVALID_PARAM (as ACL returns for a null
     description) naming what is wrong otherwise."""
-    obj = table._objects.get(handle)
+    obj = table.lookup(handle)
     if obj is not None:
         return obj
     if handle == 0:

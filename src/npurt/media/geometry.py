@@ -18,8 +18,7 @@ operation's list is ACL_ERROR_FORMAT_NOT_MATCH, 100027), never a corrupted image
 """
 from __future__ import annotations
 
-from ..runtime import constants as C
-from ..runtime.errors import InvalidValueError
+from ..runtime import InvalidValueError, constants as C
 from . import memory
 from .descs import PicDesc, RoiConfig
 from .layout import LAYOUTS, Layout, format_name

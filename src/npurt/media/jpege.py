@@ -16,16 +16,14 @@ import struct
 
 import numpy as np
 
-from ..runtime import address
-from ..runtime.errors import InvalidValueError, as_int
-from ..runtime.memops import locate as locate_any
-from ..runtime.runtime import RUNTIME
+from ..runtime import InvalidValueError, RUNTIME, address, as_int, resolve as locate_any
 from . import colour, constants as F, geometry, memory
 from ._pillow import image_module
 from .channel import ChannelDesc
 from .descs import JpegeConfig, PicDesc
 from .layout import align_up, read
 from .task import DvppTask, enqueue
+from .vpc import _stream_and_channel
 
 MIN_SIZE, MAX_SIZE = 32, 8192
 INPUT_FORMATS = {F.PIXEL_FORMAT_YUV_SEMIPLANAR_420, F.PIXEL_FORMAT_YVU_SEMIPLANAR_420,
@@ -80,7 +78,6 @@ def encode_planes(pic, sub: tuple[int, int], level: int) -> bytes:
 
 def encode(channel: ChannelDesc, desc: PicDesc, data, size_ptr, cfg: JpegeConfig, stream=None) -> int:
     """Queue the encoding of `desc` into the DVPP buffer `data`."""
-    from .vpc import _stream_and_channel
     s = _stream_and_channel(channel, stream, F.DVPP_CHNMODE_JPEGE)
     if cfg is None:
         raise InvalidValueError("the JPEGE config is null")

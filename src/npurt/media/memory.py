@@ -11,11 +11,9 @@ address with a message that says what to call instead.
 """
 from __future__ import annotations
 
-from ..runtime import address, api
-from ..runtime import constants as C
-from ..runtime.errors import InvalidValueError, as_int
-from ..runtime.memops import Span, locate as _locate_any
-from ..runtime.runtime import RUNTIME
+from .. import runtime as api  # the runtime's operations: its published surface
+from ..runtime import (InvalidValueError, RUNTIME, Span, address, as_int, constants as C,
+                       resolve as _locate_any)
 
 ALIGN = 128  # start alignment DVPP needs for picture and stream data
 

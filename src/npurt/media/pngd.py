@@ -12,15 +12,23 @@ Decoding writes RGB_888, or for PIXEL_FORMAT_UNKNOWN the source's own layout (RG
 when the PNG has alpha, RGB_888 otherwise; the description's format is updated), with
 a width stride of ALIGN_UP(width, 128) pixels and a height stride of ALIGN_UP(height, 16)
 unless the description's strides hold the picture. 16-bit samples are reduced to 8 bits.
+
+What is decoded is checked, not only the header PNGD reads: Pillow's own idea of the picture
+(it takes the last IHDR chunk, so a file with a second one declaring a bigger picture is a
+decompression bomb: a 236 KB file declared 64 x 64 decoded at 9000 x 9000) must be the size
+and colour type of the first IHDR, within PNGD's limits and Pillow's decompression-bomb limit,
+before a pixel is decoded; else the decode fails with ACL_ERROR_INVALID_PARAM (100000), as
+for a header out of PNGD's range.
 """
 from __future__ import annotations
 
 import io
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime.errors import InvalidValueError, as_int
+from ..runtime import InvalidValueError, as_int
 from . import constants as F, memory
 from ._pillow import image_module
 from .channel import ChannelDesc
@@ -28,6 +36,7 @@ from .descs import PicDesc
 from .geometry import FormatError
 from .jpegd import _queue, host_bytes, store
 from .layout import Planes, format_name
+from .vpc import _stream_and_channel
 
 MIN_SIZE, MAX_SIZE = 32, 4096
 MAX_OUTPUT = 4096 * 4096 * 4 * 2
@@ -88,7 +97,6 @@ def _check_size(info: PngInfo) -> None:
 
 def decode(channel: ChannelDesc, data, size, out: PicDesc, stream=None) -> int:
     """Queue the decoding of the `size`-byte PNG at `data` (DVPP memory) into `out`."""
-    from .vpc import _stream_and_channel
     s = _stream_and_channel(channel, stream, F.DVPP_CHNMODE_PNGD)
     size = as_int(size, "the PNG size")
     if size <= 0:
@@ -101,13 +109,34 @@ def decode(channel: ChannelDesc, data, size, out: PicDesc, stream=None) -> int:
     return _queue(s, "dvpp_png_decode", src, size, out, _png_work)
 
 
+_MODES = {0: ("L", "I", "I;16", "I;16B", "1"), 2: ("RGB",), 4: ("LA",), 6: ("RGBA",)}
+
+
+def _open_checked(encoded: bytes, info: PngInfo):
+    """The PNG opened by Pillow (nothing decoded yet), refused unless Pillow would decode the
+    picture the header declares (see the module docstring)."""
+    Image = image_module()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(encoded))
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise InvalidValueError(f"the PNG would decode past Pillow's decompression-bomb limit: {exc}") from None
+    if im.size != (info.width, info.height) or im.mode not in _MODES[info.colour_type]:
+        raise InvalidValueError(
+            f"the PNG's header declares a {info.width} x {info.height} picture (colour type {info.colour_type}) "
+            f"but it would decode as {im.size[0]} x {im.size[1]} {im.mode} (another IHDR chunk later in the "
+            "file): refused, the picture would not be the one declared")
+    return im
+
+
 def _png_work(task, encoded: bytes, out: PicDesc, dst, snap) -> None:
     fmt, capacity, want_ws, want_hs = snap
     info = parse(encoded)
     info.components  # noqa: B018 - palette PNGs fail here
     _check_size(info)
+    im = _open_checked(encoded, info)
     Image = image_module()
-    im = Image.open(io.BytesIO(encoded))
     alpha = info.colour_type in (4, 6)
     target = F.PIXEL_FORMAT_RGBA_8888 if fmt == F.PIXEL_FORMAT_UNKNOWN and alpha else F.PIXEL_FORMAT_RGB_888
     if im.mode.startswith("I"):  # 16-bit grey: keep the high byte, as for 16-bit colour PNGs

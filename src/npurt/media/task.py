@@ -17,11 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..runtime import address
-from ..runtime import constants as C
-from ..runtime.errors import NpuError
-from ..runtime.memops import Span, record_use
-from ..runtime.tasks import Task
+from ..runtime import NpuError, Span, Task, address, constants as C
 from .descs import PicDesc
 from .layout import Layout
 
@@ -91,7 +87,4 @@ class DvppTask(Task):
 
 def enqueue(stream, task: DvppTask, spans: list[Span]) -> int:
     """Queue `task` on `stream`, recording its use of `spans` for stream-ordered free."""
-    def record(seq: int) -> None:
-        for span in spans:
-            record_use(span, stream, seq)
-    return stream.enqueue(task, record)
+    return stream.enqueue(task, holders=[span.block for span in spans])

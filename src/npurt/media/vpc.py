@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime.errors import FeatureNotSupportedError, InvalidValueError
+from ..runtime import FeatureNotSupportedError, InvalidValueError, stream_of
 from . import colour, constants as F, geometry, resample
 from .channel import ChannelDesc
 from .descs import BatchPicDesc, BorderConfig, PicDesc, ResizeConfig, RoiConfig
@@ -122,7 +122,6 @@ class Job:
 
 # ---------------------------------------------------------------- checks shared by the operations
 def _stream_and_channel(channel: ChannelDesc, stream, block: int = F.DVPP_CHNMODE_VPC):
-    from ..runtime.api import stream_of
     s = stream_of(stream)
     channel.require(block, s)
     return s

@@ -15,19 +15,25 @@ Rules (documented for users):
 """
 from __future__ import annotations
 
+import builtins
 import math
 import numbers
 
 import numpy as np
 
-from .. import _devices
-from .._array import DeviceArray, _copy_into, _ints, _rt_stream, as_dtype, broadcast_to, full
+from .. import devices as _devices
+from ..array.core import DeviceArray, _copy_into, _rt_stream, broadcast_to
+from ..array.layout import as_dtype, ints
+from ..array.creation import _default_dtype, full
 from ..exceptions import InvalidValueError
-from ..runtime.context import peek_context
-from . import launch
+from ..runtime import peek_context
+from ..streams import Stream
+from . import launchers as launch
 
-__all__ = ["add", "sub", "mul", "div", "maximum", "relu", "gelu", "cast", "astype", "matmul", "sum", "max",
-           "mean", "softmax", "layer_norm", "transpose", "fill", "arange", "arange_into", "contiguous"]
+__all__ = ["add", "sub", "mul", "div", "maximum", "minimum", "power", "relu", "gelu", "abs", "exp", "log", "sqrt",
+           "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "where", "concatenate", "stack",
+           "cast", "astype", "matmul", "sum", "max", "mean", "softmax", "layer_norm", "transpose", "fill", "arange",
+           "arange_into", "contiguous"]
 
 # ---------------------------------------------------------------- helpers
 def _kdt(dtype: np.dtype):
@@ -95,7 +101,7 @@ def _launch(device: int, fn, *args, **kw):
     ctx = peek_context()
     if ctx is not None and ctx.device.id == device:  # already current: no context switch
         return fn(*args, **kw)
-    with _devices._bound(device):
+    with _devices.on_device(device):
         return fn(*args, **kw)
 
 
@@ -140,7 +146,6 @@ def _binary(op: str, a, b, out, stream) -> DeviceArray:
 
 
 def _wrap(s):
-    from ..streams import Stream
     return Stream._wrap(s)
 
 
@@ -169,6 +174,135 @@ def maximum(a, b, out=None, stream=None) -> DeviceArray:
     return _binary("maximum", a, b, out, stream)
 
 
+def minimum(a, b, out=None, stream=None) -> DeviceArray:
+    """Elementwise minimum of a and b."""
+    return _binary("minimum", a, b, out, stream)
+
+
+def power(a, b, out=None, stream=None) -> DeviceArray:
+    """a ** b (elementwise; for ints a negative exponent is an error in numpy, so avoid it)."""
+    return _binary("pow", a, b, out, stream)
+
+
+def _compare(op: str, a, b, out, stream) -> DeviceArray:
+    """a op b as a bool array (numpy broadcasting; a number compares in the array's dtype)."""
+    arrays = _arrays(op, a, b)
+    dtype = _same_dtype(op, arrays)
+    dev = arrays[0].device
+    try:
+        shape = np.broadcast_shapes(*(x.shape for x in arrays))
+    except ValueError:
+        raise InvalidValueError(f"npurt.ops.{op}: shapes {getattr(a, 'shape', ())} and "
+                                f"{getattr(b, 'shape', ())} do not broadcast") from None
+    s = _stream(stream, dev)
+    result = _out(op, out, shape, np.dtype(np.bool_), dev)
+    n = math.prod(shape)
+    if n:
+        x = _as_array(a, shape, dtype, dev, _wrap(s))
+        y = _as_array(b, shape, dtype, dev, _wrap(s))
+        _launch(dev, launch.compare, op, result.ptr, x.ptr, y.ptr, n, _kdt(dtype), stream=s)
+    return result
+
+
+def less(a, b, out=None, stream=None) -> DeviceArray:
+    """a < b (a bool array)."""
+    return _compare("lt", a, b, out, stream)
+
+
+def less_equal(a, b, out=None, stream=None) -> DeviceArray:
+    """a <= b."""
+    return _compare("le", a, b, out, stream)
+
+
+def greater(a, b, out=None, stream=None) -> DeviceArray:
+    """a > b."""
+    return _compare("gt", a, b, out, stream)
+
+
+def greater_equal(a, b, out=None, stream=None) -> DeviceArray:
+    """a >= b."""
+    return _compare("ge", a, b, out, stream)
+
+
+def equal(a, b, out=None, stream=None) -> DeviceArray:
+    """a == b."""
+    return _compare("eq", a, b, out, stream)
+
+
+def not_equal(a, b, out=None, stream=None) -> DeviceArray:
+    """a != b."""
+    return _compare("ne", a, b, out, stream)
+
+
+def where(cond, x, y, stream=None) -> DeviceArray:
+    """x where cond is true, else y (numpy broadcasting over the three; x and y of one dtype,
+    or numbers in the other's dtype). cond is a bool DeviceArray."""
+    if not isinstance(cond, DeviceArray) or cond.dtype != np.bool_:
+        raise InvalidValueError("npurt.ops.where: cond must be a bool DeviceArray (e.g. x > 0)")
+    values = _arrays("where", x, y)
+    dtype = _same_dtype("where", values)
+    dev = cond.device
+    _arrays("where", cond, *values)     # one device
+    try:
+        shape = np.broadcast_shapes(cond.shape, *(v.shape for v in values))
+    except ValueError:
+        raise InvalidValueError(f"npurt.ops.where: shapes {cond.shape}, {getattr(x, 'shape', ())} and "
+                                f"{getattr(y, 'shape', ())} do not broadcast") from None
+    s = _stream(stream, dev)
+    result = DeviceArray(shape, dtype, dev)
+    n = math.prod(shape)
+    if n:
+        c = _as_array(cond, shape, np.dtype(np.bool_), dev, _wrap(s))
+        a = _as_array(x, shape, dtype, dev, _wrap(s))
+        b = _as_array(y, shape, dtype, dev, _wrap(s))
+        _launch(dev, launch.select, result.ptr, c.ptr, a.ptr, b.ptr, n, _kdt(dtype), stream=s)
+    return result
+
+
+def concatenate(arrays, axis: int = 0, stream=None) -> DeviceArray:
+    """The arrays joined along an existing `axis` (same dtype, same shape elsewhere), as
+    numpy.concatenate: one device-to-device copy per array, queued on the stream."""
+    arrays = list(arrays)
+    if not arrays:
+        raise InvalidValueError("npurt.ops.concatenate needs at least one array")
+    _arrays("concatenate", *arrays)
+    if not all(isinstance(a, DeviceArray) for a in arrays):
+        raise InvalidValueError("npurt.ops.concatenate: every operand must be a DeviceArray")
+    dtype = _same_dtype("concatenate", arrays)
+    first = arrays[0]
+    if first.ndim == 0:
+        raise InvalidValueError("npurt.ops.concatenate: zero-dimensional arrays cannot be concatenated")
+    ax = _axis(axis, first.ndim, "concatenate")
+    for a in arrays[1:]:
+        if a.ndim != first.ndim or any(a.shape[i] != first.shape[i] for i in range(first.ndim) if i != ax):
+            raise InvalidValueError(f"npurt.ops.concatenate: shapes {first.shape} and {a.shape} differ off axis {ax}")
+    shape = list(first.shape)
+    shape[ax] = builtins.sum(a.shape[ax] for a in arrays)
+    s = _stream(stream, first.device)
+    result = DeviceArray(tuple(shape), dtype, first.device)
+    start = 0
+    for a in arrays:
+        index = [slice(None)] * first.ndim
+        index[ax] = slice(start, start + a.shape[ax])
+        if a.size:
+            _copy_into(result[tuple(index)], a, _wrap(s))
+        start += a.shape[ax]
+    return result
+
+
+def stack(arrays, axis: int = 0, stream=None) -> DeviceArray:
+    """The arrays (same shape and dtype) joined along a new `axis`, as numpy.stack."""
+    arrays = list(arrays)
+    if not arrays or not all(isinstance(a, DeviceArray) for a in arrays):
+        raise InvalidValueError("npurt.ops.stack needs one or more DeviceArrays")
+    shape = arrays[0].shape
+    if any(a.shape != shape for a in arrays[1:]):
+        raise InvalidValueError(f"npurt.ops.stack: every array must have shape {shape}")
+    ax = _axis(axis, len(shape) + 1, "stack")
+    new = shape[:ax] + (1,) + shape[ax:]
+    return concatenate([a.reshape(new) for a in arrays], axis=ax, stream=stream)
+
+
 def _unary(op: str, x, out, stream) -> DeviceArray:
     (x,) = _arrays(op, x)
     s = _stream(stream, x.device)
@@ -177,6 +311,26 @@ def _unary(op: str, x, out, stream) -> DeviceArray:
         src = x.contiguous(_wrap(s))
         _launch(x.device, launch.elementwise, op, result.ptr, src.ptr, None, x.size, _kdt(x.dtype), stream=s)
     return result
+
+
+def abs(x: DeviceArray, out=None, stream=None) -> DeviceArray:  # noqa: A001
+    """|x| elementwise (floats and signed ints)."""
+    return _unary("abs", x, out, stream)
+
+
+def exp(x: DeviceArray, out=None, stream=None) -> DeviceArray:
+    """e ** x (floats)."""
+    return _unary("exp", x, out, stream)
+
+
+def log(x: DeviceArray, out=None, stream=None) -> DeviceArray:
+    """Natural logarithm (floats; nan below 0, -inf at 0, as numpy)."""
+    return _unary("log", x, out, stream)
+
+
+def sqrt(x: DeviceArray, out=None, stream=None) -> DeviceArray:
+    """Square root (floats; nan below 0)."""
+    return _unary("sqrt", x, out, stream)
 
 
 def relu(x: DeviceArray, out=None, stream=None) -> DeviceArray:
@@ -230,10 +384,22 @@ def arange_into(out: DeviceArray, start, step, stream=None) -> DeviceArray:
     return out
 
 
-def arange(start, stop=None, step=1, dtype=None, device=None, stream=None) -> DeviceArray:
-    """npurt.arange (the arange kernel)."""
-    from .._array import arange as _arange
-    return _arange(start, stop, step, dtype, device, stream)
+def arange(start, stop=None, step=1, dtype=None, device: int | None = None, stream=None) -> DeviceArray:
+    """npurt.arange: evenly spaced values in [start, stop) (the arange kernel); numpy's rules for the
+    arguments. dtype defaults to int32 when all arguments are ints, else float32."""
+    if stop is None:
+        start, stop = 0, start
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if not isinstance(v, numbers.Real) or isinstance(v, bool):
+            raise InvalidValueError(f"arange: {name} must be a real number, got {v!r}")
+    if step == 0:
+        raise InvalidValueError("arange: step must not be zero")
+    dt = _default_dtype(start, stop, step) if dtype is None else as_dtype(dtype)
+    n = builtins.max(0, math.ceil((stop - start) / step))  # (this module defines max and sum)
+    out = DeviceArray((n,), dt, device)
+    if n:
+        arange_into(out, start, step, stream=stream)
+    return out
 
 
 # ---------------------------------------------------------------- matmul
@@ -417,7 +583,7 @@ def transpose(x: DeviceArray, axes=None, stream=None) -> DeviceArray:
     """A contiguous array with x's axes permuted (reversed by default): the transpose kernel.
     (`x.T` / `x.transpose()` are views; this one moves the data.)"""
     (x,) = _arrays("transpose", x)
-    axes = list(range(x.ndim))[::-1] if axes is None else [a % x.ndim if x.ndim else a for a in _ints(axes, "axes")]
+    axes = list(range(x.ndim))[::-1] if axes is None else [a % x.ndim if x.ndim else a for a in ints(axes, "axes")]
     if sorted(axes) != list(range(x.ndim)):
         raise InvalidValueError(f"npurt.ops.transpose: axes {tuple(axes)} are not a permutation of {x.ndim} axes")
     s = _stream(stream, x.device)

@@ -16,14 +16,19 @@ import math
 
 import numpy as np
 
-from ..runtime.kernel import GM, kernel, resolve_dtype
+from ..runtime import GM, resolve_dtype
+from ..runtime import kernel_function as kernel
 
 # dtype codes (kernel argument `dt`)
-DTYPES = ("float32", "float16", "bfloat16", "int32", "int8", "float64", "int16", "int64", "uint8")
+DTYPES = ("float32", "float16", "bfloat16", "int32", "int8", "float64", "int16", "int64", "uint8", "bool")
 _resolved: list = [None] * len(DTYPES)
 
-BINARY_OPS = ("add", "sub", "mul", "div", "maximum")
-UNARY_OPS = ("relu", "gelu")
+BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "pow", "minimum")
+UNARY_OPS = ("relu", "gelu", "abs", "exp", "log", "sqrt")
+COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
+_BINARY_UFUNCS = (np.add, np.subtract, np.multiply, np.divide, np.maximum, np.power, np.minimum)
+_UNARY_UFUNCS = (None, None, np.abs, np.exp, np.log, np.sqrt)
+_COMPARE_UFUNCS = (np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal)
 REDUCE_OPS = ("sum", "max", "mean")
 
 F32 = np.dtype(np.float32)
@@ -70,7 +75,7 @@ def binary(ctx, out: GM, a: GM, b: GM, n: np.int64, op: np.int32, dt: np.int32):
     if lo >= hi:
         return
     x, y, o = ctx.gm(a, d, n, "r")[lo:hi], ctx.gm(b, d, n, "r")[lo:hi], ctx.gm(out, d, n, "w")[lo:hi]
-    ufunc = (np.add, np.subtract, np.multiply, np.divide, np.maximum)[op]
+    ufunc = _BINARY_UFUNCS[op]
     if _wide(d):
         for s in range(0, hi - lo, CHUNK):
             e = s + CHUNK
@@ -92,6 +97,15 @@ def unary(ctx, out: GM, x: GM, n: np.int64, op: np.int32, dt: np.int32):
     if op == 0:
         np.maximum(src, d.type(0), out=dst)
         return
+    if op >= 2:     # abs, exp, log, sqrt: numpy's, in the compute dtype (log/sqrt of < 0 give nan)
+        ufunc = _UNARY_UFUNCS[op]
+        with np.errstate(all="ignore"):
+            if _wide(d):
+                for s in range(0, hi - lo, CHUNK):
+                    dst[s:s + CHUNK] = ufunc(src[s:s + CHUNK].astype(F32))
+            else:
+                ufunc(src, out=dst)
+        return
     cd = compute_dtype(d)
     with np.errstate(over="ignore"):  # exp overflow for very negative x gives the right 0
         for s in range(0, hi - lo, CHUNK):
@@ -105,6 +119,33 @@ def unary(ctx, out: GM, x: GM, n: np.int64, op: np.int32, dt: np.int32):
             t += 1.0
             np.divide(v, t, out=t)
             dst[s:s + CHUNK] = t
+
+
+@kernel
+def compare(ctx, out: GM, a: GM, b: GM, n: np.int64, op: np.int32, dt: np.int32):
+    """out (bool) = a op b over n elements (op: COMPARE_OPS index)."""
+    d = dtype_of(dt)
+    lo, hi = ctx.block_range(n, 1024)
+    if lo >= hi:
+        return
+    x, y = ctx.gm(a, d, n, "r")[lo:hi], ctx.gm(b, d, n, "r")[lo:hi]
+    o = ctx.gm(out, np.bool_, n, "w")[lo:hi]
+    if _wide(d):
+        x, y = x.astype(F32), y.astype(F32)
+    _COMPARE_UFUNCS[op](x, y, out=o)
+
+
+@kernel
+def select(ctx, out: GM, cond: GM, a: GM, b: GM, n: np.int64, dt: np.int32):
+    """out = cond ? a : b over n elements (cond bool, a, b and out of dtype dt)."""
+    d = dtype_of(dt)
+    lo, hi = ctx.block_range(n, 1024)
+    if lo >= hi:
+        return
+    c = ctx.gm(cond, np.bool_, n, "r")[lo:hi]
+    x, y, o = ctx.gm(a, d, n, "r")[lo:hi], ctx.gm(b, d, n, "r")[lo:hi], ctx.gm(out, d, n, "w")[lo:hi]
+    np.copyto(o, y)
+    np.copyto(o, x, where=c)
 
 
 @kernel
@@ -285,4 +326,5 @@ def transpose(ctx, out: GM, x: GM, dt: np.int32, ndim: np.int32,
 # what one launch computes, for the profiler's timelines ("relu", not "unary")
 binary.label = lambda v: BINARY_OPS[v[4]]
 unary.label = lambda v: UNARY_OPS[v[3]]
+compare.label = lambda v: COMPARE_OPS[v[4]]
 reduce.label = lambda v: f"reduce_{REDUCE_OPS[v[5]]}"

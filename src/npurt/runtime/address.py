@@ -11,9 +11,18 @@ import ctypes
 import errno
 import os
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ..driver.simulated import DEVICE_WINDOW, HOST_ALIAS_OFFSET, VA_BASE
+from ..driver.layout import DEVICE_WINDOW, HOST_ALIAS_OFFSET, VA_BASE
+from .errors import InvalidValueError, as_int, fork_hint
+from .memory import LIVE, note_use, usable_size
+from .observers import HOOKS
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+    from .stream import Stream
 
 HOST_LIMIT = 1 << 47  # user-space host addresses are below this
 
@@ -157,3 +166,154 @@ def _populate_supported() -> bool:
 
 
 _populate_works = _populate_supported()
+
+
+# ---------------------------------------------------------------- resolution
+# The one place an address becomes the allocation that holds it: copies, kernels, the graph
+# engine, media, collectives, torch and the Pythonic arrays all resolve through `resolve`.
+_VA_BASE = VA_BASE
+
+
+class Span:
+    """A located address: host (device is None) or device memory, and what holds it."""
+
+    __slots__ = ("addr", "device", "block", "pinned")
+
+    def __init__(self, addr, device, block, pinned):
+        self.addr, self.device, self.block, self.pinned = addr, device, block, pinned
+
+    def describe(self) -> str:
+        if self.device is None:
+            return f"0x{self.addr:x} is {'pinned' if self.pinned else 'pageable'} host memory"
+        return f"0x{self.addr:x} is device memory of device {self.device.id}"
+
+
+def _quick(rt: "Runtime", addr, nbytes: int):
+    """(device, block) for the start of a live device block, (None, range) for the start of
+    a pinned host range, or None: the common cases, decided without building messages."""
+    if type(addr) is not int:
+        return None
+    if addr >= _VA_BASE:
+        device = rt.device_by_physical.get((addr - _VA_BASE) >> 40)
+        if device is not None:
+            block = device.memory.live.get(addr)
+            if block is not None and nbytes <= block.requested:
+                return device, block
+        return None
+    rng = rt.host.ranges.get(addr)
+    if rng is not None and nbytes <= rng.size and not rng.readonly:
+        return None, rng
+    return None
+
+
+def locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) -> Span:
+    """Find where [addr, addr + nbytes) lives; a clear error if it is not usable memory.
+    `trusted`: a host range the caller holds a buffer object for is not probed."""
+    quick = _quick(rt, addr, nbytes)
+    if quick is not None:
+        return Span(addr, quick[0], quick[1], True)
+    return _locate(rt, addr, nbytes, role, trusted)
+
+
+def _locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) -> Span:
+    if type(addr) is not int:
+        addr = as_int(addr, f"the {role} address")
+    if addr >= VA_BASE:
+        device = rt.device_by_physical.get(physical_device(addr))
+        if device is None:
+            raise refused("invalid_address", addr, nbytes, None,
+                          f"the {role} address 0x{addr:x} belongs to no visible device")
+        if is_host_alias(addr):
+            raise refused("invalid_address", addr, nbytes, device,
+                          f"the {role} address 0x{addr:x} is the device alias of registered host memory; "
+                          "it is for device code (kernel arguments) only. Copy from or to the host pointer itself")
+        memory = device.memory
+        block = memory.live.get(addr)
+        if block is None:
+            block = memory.find(addr)
+            if block is None or block.state != LIVE:
+                kind = "invalid_address" if block is None and addr not in memory.released else "use_after_free"
+                raise refused(kind, addr, nbytes, device, dead_address_message(device, addr, block, role))
+        usable = usable_size(block)
+        if addr + nbytes > block.addr + usable:
+            raise refused("out_of_bounds", addr, nbytes, device,
+                          f"{nbytes} bytes at the {role} address 0x{addr:x} run past the end of its allocation "
+                          f"(0x{block.addr:x}, {block.requested} bytes requested, {usable} usable) by "
+                          f"{addr + nbytes - block.addr - usable} bytes")
+        return Span(addr, device, block, True)
+    if addr <= 0:
+        raise refused("invalid_address", addr, nbytes, None,
+                      f"the {role} address is {'null' if addr == 0 else 'negative'}")
+    try:
+        rng = rt.host.find(addr, nbytes)
+    except InvalidValueError as exc:  # starts in a pinned range, runs past its end
+        raise refused("out_of_bounds", addr, nbytes, None, exc.message) from None
+    write = role in _WRITTEN
+    if rng is None and rt.host.closing and rt.host.freed(addr, nbytes) is not None:
+        raise refused("use_after_free", addr, nbytes, None,
+                      f"the {role} address 0x{addr:x} lies in host memory freed with free_host (npurt still maps "
+                      "it while a queued copy finishes; then it is unmapped): use after free")
+    if rng is not None:
+        if write and rng.readonly:
+            raise refused("read_only", addr, nbytes, None,
+                          f"the {role} address 0x{addr:x} lies in host memory registered with "
+                          "ACL_HOST_REGISTER_READONLY; it cannot be written")
+    elif not trusted and not (host_writable if write else host_readable)(addr, nbytes):
+        what = "writable" if write else "readable"
+        also = "read-only memory (np.memmap(mode='r'), a constant), " if write else ""
+        raise refused("invalid_address", addr, nbytes, None,
+                      f"the {role} address 0x{addr:x} (+{nbytes} bytes) is not mapped, {what} host memory in "
+                      f"this process: a stale pointer, a freed buffer, {also}a guard page, or a number that "
+                      "is not an address")
+    return Span(addr, None, rng, rng is not None)
+
+
+_WRITTEN = ("destination", "memset")  # roles whose memory the operation writes
+
+
+def refused(kind: str, addr, nbytes: int, device, message: str, task=None) -> InvalidValueError:
+    """The error for a refused memory operation, told to observers first (mem_error)."""
+    if HOOKS.active:
+        HOOKS.emit("mem_error", kind=kind, addr=addr, nbytes=nbytes, device=device, message=message, task=task)
+    return InvalidValueError(message)
+
+
+def dead_address_message(device, addr: int, block, role: str) -> str:
+    released = device.memory.released.get(addr)
+    if released:
+        return f"the {role} address 0x{addr:x} was released by {released}"
+    if block is None:
+        return f"the {role} address 0x{addr:x} is not inside any allocation of device {device.id}{fork_hint()}"
+    return f"the {role} address 0x{addr:x} lies in device memory that was freed (use after free)"
+
+
+resolve = locate
+"""`resolve(rt, addr, nbytes, role, trusted=False) -> Span`: the published name of `locate`."""
+
+
+def record_use(span: Span, stream: "Stream", seq: int) -> None:
+    """note_use for a located address (stream-ordered free of what it lies in)."""
+    note_use(span.block, stream, seq)
+
+
+# ---------------------------------------------------------------- host data
+def host_bytes(data, size, what: str) -> bytes:
+    """A copy of `size` bytes of host data given as a host address or a bytes-like object."""
+    if isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
+        if isinstance(data, np.ndarray):
+            data = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        raw = memoryview(data).cast("B")
+        if size is None:
+            size = len(raw)
+        if type(size) is not int or not 0 <= size <= len(raw):
+            raise InvalidValueError(f"{what}: size {size!r} exceeds the {len(raw)} bytes given")
+        return bytes(raw[:size])
+    if type(data) is not int or isinstance(data, bool):
+        raise InvalidValueError(f"{what} must be a host address int or bytes, got {type(data).__name__}")
+    if type(size) is not int or size < 0:
+        raise InvalidValueError(f"{what}: size must be a non-negative int, got {size!r}")
+    if data >= VA_BASE:
+        raise InvalidValueError(f"{what} 0x{data:x} is a device address; host memory is expected here")
+    if size and (data <= 0 or not host_readable(data, size)):
+        raise InvalidValueError(f"{what} 0x{data:x} (+{size} bytes) is not readable host memory")
+    return host_view(data, size).tobytes() if size else b""

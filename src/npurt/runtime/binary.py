@@ -1,5 +1,6 @@
 """Kernel binaries: where the real runtime loads an Ascend C `.o`, npurt loads a Python file
-of `@kernel` functions.
+of `@kernel` functions, or a shared object of native kernels built by npurt's host Ascend C
+toolchain (`ascendc_fatbin_library`; an ELF file, see native.py).
 
 Loading executes the file as a fresh module (under a unique name, so loading it twice gives
 two independent binaries) and collects its module-level kernels by name. A binary is
@@ -10,7 +11,7 @@ Error codes (decisions):
 | situation | code |
 | --- | --- |
 | the file does not exist or cannot be read | ACL_ERROR_INVALID_FILE 100003 |
-| the file / data is not a kernel binary: not UTF-8 Python source, a syntax error, an exception while it runs, or no @kernel in it | ACL_ERROR_PARSE_FILE 100006 |
+| the file / data is not a kernel binary: an ELF file without npurt's kernel table, not UTF-8 Python source, a syntax error, an exception while it runs, or no @kernel in it | ACL_ERROR_PARSE_FILE 100006 |
 | binary_get_function with a name the binary does not define | ACL_ERROR_KERNEL_NOT_FOUND 100029 |
 | a binary or function handle after binary_unload | ACL_ERROR_RT_INVALID_HANDLE 107017 |
 | register_cpu_func (no AI CPU kernels here) | ACL_ERROR_RT_FEATURE_NOT_SUPPORT 207000 |
@@ -25,7 +26,9 @@ import types
 
 from . import constants as C
 from .errors import FeatureNotSupportedError, InvalidHandleError, InvalidValueError, NpuError
-from .kernel import KernelFunction, function_handle, function_of, host_bytes
+from .address import host_bytes
+from .kernel import KernelFunction, function_handle, function_of
+from .native import load_elf
 from .runtime import RUNTIME
 
 _ids = itertools.count(1)
@@ -77,9 +80,8 @@ def _check_options(options) -> None:
 def _load(source: bytes, origin: str, filename: str) -> Binary:
     """Run kernel-binary source as a new module and collect its kernels."""
     RUNTIME.check_initialized()
-    if source[:4] == b"\x7fELF":
-        raise NpuError(f"{origin} is an ELF object (a real Ascend binary?); npurt kernel binaries are "
-                       "Python files of @kernel functions", C.ACL_ERROR_PARSE_FILE)
+    if source[:4] == b"\x7fELF":  # a host-built native kernel object (see native.py)
+        return _load_native(source, origin, filename)
     try:
         text = source.decode("utf-8")
         code = compile(text, filename, "exec")
@@ -106,6 +108,19 @@ def _load(source: bytes, origin: str, filename: str) -> Binary:
         sys.modules.pop(name, None)
         raise NpuError(f"{origin} defines no @kernel functions, so it is not a kernel binary",
                        C.ACL_ERROR_PARSE_FILE)
+    binary = Binary(module, origin, kernels)
+    for k in kernels.values():
+        k.binary = binary
+    binary.handle = RUNTIME.binaries.add(binary)
+    return binary
+
+
+def _load_native(source: bytes, origin: str, filename: str) -> Binary:
+    path = filename if os.path.isfile(filename) else None
+    library, kernels = load_elf(None if path else source, path, origin)
+    module = types.ModuleType(f"npurt_binary_{next(_ids)}")  # not imported: holds the library
+    module.__file__ = filename
+    module.native_library = library
     binary = Binary(module, origin, kernels)
     for k in kernels.values():
         k.binary = binary

@@ -13,6 +13,7 @@
 | NPURT_WORKERS | 2 | scheduler worker threads per device |
 | NPURT_HANG_WARNING_S | 10 | a host wait longer than this warns what it is stuck on (0: never) |
 | NPURT_HBM_SIZE | SoC capacity | device memory per simulated device, e.g. `4G`, `512M` (less than the SoC's: small machines, `ulimit -v`) |
+| NPURT_DRIVER | simulated | `simulated`: the simulated NPU; `null`: addresses and accounting, no memory behind them and no kernel run (tests of the driver contract, the runtime's own overhead) |
 | NPURT_LOG_LEVEL | WARNING | level of npurt's log messages on stderr (DEBUG, INFO, WARNING, ERROR, OFF) |
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 import dataclasses
 import logging
 
+from ..driver import DRIVERS
 from ..driver.soc import DEFAULT_SOC, SocSpec, soc_by_name
 from .errors import InvalidValueError  # a ValueError that also carries ACL_ERROR_INVALID_PARAM
 
@@ -92,6 +94,7 @@ class Settings:
     hang_warning_s: float = 10.0
     hbm_size: int | None = None   # NPURT_HBM_SIZE: device memory per device (None: the SoC's)
     log_level: int | None = None  # NPURT_LOG_LEVEL (None: logging's default, warnings and up)
+    driver: str = "simulated"      # NPURT_DRIVER: npurt.driver.DRIVERS
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -127,7 +130,11 @@ class Settings:
             if raw_level not in LOG_LEVELS:
                 raise InvalidValueError(f"NPURT_LOG_LEVEL={raw_level!r} must be one of {', '.join(LOG_LEVELS)}")
             log_level = LOG_LEVELS[raw_level]
+        driver = os.environ.get("NPURT_DRIVER", "simulated").strip().lower() or "simulated"
+        if driver not in DRIVERS:
+            raise InvalidValueError(f"NPURT_DRIVER={driver!r} must be one of {', '.join(sorted(DRIVERS))}")
         return cls(
+            driver=driver,
             soc=os.environ.get("NPURT_SOC", DEFAULT_SOC).strip() or DEFAULT_SOC,
             physical_devices=count,
             visible_devices=parse_visible_devices(os.environ.get("ASCEND_RT_VISIBLE_DEVICES"), count),
@@ -192,4 +199,5 @@ def ENV_VARIABLES(settings: Settings) -> list[tuple[str, str]]:  # noqa: N802 - 
         ("NPURT_WORKERS", str(settings.workers)),
         ("NPURT_HANG_WARNING_S", f"{settings.hang_warning_s:g}"),
         ("NPURT_LOG_LEVEL", names.get(settings.log_level, "WARNING")),
+        ("NPURT_DRIVER", settings.driver),
     ]

@@ -36,11 +36,36 @@ class Context:
         return f"<npurt {kind} context of device {self.device.id}{'' if self.alive else ' (destroyed)'}>"
 
 
-class _ThreadState(threading.local):
+class ThreadState(threading.local):
+    """What belongs to the calling thread: `context`, its current context (or None), and
+    `streams`, its current stream per device id (work without a stream goes there; a device
+    missing from it means the device's default stream)."""
     context: Context | None = None
 
+    def __init__(self):
+        self.streams: dict[int, Stream] = {}
 
-_thread = _ThreadState()  # `_thread.context`: the calling thread's current context (or None)
+
+# Published: the facade's generated wrappers read `PER_THREAD.context` inline (one attribute load)
+PER_THREAD = ThreadState()
+_thread = PER_THREAD
+
+
+def _no_fallback(ctx: Context | None) -> Context | None:
+    return None
+
+
+# What a thread without a live context gets before the error: installed by the operations
+# (api/devices.py: the runtime starts, and acl.init's default device is set for the thread).
+# A hook, so that this module needs nothing above it.
+_fallback = _no_fallback
+
+
+def set_fallback(fn) -> None:
+    """Install fn(ctx) -> Context | None, asked when the thread has no live context (ctx: the
+    dead one, or None); None from it means the error below."""
+    global _fallback
+    _fallback = fn
 
 
 def current_context() -> Context:
@@ -48,14 +73,9 @@ def current_context() -> Context:
     ctx = _thread.context
     if ctx is not None and ctx.alive:
         return ctx
-    from .runtime import RUNTIME
-    RUNTIME.ensure_initialized()
-    if ctx is None and RUNTIME.default_device is not None:
-        # acl.init's config {"defaultDevice": {"default_device": "<id>"}}: a thread that never
-        # chose a device uses that one (an explicit set_device still wins)
-        from .api import set_device
-        set_device(RUNTIME.default_device)
-        return _thread.context
+    made = _fallback(ctx)
+    if made is not None:
+        return made
     if ctx is None:
         raise ContextError("this thread has no current context: call set_device(device_id) or "
                            "set_context(context) first (every new thread starts without one)")
@@ -70,3 +90,31 @@ def peek_context() -> Context | None:
 
 def bind(ctx: Context | None) -> None:
     _thread.context = ctx
+
+
+# ---------------------------------------------------------------- the current stream
+# One home for "the current stream" (as CuPy keeps it at the bottom): per thread and device.
+# The Pythonic API (`npurt.stream`, `Stream.use`) and torch (`torch.npu.set_stream`) both
+# write it here and read it here.
+def current_stream_on(device_id: int) -> Stream | None:
+    """The calling thread's current stream on `device_id`; None when it made none current
+    there (or it was destroyed since: a reset, a finalize), i.e. the default stream."""
+    streams = _thread.streams
+    s = streams.get(device_id)
+    if s is not None and s.destroyed:
+        del streams[device_id]
+        return None
+    return s
+
+
+def set_current_stream(device_id: int, stream: Stream | None) -> None:
+    """Make `stream` the calling thread's current stream on `device_id` (None: the default)."""
+    if stream is None:
+        _thread.streams.pop(device_id, None)
+    else:
+        _thread.streams[device_id] = stream
+
+
+def current_streams() -> dict[int, Stream]:
+    """device id -> the calling thread's current stream, for every device it set one on."""
+    return {dev: s for dev, s in list(_thread.streams.items()) if not s.destroyed}

@@ -33,6 +33,7 @@ class Device:
         self.set_count = 0          # set_device reference count
         self.contexts: set[Context] = set()
         self.events: set = set()
+        self.finishing: set = set()  # force-destroyed streams whose queued work still runs
         self.max_streams = settings.max_streams or self.spec.max_streams
         self.max_events = self.spec.max_events
         self.stream_count = 0
@@ -80,4 +81,9 @@ class Device:
         for ctx in list(self.contexts):
             streams.append(ctx.default_stream)
             streams.extend(list(ctx.streams))
+        for s in list(self.finishing):  # a reset or finalize waits for their work too
+            if s.completed_seq < s.enqueued_seq:
+                streams.append(s)
+            else:
+                self.finishing.discard(s)
         return streams

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from . import constants as C
 from .errors import (EventError, FeatureNotSupportedError, InvalidHandleError, ParamInvalidError,
                      SyncTimeoutError, TaskError)
-from .scheduler import Blocker, Callback
+from .scheduler import Blocker, Callback, Scheduler
 from .watchdog import WATCHDOG
 from .tasks import NopTask, StreamProgress, Task
 
@@ -163,11 +163,15 @@ class Event:
     def status_complete(self) -> bool:
         """query_event_status: the latest record ran; before any, only _ex_ events count as done."""
         rec = self.record
+        if rec is not None and not rec.ran and Scheduler.controlled is not None:
+            Scheduler.controlled.poll()  # a controlled device progresses one step per query
         return self.ex if rec is None else rec.ran
 
     def query_complete(self) -> bool:
         """query_event (Event::Query): not done only while the latest record is pending."""
         rec = self.record
+        if rec is not None and not rec.ran and Scheduler.controlled is not None:
+            Scheduler.controlled.poll()
         return rec is None or rec.ran
 
     def is_complete(self) -> bool:

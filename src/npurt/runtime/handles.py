@@ -17,6 +17,9 @@ class HandleTable:
         self.tag = tag << 40
         self._objects: dict[int, object] = {}
         self._ids = itertools.count(1)
+        # the object of a handle or None, in one dict lookup (hot paths; `get` raises the
+        # descriptive InvalidHandleError). Valid for the table's life: `clear` empties in place.
+        self.lookup = self._objects.get
 
     def add(self, obj) -> int:
         handle = self.tag | next(self._ids)
@@ -47,6 +50,9 @@ class HandleTable:
     def clear(self) -> None:
         self._objects.clear()
 
+    def __len__(self) -> int:
+        return len(self._objects)
+
     def _error(self, handle) -> InvalidHandleError:
         if not isinstance(handle, int) or isinstance(handle, bool):
             return InvalidHandleError(f"expected a {self.kind} handle (int), got {type(handle).__name__}")
@@ -65,10 +71,22 @@ TAGS = {"context": 0xC0, "stream": 0x57, "event": 0xE7, "binary": 0xB1, "functio
         "data buffer": 0xDB, "tensor desc": 0xD5, "dataset": 0xDA, "model desc": 0xDE, "aipp": 0xA9,
         "model config": 0xC9, "exec config": 0xEC, "op attr": 0x0A, "op handle": 0x0B,
         "kernel desc": 0x0C, "allocator desc": 0xAD,
+        # media (npurt.media, through acl.media)
+        "dvpp channel desc": 0x61, "dvpp pic desc": 0x62, "dvpp batch pic desc": 0x63,
+        "dvpp roi config": 0x64, "dvpp resize config": 0x65, "dvpp border config": 0x66,
+        "dvpp jpege config": 0x67, "dvpp stream desc": 0x68,
+        # profiling (acl.prof)
+        "profiling config": 0x9C, "msproftx stamp": 0x9D, "step info": 0x9E, "subscribe config": 0x9F,
         # collectives (npurt.hccl)
-        "hccl comm": 0xCC}
+        "hccl comm": 0xCC,
+        # aclnn objects (npurt.capi.aclnn)
+        "aclnn tensor": 0x31, "aclnn scalar": 0x32, "aclnn array": 0x33, "aclnn executor": 0x34}
 TAG_KINDS = {tag: kind for kind, tag in TAGS.items()}
+assert len(TAG_KINDS) == len(TAGS), "two kinds of handle share a tag"
 
 
-def table(kind: str) -> HandleTable:
-    return HandleTable(kind, TAGS[kind])
+def table(kind: str, cls: type = HandleTable) -> HandleTable:
+    """The handle table of one kind of object (its tag from TAGS, the one registry of every
+    int-handle kind of npurt: runtime objects, graph engine, media, profiling, collectives).
+    `cls` is a HandleTable subclass for a face whose errors differ (acl's ge handles)."""
+    return cls(kind, TAGS[kind])

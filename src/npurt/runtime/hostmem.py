@@ -15,7 +15,7 @@ import numpy as np
 
 from . import address
 from . import constants as C
-from ..driver.simulated import DEVICE_WINDOW, HOST_ALIAS_OFFSET
+from ..driver.layout import DEVICE_WINDOW, HOST_ALIAS_OFFSET
 from .errors import InvalidValueError, NpuError, OutOfMemoryError, ResourceExhaustedError, as_int
 from .memory import uses_pending
 
@@ -81,6 +81,10 @@ class HostMemory:
         rng = self.ranges.get(addr)
         if rng is None or rng.registered:
             raise InvalidValueError(self._not_ours(addr, "free_host", "malloc_host"))
+        if rng.alias:  # registered MAPPED too: its device alias goes with it
+            with self.lock:
+                self.aliases.pop(rng.alias, None)
+                rng.alias = 0
         self._remove(rng)
         if uses_pending(rng.uses):  # queued copies still read or write it: unmap it later
             with self.lock:
@@ -117,6 +121,16 @@ class HostMemory:
                                     "with ACL_HOST_REGISTER_READONLY (the device then only reads it)")
         with self.lock:
             hit = self._find(addr, size)
+            if (hit is not None and not hit.registered and not hit.alias and addr + size <= hit.addr + hit.size
+                    and flags in (C.ACL_HOST_REGISTER_MAPPED, C.ACL_HOST_REG_MAPPED,
+                                  C.ACL_HOST_REG_MAPPED | C.ACL_HOST_REG_PINNED)):
+                # malloc_host memory is pinned already; registering it MAPPED (the zero-copy
+                # pattern: aclrtHostRegisterV2 on aclrtMallocHost memory) maps it for the device,
+                # as on an NPU: the whole allocation gets a device alias until host_unregister
+                hit.alias = self._alias_slot(device, hit.size)
+                hit.device_id, hit.flags = device.id, flags
+                self.aliases[hit.alias] = hit
+                return hit
             if hit is not None or self._overlaps(addr, size):
                 raise NpuError(f"host_register: [0x{addr:x}, +{size}) overlaps a range that is already "
                                "registered or allocated with malloc_host", C.ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
@@ -148,6 +162,13 @@ class HostMemory:
 
     def unregister(self, addr: int) -> None:
         rng = self.ranges.get(addr)
+        if rng is not None and not rng.registered and rng.alias:  # mapped malloc_host memory: unmap only
+            for stream, seq in list((rng.uses or {}).items()):
+                stream.synchronize(until=seq, report_errors=False)
+            with self.lock:
+                self.aliases.pop(rng.alias, None)
+                rng.alias = 0
+            return
         if rng is None or not rng.registered:
             raise NpuError(f"host_unregister(0x{addr:x}): this address was not registered with host_register"
                            if isinstance(addr, int) else "host_unregister expects an int address",
@@ -161,13 +182,25 @@ class HostMemory:
 
     def alias_target(self, alias: int, nbytes: int) -> int:
         """Host address behind a device alias (for kernels); errors if out of range."""
+        return self.alias_range(alias, nbytes)[0]
+
+    def alias_range(self, alias: int, nbytes: int) -> tuple[int, HostRange]:
+        """(host address, registered range) behind a device alias; errors if out of range."""
         keys = sorted(self.aliases)
         i = bisect.bisect_right(keys, alias) - 1
         if i >= 0:
             rng = self.aliases[keys[i]]
             if alias + nbytes <= rng.alias + rng.size:
-                return rng.addr + (alias - rng.alias)
+                return rng.addr + (alias - rng.alias), rng
         raise InvalidValueError(f"0x{alias:x} is not inside a registered host range's device alias")
+
+    def freed(self, addr: int, nbytes: int = 1) -> HostRange | None:
+        """A malloc_host range freed with free_host that npurt still maps (a queued copy
+        holds it) and that [addr, addr + nbytes) meets: a use after free npurt can see."""
+        for rng in list(self.closing):
+            if addr < rng.addr + rng.size and rng.addr < addr + max(nbytes, 1):
+                return rng
+        return None
 
     # ------------------------------------------------------------ lookup
     def find(self, addr: int, nbytes: int = 1) -> HostRange | None:

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import address
+from .address import Span, _quick, dead_address_message, locate, record_use, refused  # noqa: F401 - re-exported
 from . import constants as C
 from .errors import (AddressUnalignedError, FeatureNotSupportedError, InvalidValueError, MemcpyKindWarning,
-                     ParamInvalidError, as_int, fork_hint)
+                     ParamInvalidError, as_int)
 from .context import current_context
-from .memory import LIVE, note_use, usable_size
 from .observers import HOOKS
 from .tasks import ArrayCopyTask, Copy2dTask, CopyTask, MemsetTask, copy2d
 
@@ -69,115 +69,6 @@ SHORT = {H2H: "H2H", H2D: "H2D", D2H: "D2H", D2D: "D2D"}
 # (destination is host, source is host) -> the copy's real direction
 DIRECTION = {(True, True): H2H, (True, False): D2H, (False, True): H2D, (False, False): D2D}
 _VA_BASE = address.VA_BASE
-
-
-class Span:
-    """A located address: host (device is None) or device memory, and what holds it."""
-
-    __slots__ = ("addr", "device", "block", "pinned")
-
-    def __init__(self, addr, device, block, pinned):
-        self.addr, self.device, self.block, self.pinned = addr, device, block, pinned
-
-    def describe(self) -> str:
-        if self.device is None:
-            return f"0x{self.addr:x} is {'pinned' if self.pinned else 'pageable'} host memory"
-        return f"0x{self.addr:x} is device memory of device {self.device.id}"
-
-
-def _quick(rt: "Runtime", addr, nbytes: int):
-    """(device, block) for the start of a live device block, (None, range) for the start of
-    a pinned host range, or None: the common cases, decided without building messages."""
-    if type(addr) is not int:
-        return None
-    if addr >= _VA_BASE:
-        device = rt.device_by_physical.get((addr - _VA_BASE) >> 40)
-        if device is not None:
-            block = device.memory.live.get(addr)
-            if block is not None and nbytes <= block.requested:
-                return device, block
-        return None
-    rng = rt.host.ranges.get(addr)
-    if rng is not None and nbytes <= rng.size and not rng.readonly:
-        return None, rng
-    return None
-
-
-def locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) -> Span:
-    """Find where [addr, addr + nbytes) lives; a clear error if it is not usable memory.
-    `trusted`: a host range the caller holds a buffer object for is not probed."""
-    quick = _quick(rt, addr, nbytes)
-    if quick is not None:
-        return Span(addr, quick[0], quick[1], True)
-    return _locate(rt, addr, nbytes, role, trusted)
-
-
-def _locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) -> Span:
-    if type(addr) is not int:
-        addr = as_int(addr, f"the {role} address")
-    if addr >= address.VA_BASE:
-        device = rt.device_by_physical.get(address.physical_device(addr))
-        if device is None:
-            raise refused("invalid_address", addr, nbytes, None,
-                          f"the {role} address 0x{addr:x} belongs to no visible device")
-        if address.is_host_alias(addr):
-            raise refused("invalid_address", addr, nbytes, device,
-                          f"the {role} address 0x{addr:x} is the device alias of registered host memory; "
-                          "it is for device code (kernel arguments) only. Copy from or to the host pointer itself")
-        memory = device.memory
-        block = memory.live.get(addr)
-        if block is None:
-            block = memory.find(addr)
-            if block is None or block.state != LIVE:
-                kind = "invalid_address" if block is None and addr not in memory.released else "use_after_free"
-                raise refused(kind, addr, nbytes, device, dead_address_message(device, addr, block, role))
-        usable = usable_size(block)
-        if addr + nbytes > block.addr + usable:
-            raise refused("out_of_bounds", addr, nbytes, device,
-                          f"{nbytes} bytes at the {role} address 0x{addr:x} run past the end of its allocation "
-                          f"(0x{block.addr:x}, {block.requested} bytes requested, {usable} usable) by "
-                          f"{addr + nbytes - block.addr - usable} bytes")
-        return Span(addr, device, block, True)
-    if addr <= 0:
-        raise refused("invalid_address", addr, nbytes, None,
-                      f"the {role} address is {'null' if addr == 0 else 'negative'}")
-    try:
-        rng = rt.host.find(addr, nbytes)
-    except InvalidValueError as exc:  # starts in a pinned range, runs past its end
-        raise refused("out_of_bounds", addr, nbytes, None, exc.message) from None
-    write = role in _WRITTEN
-    if rng is not None:
-        if write and rng.readonly:
-            raise refused("read_only", addr, nbytes, None,
-                          f"the {role} address 0x{addr:x} lies in host memory registered with "
-                          "ACL_HOST_REGISTER_READONLY; it cannot be written")
-    elif not trusted and not (address.host_writable if write else address.host_readable)(addr, nbytes):
-        what = "writable" if write else "readable"
-        also = "read-only memory (np.memmap(mode='r'), a constant), " if write else ""
-        raise refused("invalid_address", addr, nbytes, None,
-                      f"the {role} address 0x{addr:x} (+{nbytes} bytes) is not mapped, {what} host memory in "
-                      f"this process: a stale pointer, a freed buffer, {also}a guard page, or a number that "
-                      "is not an address")
-    return Span(addr, None, rng, rng is not None)
-
-
-_WRITTEN = ("destination", "memset")  # roles whose memory the operation writes
-
-
-def refused(kind: str, addr, nbytes: int, device, message: str, task=None) -> InvalidValueError:
-    """The error for a refused memory operation, told to observers first (mem_error)."""
-    if HOOKS.active:
-        HOOKS.emit("mem_error", kind=kind, addr=addr, nbytes=nbytes, device=device, message=message, task=task)
-    return InvalidValueError(message)
-
-
-def dead_address_message(device, addr: int, block, role: str) -> str:
-    released = device.memory.released.get(addr)
-    if released:
-        return f"the {role} address 0x{addr:x} was released by {released}"
-    if block is None:
-        return f"the {role} address 0x{addr:x} is not inside any allocation of device {device.id}{fork_hint()}"
-    return f"the {role} address 0x{addr:x} lies in device memory that was freed (use after free)"
 
 
 def check_kind(rt: "Runtime", kind, dst: Span, src: Span, op: str = "memcpy", nbytes: int = 0,
@@ -280,11 +171,6 @@ def _check_null(*addrs) -> None:
             raise InvalidValueError(f"the {role} address is null")
 
 
-def record_use(span: Span, stream: "Stream", seq: int) -> None:
-    """note_use for a located address (stream-ordered free of what it lies in)."""
-    note_use(span.block, stream, seq)
-
-
 # ---------------------------------------------------------------- synchronous
 def memcpy(rt: "Runtime", dst, dest_max, src, count, kind) -> None:
     """Immediate copy in the calling thread (no implicit stream synchronization)."""
@@ -330,9 +216,8 @@ def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, strea
         else:
             copy2d(d.addr, dpitch, s.addr, spitch, width, height)
         return
-    seq = stream.enqueue(Copy2dTask(d.addr, dpitch, s.addr, spitch, width, height, SHORT[direction]))
-    record_use(d, stream, seq)
-    record_use(s, stream, seq)
+    seq = stream.enqueue(Copy2dTask(d.addr, dpitch, s.addr, spitch, width, height, SHORT[direction]),
+                         holders=(d.block, s.block))
     if not (d.pinned and s.pinned):  # pageable host memory: returns once the copy has run
         stream.synchronize(until=seq, report_errors=False)
 
@@ -400,10 +285,8 @@ def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream
             if ((kind == direction or kind == C.ACL_MEMCPY_DEFAULT) and type(kind) is int
                     and direction != H2H and (ddev is sdev or ddev is None or sdev is None)
                     and not (require_aligned and (dst | src) & 63)):
-                seq = stream.enqueue(CopyTask(dst, src, count, SHORT[direction], keep))
-                note_use(dblock, stream, seq)  # a device block or a pinned host range
-                note_use(sblock, stream, seq)
-                return seq
+                # the holders: a device block or a pinned host range each
+                return stream.enqueue(CopyTask(dst, src, count, SHORT[direction], keep), holders=(dblock, sblock))
     return _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
 
 
@@ -430,9 +313,7 @@ def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_a
         raise AddressUnalignedError(
             f"memcpy_async needs 64-byte aligned addresses; 0x{bad:x} is not (malloc and "
             "malloc_host return aligned memory; keep offsets multiples of 64)")
-    seq = stream.enqueue(CopyTask(d.addr, s.addr, count, SHORT[direction], keep))
-    record_use(d, stream, seq)
-    record_use(s, stream, seq)
+    seq = stream.enqueue(CopyTask(d.addr, s.addr, count, SHORT[direction], keep), holders=(d.block, s.block))
     if keep is None and not (d.pinned and s.pinned):
         # pageable host memory: return once the copy has run, as ACL does (the caller may
         # free the buffer right after); failures stay on the stream for its synchronize
@@ -453,19 +334,16 @@ def copy_array_async(rt: "Runtime", dev: int, arr: np.ndarray, stream: "Stream",
         if span.device is None:
             raise InvalidValueError(f"0x{dev:x} is host memory; a device address is expected here")
         block = span.block
-    seq = stream.enqueue(ArrayCopyTask(dev, arr, n, "H2D" if to_device else "D2H"))
-    note_use(block, stream, seq)
-    if rt.host.starts:  # the array may lie in pinned memory: its free waits for the copy too
-        note_use(rt.host.containing(address.host_address(arr)), stream, seq)
-    return seq
+    # the array may lie in pinned memory: its free waits for the copy too
+    pinned = rt.host.containing(address.host_address(arr)) if rt.host.starts else None
+    return stream.enqueue(ArrayCopyTask(dev, arr, n, "H2D" if to_device else "D2H"), holders=(block, pinned))
 
 
 def memset_async(rt: "Runtime", ptr, max_count, value, count, stream: "Stream") -> int:
     if count == 0 and type(count) is int:
         return stream.enqueued_seq  # aclrtMemsetAsyncImpl: count 0 succeeds, nothing is queued
     span, byte, count = _check_set(rt, ptr, max_count, value, count)
-    seq = stream.enqueue(MemsetTask(span.addr, byte, count))
-    record_use(span, stream, seq)
+    seq = stream.enqueue(MemsetTask(span.addr, byte, count), holders=(span.block,))
     if span.device is None and not span.pinned:  # pageable host memory: as memcpy_async
         stream.synchronize(until=seq, report_errors=False)
     return seq

@@ -7,14 +7,23 @@ Two levels, as in the real runtime:
   so the hot path never reaches the driver.
 
 Fast path (malloc of a size that has a cached block of exactly that size, free of a block no
-queued work uses) is a handful of single dict/list operations and no lock. It relies on the
-GIL in CPython 3.11 making each of `list.pop()`, `list.append()`, `dict.pop()` and
-`dict[k] = v` atomic, and on the rule below:
+queued work uses) is a handful of single dict operations and no lock. It relies on the GIL in
+CPython 3.11 making each of `dict.popitem()`, `dict.pop()` and `dict[k] = v` atomic, and on
+the rule below:
 
-    A free block belongs to whoever removes it from its bin list.
+    A free block belongs to whoever removes it from its bin.
 
-`list.pop()` (fast malloc) and `list.remove()` (the locked slow path: best fit, coalescing,
-giving segments back) are both atomic, so exactly one of two racing claimers gets a block.
+A bin is a dict used as an insertion-ordered set of blocks: `popitem()` (fast malloc, best
+fit) takes the block cached last, `pop(block)` (the locked slow path: coalescing, giving
+segments back) takes a given one; both are atomic and O(1), so exactly one of two racing
+claimers gets a block, and claiming costs the same however many blocks are cached (a list's
+`remove` made merging n freed blocks O(n^2): minutes after 10^5 frees, issue 29).
+
+Coalescing is lazy: frees only mark their segment dirty, and a malloc that finds no cached
+block big enough merges the dirty segments one at a time until one yields a block that fits.
+Each merge walks one segment (its blocks are indexed per segment, so unindexing a merged
+block is O(blocks in the segment), never O(blocks on the device)); the cost of a large malloc
+after 10^6 small frees is one segment's walk, not the device's.
 Counters are plain attribute updates; CPython only switches threads at calls and backward
 jumps, never inside `obj.attr += n` on a plain attribute, so they stay exact. (Free-threaded
 builds are refused at import for this reason: see npurt.runtime.)
@@ -22,7 +31,9 @@ builds are refused at import for this reason: see npurt.runtime.)
 Stream-ordered reuse: tasks that touch a block record (stream -> sequence number) in
 `block.uses`. `free` of a block whose recorded work has not finished parks it as *pending*;
 it returns to the cache only once that work has completed, so new allocations never alias
-memory that queued work still reads or writes.
+memory that queued work still reads or writes. A malloc that finds no memory while blocks
+are pending waits for their work and retries before it reports ACL_ERROR_RT_MEMORY_ALLOCATION
+(207001), as torch's caching allocator does.
 """
 from __future__ import annotations
 
@@ -34,7 +45,7 @@ from typing import TYPE_CHECKING
 
 from . import constants as C
 from .config import POISON_BYTE
-from .errors import InvalidValueError, OutOfMemoryError, as_int
+from .errors import InvalidValueError, NpuError, OutOfMemoryError, as_int
 
 if TYPE_CHECKING:
     from ..driver import DeviceBackend
@@ -117,6 +128,8 @@ def note_use(holder, stream, seq: int) -> None:
 def note_uses(holders, stream, seq: int) -> None:
     """note_use for each of `holders` (one call for the allocations a launch touches)."""
     for holder in holders:
+        if holder is None:  # pageable host memory: nothing to hold
+            continue
         uses = holder.uses
         if uses is None:
             holder.uses = {stream: seq}
@@ -152,11 +165,12 @@ def uses_pending(uses: dict | None) -> bool:
 class Segment:
     """One driver allocation: `size` bytes of `page`-sized pages at device address `va`."""
 
-    __slots__ = ("va", "size", "page", "first")
+    __slots__ = ("va", "size", "page", "first", "starts")
 
     def __init__(self, va: int, size: int, page: int):
         self.va, self.size, self.page = va, size, page
         self.first: Block | None = None
+        self.starts: list[int] = []  # sorted start addresses of its blocks (find, per segment)
 
 
 class Block:
@@ -187,11 +201,11 @@ class Block:
 
 class PagePool:
     """Cached blocks carved from segments of one page size. Bins map an exact block size to
-    a list of free blocks of that size."""
+    the free blocks of that size (a dict used as an ordered set: O(1) take of any block)."""
 
     def __init__(self, owner: "DeviceMemory", page: int):
         self.owner, self.page = owner, page
-        self.bins: dict[int, list[Block]] = {}
+        self.bins: dict[int, dict[Block, None]] = {}
         self.bin_sizes: list[int] = []  # sorted sizes of the bins best_fit searches
         # sizes of (empty) bins best_fit dropped from bin_sizes: each split leaves a remainder
         # of a new size, so without pruning best_fit would walk ever more empty bins. The bin
@@ -212,24 +226,20 @@ class PagePool:
             with self.owner.lock:
                 lst = self.bins.get(size)
                 if lst is None:
-                    lst = self.bins[size] = []
+                    lst = self.bins[size] = {}
                     bisect.insort(self.bin_sizes, size)
                 elif size in self.untracked:
                     self.untracked.discard(size)
                     bisect.insort(self.bin_sizes, size)
         block.state = FREE
-        lst.append(block)
+        lst[block] = None
 
     def claim(self, block: Block) -> bool:
         """Take a specific free block out of its bin; False if someone else holds it."""
         lst = self.bins.get(block.size)
         if lst is None:
             return False
-        try:
-            lst.remove(block)
-        except ValueError:
-            return False
-        return True
+        return lst.pop(block, False) is None  # atomic, O(1)
 
     def best_fit(self, size: int) -> Block | None:
         """Smallest cached block of at least `size` (caller holds the lock)."""
@@ -239,8 +249,8 @@ class PagePool:
         j = len(sizes)
         for k in range(i, len(sizes)):
             try:
-                found = self.bins[sizes[k]].pop()
-            except IndexError:
+                found = self.bins[sizes[k]].popitem()[0]
+            except KeyError:
                 continue
             j = k + (not self.bins[sizes[k]])  # the bin it came from is pruned too if now empty
             break
@@ -263,7 +273,8 @@ class DeviceMemory:
         self.small_bins = self.normal_pool.bins   # the bins the fast path pops from
         self.live: dict[int, Block] = {}          # start address -> LIVE block
         self.blocks: dict[int, Block] = {}        # start address -> every block
-        self.starts: list[int] = []               # sorted keys of `blocks`
+        self.segment_starts: list[int] = []       # sorted start addresses of every segment
+        self.segment_at: dict[int, Segment] = {}  # start address -> segment
         # freed blocks waiting for queued work: per stream, a heap of (sequence number the
         # block waits for, tie-breaker, block), so collecting them costs what finished, not
         # what is pending (torch frees a temporary per op while the host runs far ahead)
@@ -295,8 +306,8 @@ class DeviceMemory:
             lst = self.small_bins.get((size + _FAST_ROUND) & _CLASS_MASK)
             if lst:
                 try:
-                    block = lst.pop()  # atomic: the block is ours (see the module docstring)
-                except IndexError:
+                    block = lst.popitem()[0]  # atomic: the block is ours (see the module docstring)
+                except KeyError:
                     block = None
                 if block is not None:
                     block.state = LIVE
@@ -331,8 +342,8 @@ class DeviceMemory:
         lst = pool.bins.get(bsize)
         if lst:
             try:
-                block = lst.pop()
-            except IndexError:
+                block = lst.popitem()[0]
+            except KeyError:
                 block = None
             if block is not None:
                 block.state = LIVE
@@ -367,7 +378,7 @@ class DeviceMemory:
         lst = pool.bins.get(size)
         if lst is not None and size not in pool.untracked:
             block.state = FREE
-            lst.append(block)
+            lst[block] = None
         else:
             pool.push(block)  # the bin is made (or searched again) under the lock
 
@@ -382,11 +393,34 @@ class DeviceMemory:
         return self.pools[NORMAL_PAGE]
 
     def _malloc_slow(self, size: int, bsize: int, pool: PagePool, policy: int, align32: bool = False) -> int:
+        try:
+            return self._malloc_locked(size, bsize, pool, policy, align32)
+        except OutOfMemoryError:
+            if not self.pending_count or not self._wait_for_pending_frees():
+                raise
+            self.num_ooms -= 1  # the retry decides
+        return self._malloc_locked(size, bsize, pool, policy, align32)
+
+    def _wait_for_pending_frees(self) -> bool:
+        """Out of memory while stream-ordered frees wait for queued work: wait for that work
+        (as torch's caching allocator synchronizes before it reports OOM), so the retry can
+        reuse those blocks. Outside the lock: the work may allocate too. False if the wait
+        is not possible (a task of one of those streams is the caller)."""
+        with self.lock:
+            waits = [(stream, max(entry[0] for entry in heap)) for stream, heap in self.pending.items() if heap]
+        for stream, seq in waits:
+            try:
+                stream.synchronize(seq, report_errors=False)
+            except NpuError:  # a self-wait (DeadlockError), a destroyed stream: report the OOM
+                return False
+        return True
+
+    def _malloc_locked(self, size: int, bsize: int, pool: PagePool, policy: int, align32: bool) -> int:
         with self.lock:
             self.collect_pending()
             block = pool.best_fit(bsize)
             if block is None:  # merge freed neighbours before asking the driver for more
-                self._coalesce(pool, release_empty=False)
+                self._coalesce(pool, release_empty=False, until=bsize)
                 block = pool.best_fit(bsize)
             cached = block is not None
             if block is None:
@@ -425,6 +459,8 @@ class DeviceMemory:
         block = Block(va, seg_size, seg, pool)
         seg.first = block
         pool.segments[va] = seg
+        self.segment_at[va] = seg
+        bisect.insort(self.segment_starts, va)
         self._index(block)
         self.reserved += seg_size
         if self.reserved > self.peak_reserved:
@@ -445,47 +481,71 @@ class DeviceMemory:
 
     def _index(self, block: Block) -> None:
         self.blocks[block.addr] = block
-        bisect.insort(self.starts, block.addr)
+        bisect.insort(block.segment.starts, block.addr)
 
     def _unindex(self, block: Block) -> None:
         del self.blocks[block.addr]
-        i = bisect.bisect_left(self.starts, block.addr)
-        del self.starts[i]
+        starts = block.segment.starts
+        del starts[bisect.bisect_left(starts, block.addr)]
 
-    def _coalesce(self, pool: PagePool, release_empty: bool) -> None:
-        """Merge runs of adjacent free blocks; with `release_empty`, unmap segments that are
-        entirely free. Caller holds the lock."""
+    def _coalesce(self, pool: PagePool, release_empty: bool, until: int = 0) -> None:
+        """Merge runs of adjacent free blocks; with `release_empty`, of every segment, and
+        unmap segments that are entirely free; otherwise of the dirty segments, one at a
+        time, stopping once one holds a free block of at least `until` bytes (the rest stay
+        dirty for a later merge). Caller holds the lock."""
         if release_empty:
             segments = list(pool.segments.values())
             pool.dirty = set()
-        else:
-            segments, pool.dirty = pool.dirty, set()
-        for seg in segments:
-            if seg.va not in pool.segments:
-                continue
-            block = seg.first
-            while block is not None:
-                if block.state != FREE or not pool.claim(block):
-                    block = block.next
-                    continue
-                # `block` is claimed; absorb following free blocks we can claim
-                nxt = block.next
-                while nxt is not None and nxt.state == FREE and pool.claim(nxt):
-                    block.size += nxt.size
-                    block.next = nxt.next
-                    if nxt.next is not None:
-                        nxt.next.prev = block
-                    self._unindex(nxt)
-                    nxt = block.next
-                if release_empty and block is seg.first and block.next is None:
-                    self._unmap(pool, seg)
-                    break
-                pool.push(block)
+            for seg in segments:
+                if seg.va in pool.segments:
+                    self._merge_segment(pool, seg, release_empty=True)
+            return
+        dirty = pool.dirty
+        while dirty:
+            try:
+                seg = dirty.pop()  # atomic: a concurrent free may add to the set meanwhile
+            except KeyError:
+                break
+            if seg.va in pool.segments and self._merge_segment(pool, seg, release_empty=False) >= until > 0:
+                break
+
+    def _merge_segment(self, pool: PagePool, seg: Segment, release_empty: bool) -> int:
+        """Merge the runs of free blocks of one segment; the size of the largest free block
+        it then holds. Each absorbed block costs O(1) (claimed from its bin by identity, its
+        start cut from the segment's index in one slice per run)."""
+        largest = 0
+        block = seg.first
+        while block is not None:
+            if block.state != FREE or not pool.claim(block):
                 block = block.next
+                continue
+            # `block` is claimed; absorb following free blocks we can claim
+            absorbed = 0
+            nxt = block.next
+            while nxt is not None and nxt.state == FREE and pool.claim(nxt):
+                block.size += nxt.size
+                block.next = nxt.next
+                if nxt.next is not None:
+                    nxt.next.prev = block
+                del self.blocks[nxt.addr]
+                absorbed += 1
+                nxt = block.next
+            if absorbed:  # the absorbed blocks' starts follow block's own in the index
+                i = bisect.bisect_left(seg.starts, block.addr) + 1
+                del seg.starts[i:i + absorbed]
+            if release_empty and block is seg.first and block.next is None:
+                self._unmap(pool, seg)
+                return 0
+            pool.push(block)
+            largest = max(largest, block.size)
+            block = block.next
+        return largest
 
     def _unmap(self, pool: PagePool, seg: Segment) -> None:
         self._unindex(seg.first)
         del pool.segments[seg.va]
+        del self.segment_at[seg.va]
+        del self.segment_starts[bisect.bisect_left(self.segment_starts, seg.va)]
         self.backend.unmap_pages(seg.va, seg.size, seg.page)
         self.reserved -= seg.size
         self.segment_unmaps += 1
@@ -547,7 +607,8 @@ class DeviceMemory:
                 self.released.clear()
             self.live.clear()
             self.blocks.clear()
-            self.starts.clear()
+            self.segment_starts.clear()
+            self.segment_at.clear()
             self.pending.clear()
             self.pending_count = 0
             for page, pool in self.pools.items():
@@ -565,24 +626,38 @@ class DeviceMemory:
         if block is not None:
             return block
         for _ in range(3):  # the index may change under us; retry on inconsistency
-            i = bisect.bisect_right(self.starts, addr) - 1
+            block = self._find_in_segment(addr)
+            if block is not False:
+                return block
+        with self.lock:
+            block = self._find_in_segment(addr)
+            return block or None
+
+    def _find_in_segment(self, addr: int):
+        """The block holding `addr` (None if no block does), or False when the index changed
+        under the lookup."""
+        try:
+            i = bisect.bisect_right(self.segment_starts, addr) - 1
             if i < 0:
                 return None
-            try:
-                block = self.blocks.get(self.starts[i])
-            except IndexError:
-                continue
-            if block is not None and block.addr <= addr:
-                return block if addr < block.addr + block.size else None
-        with self.lock:
-            i = bisect.bisect_right(self.starts, addr) - 1
-            block = self.blocks.get(self.starts[i]) if i >= 0 else None
-            return block if block is not None and addr < block.addr + block.size else None
+            seg = self.segment_at.get(self.segment_starts[i])
+            if seg is None:
+                return False
+            if addr >= seg.va + seg.size:
+                return None
+            starts = seg.starts
+            j = bisect.bisect_right(starts, addr) - 1
+            block = self.blocks.get(starts[j]) if j >= 0 else None
+        except IndexError:
+            return False
+        if block is None or block.addr > addr:
+            return False
+        return block if addr < block.addr + block.size else None
 
     def stats(self) -> dict:
         """Counters of this device's memory, PyTorch-style names."""
         self.collect_pending()  # a stream-ordered free whose work is done counts as free
-        committed = self.backend.arena.committed_bytes if hasattr(self.backend, "arena") else self.reserved
+        committed = self.backend.committed_bytes
         allocs = self.num_frees + len(self.live) + self.forgotten
         return {
             "allocated_bytes": self.allocated,

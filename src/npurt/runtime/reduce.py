@@ -15,9 +15,10 @@ import numpy as np
 
 from . import address
 from . import constants as C
+from . import dtypes
 from .api import stream_of
 from .errors import FeatureNotSupportedError, InvalidValueError
-from .memops import locate, record_use
+from .memops import locate
 from .runtime import RUNTIME
 from .tasks import Task
 
@@ -74,7 +75,6 @@ def _apply(ufunc, d: np.ndarray, s: np.ndarray, wide: bool) -> None:
 
 
 def _dtype(data_type) -> np.dtype:
-    from .kernel import resolve_dtype
     if type(data_type) is not int:
         raise InvalidValueError(f"reduce_async type must be an aclDataType int, got {data_type!r}")
     name = _TYPE_NAMES.get(data_type)
@@ -84,7 +84,7 @@ def _dtype(data_type) -> np.dtype:
                 f"reduce_async does not support aclDataType {data_type}; supported: ACL_INT8 (2), ACL_INT16 (6), "
                 "ACL_INT32 (3), ACL_FLOAT16 (1), ACL_FLOAT (0), ACL_BF16 (27)")
         raise InvalidValueError(f"reduce_async: {data_type} is not an aclDataType value")
-    return resolve_dtype(name)
+    return dtypes.resolve(name)
 
 
 def reduce_async(dst: int, src: int, count: int, kind: int, data_type: int, stream=None, reserve=None) -> int:
@@ -111,9 +111,4 @@ def reduce_async(dst: int, src: int, count: int, kind: int, data_type: int, stre
             where = "host memory" if span.device is None else f"memory of device {span.device.id}"
             raise InvalidValueError(f"reduce_async {role} 0x{span.addr:x} is {where}; both buffers must be "
                                     f"device memory of the stream's device {s.device.id}")
-
-    def record(seq: int) -> None:
-        record_use(d, s, seq)
-        record_use(r, s, seq)
-
-    return s.enqueue(ReduceTask(d.addr, r.addr, count, ufunc, dt), record)
+    return s.enqueue(ReduceTask(d.addr, r.addr, count, ufunc, dt), holders=(d.block, r.block))

@@ -41,11 +41,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections import deque
 from typing import TYPE_CHECKING
 
 from . import constants as C
 from .errors import DeadlockError, NpuError, TaskError
+from .faults import FAULTS
 from .interrupts import held
 from .observers import HOOKS
 from .warn import HangWarning, warn_user
@@ -155,7 +157,15 @@ class Worker:
 class Scheduler:
     """Runs the streams of one device."""
 
+    # a controlled schedule (schedule.py) in force: its device thread runs every task and the
+    # workers stand aside; None otherwise (the one check it costs a hand-off)
+    controlled = None
+    instances: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
+    # NPURT_HANG_WARNING_S, handed down by the runtime when it starts (0: never warn)
+    hang_warning_s = 0.0
+
     def __init__(self, device: "Device", workers: int):
+        Scheduler.instances.add(self)
         self.device = device
         self.nworkers = workers
         self.ready = [deque() for _ in range(PRIORITIES)]
@@ -206,6 +216,8 @@ class Scheduler:
         self._wake()
 
     def _wake(self) -> None:
+        if self.controlled is not None:
+            return  # the controlled schedule's device thread runs the work when the host waits
         idle = self.idle
         if idle:
             try:
@@ -252,6 +264,9 @@ class Scheduler:
         TLS.token = me
         while not self.stopping and not me.retired:
             s = None
+            if self.controlled is not None:  # a controlled schedule runs the tasks now
+                me.wake.acquire(timeout=IDLE_POLL_S)
+                continue
             try:
                 for q in self.ready:
                     while q:
@@ -310,6 +325,10 @@ class Scheduler:
             self._start_worker(spare=True)
         if not self.idle and any(self.ready):
             self._arm_stall_check()
+
+    def wake_any(self) -> None:
+        """Wake a worker for the queued work (the controlled schedule ended)."""
+        self._wake()
 
     def shutdown(self) -> None:
         self.stopping = True
@@ -380,6 +399,8 @@ class Scheduler:
                 if HOOKS.active:
                     HOOKS.emit("task_started", task=task)
                 try:
+                    if FAULTS.tasks:  # the one check fault injection costs a task
+                        FAULTS.on_task(task)
                     task.run()
                 except Exception as exc:  # noqa: BLE001 - becomes the stream's error
                     error = task_error(task, exc)
@@ -526,9 +547,12 @@ def wait_until(cond: threading.Condition, done, timeout_s: float | None, what) -
     """Wait on `cond` (held by the caller) until done() is true or the timeout passes.
 
     Logs a warning naming what the wait is stuck on once it has lasted NPURT_HANG_WARNING_S
-    seconds (a real NPU would just hang there). Returns done()."""
-    from .runtime import RUNTIME  # late: the runtime module imports this one
-    warn_after = RUNTIME.settings.hang_warning_s if RUNTIME.settings else 0
+    seconds (a real NPU would just hang there). Returns done(). Under a controlled schedule
+    the waiting thread has the device run steps instead (schedule.py)."""
+    controlled = Scheduler.controlled
+    if controlled is not None:
+        return controlled.wait(cond, done, timeout_s, what)
+    warn_after = Scheduler.hang_warning_s
     start = time.monotonic()
     warned = False
     while not done():

@@ -14,9 +14,11 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
+from .forking import fork_safe_lock
 from . import constants as C
 from .errors import (FeatureNotSupportedError, InvalidHandleError, InvalidValueError, StreamAbortedError,
                      SyncTimeoutError, TaskError, set_last_error)
+from .memory import note_uses
 from .observers import HOOKS
 from .interrupts import held
 from .scheduler import IDLE, PARKED, READY, RUNNING, Callback, deadlock_error, thread_token, wait_until
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("npurt")
 
 LOWEST_PRIORITY, HIGHEST_PRIORITY = 7, 0  # ACL: 0 is the highest priority
-_COND_LOCK = threading.Lock()
+_COND_LOCK = fork_safe_lock()
 
 
 class Stream:
@@ -37,7 +39,7 @@ class Stream:
     # slots: ten thousand streams are ten thousand of these, made and read on hot paths
     __slots__ = ("device", "context", "scheduler", "is_default", "flags", "priority", "stream_id", "handle",
                  "queue", "enq_lock", "ticket", "state", "runner", "current", "enqueued_seq", "completed_seq",
-                 "dropped_upto", "_cond", "waiters", "lock", "watchers", "parked_on", "error", "stopped",
+                 "dropped_upto", "_cond", "waiters", "lock", "watchers", "parked_on", "error", "stopped", "stop_seen",
                  "failure_mode_set", "_failure_mode", "abort_epoch", "destroyed", "closing", "_attributes",
                  "subscriber", "_task_stacks", "_launch_blocking", "__weakref__")
 
@@ -68,6 +70,7 @@ class Stream:
         self.parked_on = None
         self.error: TaskError | None = None  # first failure not yet reported
         self.stopped: TaskError | None = None
+        self.stop_seen = False               # a synchronize or query has reported the stop to the host
         self.failure_mode_set = False
         self._failure_mode = C.ACL_CONTINUE_ON_FAILURE
         self.abort_epoch = 0
@@ -118,26 +121,35 @@ class Stream:
             self.context.stop_on_failure = True
 
     # ------------------------------------------------------------ enqueue
-    def enqueue(self, task: "Task", on_seq=None, inline: bool = False) -> int:
+    def enqueue(self, task: "Task", on_seq=None, inline: bool = False, holders=()) -> int:
         """Append a task; returns its sequence number. Never waits for the device (unless
-        launch-blocking mode is on). `on_seq(seq)` runs once the sequence number is known
-        and before any thread can run the task. `inline`: for a caller that will wait for
-        the task anyway (a synchronous call): if the stream was idle, run it now in this
-        thread instead of handing it to a worker (the hand-off costs more than small work)."""
+        launch-blocking mode is on). `holders`: what the task uses of memory (device Blocks,
+        pinned host ranges; None entries, pageable host memory, are skipped): the stream
+        records the use under its sequence number before any thread can run the task, so
+        freeing one waits for the task (stream-ordered free; the one way uses are recorded).
+        `on_seq(seq)` runs once the sequence number is known and before any thread can run
+        the task. `inline`: for a caller that will wait for the task anyway (a synchronous
+        call): if the stream was idle, run it now in this thread instead of handing it to a
+        worker (the hand-off costs more than small work)."""
         task.stream = self
         if self._task_stacks:
             task.capture_stack()
         with self.enq_lock:
-            if self.stopped is not None or self.destroyed:  # checked under the lock: a failure
-                raise self._refusal()                          # may stop the stream concurrently
+            stopped = self.stopped  # checked under the lock: a failure may stop the stream concurrently
+            if self.destroyed or (stopped is not None and self.stop_seen):
+                raise self._refusal()
             seq = task.seq = self.enqueued_seq + 1
+            if stopped is not None:  # a failure the host has not seen yet: accepted, as by an NPU,
+                self.dropped_upto = seq  # whose stopped stream drops it; the synchronize reports it
+            if holders:
+                note_uses(holders, self, seq)
             if on_seq is not None:
                 on_seq(seq)
             if HOOKS.active:  # under the lock, so observers see the enqueue before the task runs
                 HOOKS.emit("task_enqueued", task=task)
             self.enqueued_seq = seq
             self.queue.append(task)  # no call between the store and the append: both or neither
-        token = thread_token() if inline else None
+        token = thread_token() if inline and self.scheduler.controlled is None else None
         if self.state is IDLE:  # test and set (see scheduler.py); an owner empties the queue
             if token is not None:  # before it sets IDLE, so this task is never stranded
                 self.runner = token
@@ -161,10 +173,11 @@ class Stream:
         if self.destroyed:
             return InvalidHandleError(f"stream {self.stream_id} was destroyed; create a new stream")
         stop = self.stopped
+        # Context::CheckTaskSend: once the host knows of the failure, a launch returns it
         return StreamAbortedError(
             f"stream {self.stream_id} stopped on failure and accepts no new work "
             f"(ACL_STOP_ON_FAILURE); the failure was: {stop.message}. "
-            "Destroy it and create a new stream.")
+            "Destroy it and create a new stream.", stop.code)
 
     @property
     def cond(self) -> threading.Condition:
@@ -252,7 +265,9 @@ class Stream:
         token = thread_token()
         claimed = False  # set with the claim: the handler below gives back only what we took
         try:
-            inline = deadline is None  # a timed wait never runs work inline: it could not time out
+            # a timed wait never runs work inline: it could not time out; under a controlled
+            # schedule the device thread runs it (wait_until)
+            inline = deadline is None and self.scheduler.controlled is None
             while self.completed_seq < until:
                 if inline:
                     t = self.ticket
@@ -314,12 +329,16 @@ class Stream:
         err = self.error
         if err is not None:
             self.error = None
+            if self.stopped is not None:
+                self.stop_seen = True  # from now on a launch is refused with the failure
             set_last_error(err)
             raise err
 
     def query(self) -> bool:
         """True if every task enqueued so far has finished (then raises a pending failure)."""
         until = self.enqueued_seq
+        if self.completed_seq < until and self.scheduler.controlled is not None:
+            self.scheduler.controlled.poll()  # a controlled device progresses one step per query
         done = self.completed_seq >= until
         if done:
             if HOOKS.active:

@@ -16,7 +16,23 @@ Needs torch >= 2.9 (`pip install 'npurt[torch]'`). docs/torch.md says what works
 """
 from __future__ import annotations
 
+import importlib
+import inspect
 import sys
+import threading
+
+
+def _import_quietly(name: str) -> None:
+    try:
+        importlib.import_module(name)
+    except Exception:  # noqa: BLE001, S110 - the op that needs it will say so itself
+        pass
+
+
+# sympy takes about a second to import and torch's type promotion imports it at the first
+# elementwise op on npu (through the meta kernels): import it while torch itself loads.
+if "sympy" not in sys.modules:
+    threading.Thread(target=_import_quietly, args=("sympy",), name="npurt-torch-warm-up", daemon=True).start()
 
 try:
     import torch
@@ -27,6 +43,10 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("npurt.torch needs PyTorch >= 2.9: pip install 'npurt[torch]' "
                       f"(the CPU build is enough) [{exc}]") from exc
+
+from . import amp, aten, autocast, npu, patches  # noqa: E402 - after the check that torch is PyTorch
+from .fallback import fallback  # noqa: E402
+from .fastpath import kernels_for_all  # noqa: E402
 
 MIN_TORCH = (2, 9)
 _LIBS: list = []          # the torch.library objects: registrations live as long as they do
@@ -60,9 +80,6 @@ def register() -> None:
                            "PrivateUse1 backend in this process. Use one or the other (the real torch_npu "
                            "needs CANN and an NPU; npurt simulates one)")
 
-    from . import amp, autocast, kernels, npu, patches
-    from .dispatch import fallback, kernels_for_all
-
     class _Hooks(torch._C._acc.PrivateUse1Hooks):
         def is_available(self) -> bool:
             return True
@@ -90,12 +107,12 @@ def register() -> None:
 
     impl = torch.library.Library("aten", "IMPL")
     every = torch.library.Library("_", "IMPL")
-    explicit = kernels.npu_kernels()
+    explicit = aten.npu_kernels()
     for name, fn in {**kernels_for_all(set(explicit)), **explicit}.items():
         impl.impl(name, fn, "PrivateUse1")
-    for name, fn in kernels.autograd_kernels().items():
+    for name, fn in aten.autograd_kernels().items():
         impl.impl(name, fn, "AutogradPrivateUse1")
-    for name, fn in kernels.cpu_kernels().items():
+    for name, fn in aten.cpu_kernels().items():
         impl.impl(name, fn, "CPU", allow_override=True) if _takes_override() else impl.impl(name, fn, "CPU")
     every.fallback(fallback, "PrivateUse1")
     autocast.register(impl, every)
@@ -108,7 +125,6 @@ def register() -> None:
 
 
 def _takes_override() -> bool:
-    import inspect
     return "allow_override" in inspect.signature(torch.library.Library.impl).parameters
 
 

@@ -17,12 +17,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import _array as _np_array
-from ..runtime import api as rt
+from ..array import pinned as _pinned
+from .. import streams as _np_streams
+from ..runtime import RUNTIME, memcpy_async
 from ..runtime import constants as C
-from ..runtime.runtime import RUNTIME
-from . import memory
-from .dispatch import current_stream, launch, ref
+from . import storage
+from .optask import current_stream, launch
+from .refs import ref
+from .resize import resize_npu
 
 
 def is_pinned_tensor(t: torch.Tensor) -> bool:
@@ -30,14 +32,14 @@ def is_pinned_tensor(t: torch.Tensor) -> bool:
     if not RUNTIME.initialized or t.numel() == 0:
         return False
     try:
-        return RUNTIME.host.find(t.data_ptr(), max(memory.nbytes_of(t), 1)) is not None
+        return RUNTIME.host.find(t.data_ptr(), max(storage.nbytes_of(t), 1)) is not None
     except Exception:  # noqa: BLE001 - partly outside a pinned range
         return False
 
 
 def pin_memory(t: torch.Tensor, device=None) -> torch.Tensor:
     """A copy of CPU tensor `t` in page-locked host memory (npurt.empty_pinned)."""
-    arr = _np_array.empty_pinned(max(t.numel() * t.element_size(), 1), np.uint8)
+    arr = _pinned.empty_pinned(max(t.numel() * t.element_size(), 1), np.uint8)
     out = torch.from_numpy(arr)[: t.numel() * t.element_size()].view(t.dtype).view(t.shape)
     out.copy_(t)
     return out
@@ -81,7 +83,7 @@ def _host_to_device(src, dst, non_blocking: bool) -> None:
     stream = current_stream(index)
     if _contiguous_same(src, dst):
         n = src.numel() * src.element_size()
-        rt.memcpy_async(dst.data_ptr(), n, src.data_ptr(), n, C.ACL_MEMCPY_HOST_TO_DEVICE, stream,
+        memcpy_async(dst.data_ptr(), n, src.data_ptr(), n, C.ACL_MEMCPY_HOST_TO_DEVICE, stream,
                         require_aligned=False, keep=src)
         return
     blocks = []
@@ -96,7 +98,7 @@ def _device_to_host(src, dst, non_blocking: bool) -> None:
     stream = current_stream(index)
     if _contiguous_same(src, dst):
         n = src.numel() * src.element_size()
-        seq = rt.memcpy_async(dst.data_ptr(), n, src.data_ptr(), n, C.ACL_MEMCPY_DEVICE_TO_HOST, stream,
+        seq = memcpy_async(dst.data_ptr(), n, src.data_ptr(), n, C.ACL_MEMCPY_DEVICE_TO_HOST, stream,
                               require_aligned=False, keep=dst)
     else:
         blocks = []
@@ -114,7 +116,7 @@ def _device_to_device(src, dst) -> None:
         _stream_waits(dstream, sstream)
     if si == di and _contiguous_same(src, dst) and not _overlap(src, dst):
         n = src.numel() * src.element_size()
-        rt.memcpy_async(dst.data_ptr(), n, src.data_ptr(), n, C.ACL_MEMCPY_DEVICE_TO_DEVICE, dstream,
+        memcpy_async(dst.data_ptr(), n, src.data_ptr(), n, C.ACL_MEMCPY_DEVICE_TO_DEVICE, dstream,
                         require_aligned=False)
     else:
         blocks = []
@@ -127,25 +129,16 @@ def _device_to_device(src, dst) -> None:
 
 def _overlap(a, b) -> bool:
     a0, b0 = a.data_ptr(), b.data_ptr()
-    return a0 < b0 + memory.nbytes_of(b) and b0 < a0 + memory.nbytes_of(a)
+    return a0 < b0 + storage.nbytes_of(b) and b0 < a0 + storage.nbytes_of(a)
 
 
 def _stream_waits(waiter, on) -> None:
     """Future work on runtime stream `waiter` waits for what `on` has queued so far."""
-    from ..runtime.api import create_event, destroy_event, record_event, stream_wait_event
-    from .. import _devices
-    with _devices._bound(on.device.id):
-        ev = create_event()
-    try:
-        record_event(ev, on)
-        stream_wait_event(waiter, ev)
-    finally:
-        destroy_event(ev)
+    _np_streams.Stream._wrap(waiter).wait_stream(_np_streams.Stream._wrap(on))
 
 
 def copy_from_and_resize(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
     """aten::_copy_from_and_resize: resize dst to src's shape, then copy."""
-    from .kernels import resize_npu
     if dst.device.type == "npu" and tuple(dst.shape) != tuple(src.shape):
         resize_npu(dst, src.shape)
     elif tuple(dst.shape) != tuple(src.shape):

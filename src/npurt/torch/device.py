@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import _devices
+from .. import devices as _devices
 
 
 def index_of(device, optional: bool = True) -> int:
@@ -18,7 +18,7 @@ def index_of(device, optional: bool = True) -> int:
     if device is None:
         return _devices.current_device()
     if isinstance(device, int) and not isinstance(device, bool):
-        _devices._device_obj(device)  # InvalidDeviceError naming the visible range
+        _devices.runtime_device(device)  # InvalidDeviceError naming the visible range
         return device
     if isinstance(device, str):
         device = torch.device(device)

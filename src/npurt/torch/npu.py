@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import _devices
+from .. import devices as _devices
 from . import random as _random
 from .device import (current_device, device, device_count, device_of, get_device_capability,  # noqa: F401
                      get_device_name, get_device_properties, index_of, is_available, set_device,
@@ -25,7 +25,7 @@ def is_initialized() -> bool:
 
 def init() -> None:
     """torch.npu.init(): the runtime starts on first use; this makes it start now."""
-    _devices._context()
+    _devices.thread_context()
 
 
 def _is_in_bad_fork() -> bool:
@@ -33,7 +33,7 @@ def _is_in_bad_fork() -> bool:
 
 
 def _lazy_init() -> None:
-    _devices._context()
+    _devices.thread_context()
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
@@ -88,24 +88,10 @@ def mem_get_info(device=None) -> tuple[int, int]:
 
 
 def memory_stats(device=None) -> dict:
-    """torch's key names over npurt's pool counters (the keys npurt can fill honestly)."""
+    """torch's key names over npurt's pool counters (npurt.devices.torch_names_of, the one
+    mapping), and the frees waiting for queued work."""
     s = _stats(device)
-    return {
-        "allocated_bytes.all.current": s["allocated_bytes"],
-        "allocated_bytes.all.peak": s["peak_allocated_bytes"],
-        "active_bytes.all.current": s["allocated_bytes"],
-        "active_bytes.all.peak": s["peak_allocated_bytes"],
-        "reserved_bytes.all.current": s["reserved_bytes"],
-        "reserved_bytes.all.peak": s["peak_reserved_bytes"],
-        "allocation.all.current": s["active_blocks"],
-        "allocation.all.allocated": s["num_allocs"],
-        "allocation.all.freed": s["num_frees"],
-        "segment.all.allocated": s["segment_maps"],
-        "segment.all.freed": s["segment_unmaps"],
-        "num_ooms": s["num_ooms"],
-        "num_alloc_retries": 0,
-        "pending_free_blocks": s["pending_free_blocks"],
-    }
+    return {**_devices.torch_names_of(s), "pending_free_blocks": s["pending_free_blocks"]}
 
 
 def memory_summary(device=None, abbreviated: bool = False) -> str:

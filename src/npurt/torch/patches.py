@@ -11,16 +11,25 @@ Each fills a hook torch has no Python API for (see docs/torch.md):
   with `KeyError: 'npu'`: it is refused by name, pointing at the backends that work.
 * At interpreter exit, work still queued runs to the end before torch tears down (a worker
   running a torch kernel during teardown aborts the process).
+* torch's Python meta kernels (the refs npurt asks for output shapes) are wrapped in
+  `torch._disable_dynamo`, whose first call imports torch._dynamo: seconds, on the first op of
+  every script. Outside a dynamo trace that wrapper only calls the function, so each wrapper
+  is given a disabler that calls the function directly until torch._dynamo is imported (by
+  torch.compile or the user) and torch's own from then on. sympy, which type promotion
+  imports on the first elementwise meta call (about a second), is imported in a background
+  thread while npurt.torch imports torch (npurt/torch/__init__.py).
 """
 from __future__ import annotations
 
 import atexit
+import importlib
+import sys
 
 import torch
+import torch._compile
 
-from .. import streams as _np_streams
-from ..runtime.runtime import RUNTIME
-from . import dispatch
+from ..runtime import RUNTIME, current_streams
+from . import optask
 
 _orig_storage_new = None
 _orig_engine = None
@@ -45,11 +54,8 @@ def _storage_new(cls, *args, device=None, **kwargs):
 
 def _engine_run_backward(*args, **kwargs):
     """autograd's entry to the C++ engine, with backward queued on the caller's streams."""
-    current = _np_streams._tls.current
-    saved = dict(dispatch.BACKWARD_STREAMS)
-    for index, s in list(current.items()):
-        if not s._s.destroyed:
-            dispatch.BACKWARD_STREAMS[index] = s._s
+    saved = dict(optask.BACKWARD_STREAMS)
+    optask.BACKWARD_STREAMS.update(current_streams())
     try:
         if _beyond_engine_queues(args[0] if args else kwargs.get("t_outputs", ())):
             # the engine has one device queue per device the Python guard reports, and that count
@@ -58,8 +64,8 @@ def _engine_run_backward(*args, **kwargs):
                 return _orig_engine(*args, **kwargs)
         return _orig_engine(*args, **kwargs)
     finally:
-        dispatch.BACKWARD_STREAMS.clear()
-        dispatch.BACKWARD_STREAMS.update(saved)
+        optask.BACKWARD_STREAMS.clear()
+        optask.BACKWARD_STREAMS.update(saved)
 
 
 def _beyond_engine_queues(roots) -> bool:
@@ -96,6 +102,53 @@ def drain(timeout_s: float = 60.0) -> None:
                 pass
 
 
+_DISABLE_DYNAMO_CODE = torch._compile._disable_dynamo(lambda: None).__code__
+# where torch keeps the Python refs, prims, decompositions and meta kernels
+_META_MODULES = ("torch._refs", "torch._refs.nn.functional", "torch._refs.linalg", "torch._refs.special",
+                 "torch._refs.fft", "torch._prims", "torch._decomp", "torch._decomp.decompositions",
+                 "torch._meta_registrations")
+
+
+def _deferred_disable(fn, recursive: bool):
+    """What torch._disable_dynamo(fn) does, without importing dynamo while nothing traces."""
+    real = None
+
+    def call(*args, **kwargs):
+        nonlocal real
+        if real is None:
+            dynamo = sys.modules.get("torch._dynamo")
+            if dynamo is None:          # nothing can be tracing: disabling changes nothing
+                return fn(*args, **kwargs)
+            real = dynamo.disable(fn, recursive, wrapping=False)
+        return real(*args, **kwargs)
+
+    return call
+
+
+def defer_dynamo_disable() -> int:
+    """Give every _disable_dynamo wrapper of torch's refs, prims, decompositions and meta
+    kernels the deferred disabler; returns how many."""
+    from torch._decomp import decomposition_table, meta_table
+    seen, done = set(), 0
+    roots = []
+    for name in _META_MODULES:
+        try:
+            roots += list(vars(importlib.import_module(name)).values())
+        except ImportError:      # a module this torch version does not have
+            continue
+    for f in roots + list(meta_table.values()) + list(decomposition_table.values()):
+        while callable(f) and id(f) not in seen:   # decorator stacks: follow __wrapped__
+            seen.add(id(f))
+            if getattr(f, "__code__", None) is _DISABLE_DYNAMO_CODE:
+                cells = dict(zip(f.__code__.co_freevars, (c.cell_contents for c in f.__closure__)))
+                fn = cells["fn"]
+                if getattr(fn, "__dynamo_disable", None) is None:
+                    fn.__dynamo_disable = _deferred_disable(fn, cells.get("recursive", True))
+                    done += 1
+            f = getattr(f, "__wrapped__", None)
+    return done
+
+
 def apply() -> None:
     global _orig_storage_new, _orig_engine, _orig_inductor_call
     if _orig_storage_new is None:
@@ -111,3 +164,4 @@ def apply() -> None:
         _orig_inductor_call = torch._TorchCompileInductorWrapper.__call__
         torch._TorchCompileInductorWrapper.__call__ = _inductor_call
     atexit.register(drain)
+    defer_dynamo_disable()

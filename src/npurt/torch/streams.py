@@ -198,5 +198,4 @@ def set_stream(s: Stream) -> None:
     """Make `s` the current stream of its device in this thread (no context manager)."""
     if s is None:
         return
-    inner = _stream_of(s)
-    _np_streams._tls.current[inner.device] = inner
+    _np_streams.make_current(_stream_of(s))

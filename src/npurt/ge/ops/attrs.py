@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from ...runtime.errors import InvalidValueError
+from ...runtime import InvalidValueError
 
 TYPES = ("bool", "int", "float", "string", "list_bool", "list_int", "list_float", "list_string",
          "list_list_int", "data_type", "list_data_type")

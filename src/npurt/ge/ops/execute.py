@@ -14,14 +14,9 @@ from math import prod
 
 import numpy as np
 
-from ...runtime import address
-from ...runtime import constants as C
-from ...runtime.api import streams as rt_streams
-from ...runtime.errors import InvalidValueError, NpuError
-from ...runtime.memops import locate
-from ...runtime.memory import note_use
-from ...runtime.runtime import RUNTIME
-from ...runtime.tasks import Task
+from ...runtime import address, constants as C
+from ...runtime import stream_of
+from ...runtime import InvalidValueError, NpuError, RUNTIME, Task, resolve as locate
 from ..constants import ACL_MEMTYPE_DEVICE
 from ..tensor import DataBuffer, TensorDesc
 from . import kernels, registry
@@ -112,7 +107,7 @@ def execute(op_type: str, in_descs, inputs, out_descs, outputs, attr: OpAttr | N
         return kernels.execute(op_type, in_descs, inputs, out_descs, outputs, attr, stream)
     if model is None:
         model = registry.find(op_type, in_descs, out_descs, attr.key())
-    s = rt_streams.stream_of(stream)
+    s = stream_of(stream)
     if out_descs and all(not d.is_dynamic and d.element_count() == 0 for d in out_descs):
         return None
     blocks: list = []
@@ -123,11 +118,7 @@ def execute(op_type: str, in_descs, inputs, out_descs, outputs, attr: OpAttr | N
     ins = tuple((b.data, b.size, d.copy()) for b, d in zip(inputs, in_descs))
     outs = tuple((b.data, b.size) for b in outputs)
     task = OpTask(model, attr, ins, outs, tuple(out_descs) if update_outputs else None)
-
-    def record(seq: int) -> None:
-        for block in blocks:
-            note_use(block, s, seq)
-    return s.enqueue(task, record)
+    return s.enqueue(task, holders=blocks)
 
 
 def read_input(addr: int, size: int, desc: TensorDesc) -> np.ndarray | None:

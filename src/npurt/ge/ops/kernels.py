@@ -18,20 +18,16 @@ registered 100029; engine types other than ACL_ENGINE_AICORE / ACL_ENGINE_VECTOR
 from __future__ import annotations
 
 import struct
-import threading
 
-from ...runtime import constants as C
-from ...runtime.api.memory import free, malloc_on
-from ...runtime.api.streams import stream_of
-from ...runtime.binary import binary_get_function, binary_load_from_data
-from ...runtime.errors import InvalidValueError, NpuError
-from ...runtime.kernel import launch
+from ...runtime import fork_safe_lock
+from ...runtime import (InvalidValueError, NpuError, binary_get_function, binary_load_from_data, constants as
+                        C, free, launch_function as launch, malloc_on, stream_of)
 from .. import constants as G
 
 _selectors: dict[str, object] = {}
 _kernels: dict[tuple[str, str], object] = {}
 _chosen: dict[tuple, "KernelDesc"] = {}
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 MAX_WORKSPACES = 16
 
 

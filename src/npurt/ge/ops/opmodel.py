@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 
-from ...runtime.errors import InvalidValueError
+from ...runtime import InvalidValueError
 from .. import constants as G
 from ..dtypes import FORMATS, JSON_TYPES
 from ..tensor import TensorDesc

@@ -90,7 +90,7 @@ def get_mem_info(attr: int) -> tuple[int, int]:
     """(free, total) bytes of the current device for an aclrtMemAttr; (0, 0) for memory
     kinds this SoC does not have."""
     device = current_context().device
-    arena = device.backend.arena
+    arena = device.backend
     kind = device.spec.memory_kind
     hbm = {C.ACL_HBM_MEM, C.ACL_HBM_MEM_HUGE, C.ACL_HBM_MEM_NORMAL, C.ACL_HBM_MEM_P2P_HUGE,
            C.ACL_HBM_MEM_P2P_NORMAL, C.ACL_HBM_MEM_HUGE1G, C.ACL_HBM_MEM_P2P_HUGE1G}
@@ -185,7 +185,8 @@ def host_register(ptr: int, size: int, flags: int = C.ACL_HOST_REGISTER_MAPPED) 
     if flags not in (C.ACL_HOST_REGISTER_MAPPED, C.ACL_HOST_REGISTER_IOMEMORY, C.ACL_HOST_REGISTER_READONLY,
                      C.ACL_HOST_REG_MAPPED, C.ACL_HOST_REG_PINNED, C.ACL_HOST_REG_MAPPED | C.ACL_HOST_REG_PINNED):
         raise InvalidValueError(f"unknown host registration type {flags!r}")
-    alias = rt.host.register(ptr, size, device, flags).alias
+    rng = rt.host.register(ptr, size, device, flags)
+    alias = rng.alias + (ptr - rng.addr)
     if HOOKS.active:
         HOOKS.emit("host_register", addr=ptr, size=size, alias=alias, device=device)
     return alias
@@ -204,9 +205,9 @@ def host_get_device_pointer(ptr: int, flag: int = 0) -> int:
     if flag != 0:
         raise InvalidValueError("host_get_device_pointer: flag must be 0")
     rng = rt.host.ranges.get(ptr) if type(ptr) is int else None
-    if rng is None or not rng.registered:
+    if rng is None or not (rng.registered or rng.alias):
         rng = rt.host._find(ptr, 1) if type(ptr) is int else None
-        if rng is None or not rng.registered:
+        if rng is None or not (rng.registered or rng.alias):
             raise InvalidValueError(f"0x{ptr:x} is not registered host memory" if type(ptr) is int
                                     else "host_get_device_pointer expects an int address")
     return rng.alias + (ptr - rng.addr)
@@ -287,7 +288,7 @@ def _desc(handle: int) -> AllocatorDesc:
     # refused with the same code instead of being dereferenced
     if not handle:
         raise InvalidValueError("allocatorDesc is null: create one with allocator_create_desc")
-    desc = rt.allocator_descs._objects.get(handle)
+    desc = rt.allocator_descs.lookup(handle)
     if desc is None:
         raise InvalidValueError(f"0x{handle:x} is not an allocator description (from allocator_create_desc), "
                                 "or it was destroyed")
@@ -331,3 +332,58 @@ def allocator_of(stream: int) -> AllocatorDesc | None:
     """The description registered for a stream handle (a copy taken at registration), or None."""
     entry = rt.stream_allocators.get(stream)
     return None if entry is None else entry[1]
+
+
+# ================================================================ configured allocation and range checks
+def check_device_range(ptr: int, size: int, call: str) -> None:
+    """A clear error unless [ptr, ptr + size) lies in one live allocation (mem_flush, cmo)."""
+    rt.check_initialized()
+    if type(size) is not int or size <= 0:
+        raise InvalidValueError(f"{call}: size must be a positive int, got {size!r}")
+    if type(ptr) is not int or not address.is_device(ptr):
+        raise InvalidValueError(f"{call}: expects a device address from malloc, got {ptr!r}")
+    memops.locate(rt, ptr, size, call)
+
+
+def cmo_async(src: int, size: int, cmo_type: int, stream: Stream | None) -> None:
+    """Cache prefetch hint: validated, and a no-op (the simulated device has no cache to warm)."""
+    stream_of(stream)  # validates the stream
+    if cmo_type != C.ACL_RT_CMO_TYPE_PREFETCH:
+        raise InvalidValueError(f"cmo_async supports only ACL_RT_CMO_TYPE_PREFETCH (0), got {cmo_type!r}")
+    check_device_range(src, size, "cmo_async")
+
+
+def check_malloc_config(cfg, host: bool = False) -> None:
+    """Validate an aclrtMallocConfig dict ({} or {"attrs": [{"attr", "value"}], "numAttrs"})."""
+    if cfg is None or cfg == {}:
+        return
+    if not isinstance(cfg, dict):
+        raise InvalidValueError(f"the malloc config must be a dict (aclrtMallocConfig), got {type(cfg).__name__}")
+    attrs = cfg.get("attrs", [])
+    if not isinstance(attrs, list) or not all(isinstance(a, dict) for a in attrs):
+        raise InvalidValueError("malloc config 'attrs' must be a list of {'attr': ..., 'value': {...}} dicts")
+    if "numAttrs" in cfg and cfg["numAttrs"] != len(attrs):
+        raise InvalidValueError(f"malloc config numAttrs ({cfg['numAttrs']!r}) does not match the "
+                                f"{len(attrs)} attrs given")
+    for item in attrs:
+        attr, value = item.get("attr"), item.get("value", {})
+        if attr not in (C.ACL_RT_MEM_ATTR_RSV, C.ACL_RT_MEM_ATTR_MODULE_ID, C.ACL_RT_MEM_ATTR_DEVICE_ID,
+                        C.ACL_RT_MEM_ATTR_VA_FLAG):
+            raise InvalidValueError(f"unknown malloc attribute {attr!r} (see aclrtMallocAttrType)")
+        if attr == C.ACL_RT_MEM_ATTR_DEVICE_ID and not host:
+            dev = value.get("deviceId") if isinstance(value, dict) else None
+            if dev != current_context().device.id:
+                raise InvalidValueError(f"malloc config deviceId {dev!r} must be the current device "
+                                        f"({current_context().device.id})")
+
+
+def malloc_with_cfg(size: int, policy: int, cfg) -> int:
+    current_context()
+    check_malloc_config(cfg)
+    return malloc(size, policy)
+
+
+def malloc_host_with_cfg(size: int, cfg) -> int:
+    rt.check_initialized()
+    check_malloc_config(cfg, host=True)
+    return malloc_host(size)

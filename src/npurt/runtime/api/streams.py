@@ -35,7 +35,9 @@ def create_stream(priority: int = 0, flags: int = 0) -> Stream:
 
 def destroy_stream(stream: Stream, force: bool = False) -> None:
     """Destroy a stream. Without `force` its queued work runs first (errors from it are not
-    reported); with `force` queued work is dropped."""
+    reported); with `force` (aclrtDestroyStreamForce) the call does not wait: the handle is
+    gone at once, and the work already queued still runs to completion, as the tasks an NPU
+    already holds do (a reset or finalize still waits for it)."""
     if type(stream) is not Stream:
         raise InvalidHandleError(f"expected a stream, got {type(stream).__name__}")
     if stream.is_default:
@@ -50,7 +52,8 @@ def destroy_stream(stream: Stream, force: bool = False) -> None:
         stream.closing = True
     try:
         if force:
-            stream.abort()
+            if stream.completed_seq < stream.enqueued_seq:
+                stream.device.finishing.add(stream)
         else:
             stream.synchronize(report_errors=False)
     except DeadlockError:  # destroying the stream from its own task: refused, nothing changed
@@ -145,6 +148,7 @@ def launch_host_func(stream: Stream | None, fn, *args, name: str | None = None) 
     return stream_of(stream).enqueue(HostFuncTask(fn, args, name))
 
 
-def enqueue(stream: Stream | None, task: Task) -> int:
-    """Append a prepared task to a stream (used by kernels and built-in ops)."""
-    return stream_of(stream).enqueue(task)
+def enqueue(stream: Stream | None, task: Task, holders=()) -> int:
+    """Append a prepared task to a stream (used by kernels and built-in ops); `holders`: the
+    allocations it uses (Stream.enqueue records them: stream-ordered free)."""
+    return stream_of(stream).enqueue(task, holders=holders)

@@ -8,6 +8,10 @@ Everything else (names, spans, flows, statistics) is worked out once, at the end
 
 A finished task is reduced to a tuple at once: task objects hold buffers alive (a copy's
 host array), and the profile must not hold them longer than the runtime would.
+
+Memory is bounded: a task costs about 700 bytes until the profile stops, so at most
+`max_records` tasks (and as many API calls) are kept, MAX_RECORDS (10^6, about 0.7 GB) unless
+the Profile says otherwise; later ones are counted in `dropped`, and the report says so.
 """
 from __future__ import annotations
 
@@ -15,13 +19,17 @@ import threading
 from time import perf_counter_ns
 
 _ident = threading.get_ident
+MAX_RECORDS = 1_000_000  # tasks (and API calls) one profile keeps by default
 
 
 class Collector:
     """Raw records of one profile. `devices`: ids to keep tasks of (None: all)."""
 
-    def __init__(self, devices=None, tasks: bool = True, memory: bool = True, copies: bool = True):
+    def __init__(self, devices=None, tasks: bool = True, memory: bool = True, copies: bool = True,
+                 max_records: int = MAX_RECORDS):
         self.devices = None if devices is None else frozenset(devices)
+        self.limit = max_records
+        self.dropped = {"tasks": 0, "calls": 0}  # records not kept: the limit was reached
         self.want_tasks, self.want_memory, self.want_copies = tasks, memory, copies
         self.t0 = perf_counter_ns()
         self.enqueued: dict = {}    # task -> (t, host thread id)
@@ -51,6 +59,9 @@ class Collector:
                 self._finished(task, error, t_start, now)
         elif name == "task_enqueued":
             if self.want_tasks and (self.devices is None or task.stream.device.id in self.devices):
+                if len(self.tasks) + len(self.enqueued) >= self.limit:
+                    self.dropped["tasks"] += 1
+                    return
                 tid = _ident()
                 self.enqueued[task] = (now, tid)
                 if tid not in self.threads:

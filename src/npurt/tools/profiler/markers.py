@@ -12,7 +12,7 @@ import itertools
 import threading
 from time import perf_counter_ns
 
-from ...runtime.tasks import Task
+from ...runtime import Task
 from . import session
 
 _ident = threading.get_ident

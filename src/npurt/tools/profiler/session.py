@@ -11,17 +11,14 @@ Pythonic `npurt.profiler.profile()`, `acl.prof.start/stop`, `npurt run --profile
 from __future__ import annotations
 
 import os
-import threading
 
-from ...runtime import constants as C
-from ...runtime.errors import InvalidValueError, NpuError
-from ...runtime.observers import HOOKS
+from ...runtime import HOOKS, InvalidValueError, NpuError, RUNTIME, Settings, constants as C, fork_safe_lock
 from . import apicalls, summary, trace
-from .collector import Collector
+from .collector import MAX_RECORDS, Collector
 from .timeline import Timeline, build
 
 ACTIVE: "Profile | None" = None
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 TRACE_FILE = "msprof.json"
 
 
@@ -49,16 +46,13 @@ def check_out_dir(path) -> str:
 
 
 def _soc() -> str:
-    from ...runtime.runtime import RUNTIME
     if RUNTIME.driver is not None:
         return RUNTIME.driver.spec.name
-    from ...runtime.config import Settings
     return Settings.from_env().soc
 
 
 def _allocated_now() -> dict:
     """Bytes the application holds on each device (requested sizes of live blocks)."""
-    from ...runtime.runtime import RUNTIME
     out = {}
     for device in list(getattr(RUNTIME, "devices", []) or []):
         if device is not None:
@@ -72,10 +66,16 @@ class Profile:
     After stop: `timeline` (the Timeline), `tables` (name -> (header, rows)), `report()`
     (the terminal summary), `save(dir)`; with `out_dir` given, stop() saves there.
     `devices`: device ids whose tasks to collect (None: all); `tasks`, `api_calls`,
-    `memory`, `markers`, `copies`: what to collect."""
+    `memory`, `markers`, `copies`: what to collect. `max_records`: the most tasks (and API
+    calls) kept (default collector.MAX_RECORDS, 10^6: a task costs about 700 bytes until the
+    profile stops); later ones are counted in `dropped` and the report says how many."""
 
     def __init__(self, out_dir=None, *, devices=None, tasks: bool = True, api_calls: bool = True,
-                 memory: bool = True, markers: bool = True, copies: bool = True):
+                 memory: bool = True, markers: bool = True, copies: bool = True,
+                 max_records: int = MAX_RECORDS):
+        if type(max_records) is not int or max_records < 1:
+            raise InvalidValueError(f"max_records must be a positive int, got {max_records!r}")
+        self.max_records = max_records
         self.out_dir = None if out_dir is None else check_out_dir(out_dir)
         self.devices = None if devices is None else sorted(set(devices))
         self.tasks, self.api_calls, self.memory, self.markers, self.copies = tasks, api_calls, memory, markers, copies
@@ -96,11 +96,13 @@ class Profile:
             if self.collector is not None:
                 raise ProfilerError("this profile already ran; make a new one")
             self._baseline = _allocated_now()
-            self.collector = Collector(self.devices, tasks=self.tasks, memory=self.memory, copies=self.copies)
+            self.collector = Collector(self.devices, tasks=self.tasks, memory=self.memory, copies=self.copies,
+                                       max_records=self.max_records)
             ACTIVE = self
         try:
             if self.api_calls:
-                apicalls.install(self.collector.calls, self.collector.threads)
+                apicalls.install(self.collector.calls, self.collector.threads, self.max_records,
+                                 self.collector.dropped)
                 self._wrapped = True
             HOOKS.add(self.collector)
         except BaseException:  # leave nothing half-started behind
@@ -152,9 +154,20 @@ class Profile:
             self._tables = summary.tables(self._done())
         return self._tables
 
+    @property
+    def dropped(self) -> dict:
+        """{"tasks": n, "calls": n}: records not kept because max_records was reached."""
+        return dict(self.collector.dropped) if self.collector is not None else {"tasks": 0, "calls": 0}
+
     def report(self, top: int = 10) -> str:
         """The terminal summary: largest ops, streams' busy time, overlap, idle gaps, API calls."""
-        return summary.render(self._done(), self.tables, top)
+        text = summary.render(self._done(), self.tables, top)
+        dropped = self.dropped
+        if dropped["tasks"] or dropped["calls"]:
+            text = (f"npurt profile: NOT RECORDED: {dropped['tasks']} task(s) and {dropped['calls']} API call(s) after "
+                    f"the first {self.max_records} (Profile(max_records=...) keeps more; a task costs about 700 "
+                    "bytes until the profile stops)\n") + text
+        return text
 
     def save(self, out_dir) -> list[str]:
         """Write msprof.json, the CSV tables and summary.txt to `out_dir`; returns the paths."""

@@ -39,17 +39,24 @@ def ordered(agent: int, clock: int, vc: dict) -> bool:
 class HostAgent:
     """A host thread as the sanitizer sees it."""
 
-    __slots__ = ("agent", "clock", "vc", "dirty", "name", "ident")
+    __slots__ = ("agent", "clock", "vc", "dirty", "snapped", "name", "ident")
 
     def __init__(self, ident: int, name: str):
         self.agent = new_agent()
         self.clock = 1
         self.vc = {self.agent: 1}
-        self.dirty = False
+        self.dirty = False    # an access was made at the current clock
+        self.snapped = False  # a task was enqueued knowing the current clock
         self.ident, self.name = ident, name
 
     def touched(self) -> tuple[int, int]:
-        """The epoch of an access made now."""
+        """The epoch of an access made now: after every task enqueued so far (a synchronous
+        copy made right after a launch, with no access of the host in between, is not part
+        of what the launched kernel was ordered after)."""
+        if self.snapped:
+            self.snapped = False
+            self.clock += 1
+            self.vc = {**self.vc, self.agent: self.clock}
         self.dirty = True
         return self.agent, self.clock
 
@@ -60,6 +67,8 @@ class HostAgent:
             self.dirty = False
             self.clock += 1
             self.vc = {**vc, self.agent: self.clock}
+        else:
+            self.snapped = True
         return vc
 
     def learn(self, vc: dict) -> None:

@@ -19,8 +19,10 @@ import itertools
 import threading
 import weakref
 
+import numpy as np
+
 from npurt.runtime.address import VA_BASE, is_host_alias
-from npurt.runtime.observers import HOOKS
+from npurt.runtime import BLOCK_LIVE, HOOKS, MEMCPY_KIND_NAMES, RUNTIME, RecordTask, WaitTask, address
 
 from . import hostwatch, initcheck, leakcheck, memcheck, threadsync
 from .clocks import HostAgent, StreamClock, join, ordered
@@ -88,6 +90,24 @@ class TaskInfo:
         return any(a < hi and lo < b for a, b, _ in self.host_ranges)
 
 
+class DoneTask:
+    """What a finished task's TaskInfo keeps of a task that held a host buffer: its name and
+    number, not the task, whose buffer must be free to go (its release ends the history of
+    that memory: see Sanitizer._forget_at_release)."""
+
+    __slots__ = ("kind", "seq", "_details")
+
+    def __init__(self, task):
+        self.kind, self.seq = task.kind, task.seq
+        try:
+            self._details = task.details()
+        except Exception:  # noqa: BLE001 - a task kind that does not say
+            self._details = {}
+
+    def details(self) -> dict:
+        return self._details
+
+
 class HostWho:
     """A host thread's own access (a synchronous copy, an acl.util read)."""
 
@@ -131,6 +151,7 @@ class Sanitizer:
         self.reporter = Reporter(out, echo)
         self.json_path = json_path
         self.lock = threading.RLock()
+        self.releases: dict = {}  # (id of a host buffer's owner, lo, hi) -> None: forgotten at its release
         self.shadow = Shadow()
         self.allocs = memcheck.Allocations()
         self.watch = hostwatch.HostWatch()
@@ -193,7 +214,6 @@ class Sanitizer:
         if self.finished:
             return
         self.finished = True
-        from npurt.runtime.runtime import RUNTIME
         gc.collect()  # managed memory whose owners are gone is freed now, not reported
         with self.lock:
             found = self.watch.ordered(lambda info: True, None)
@@ -268,7 +288,6 @@ class Sanitizer:
                         self.watch.enqueued(info, addr, addr + n, mode != "r", site)
 
     def _on_task_started(self, task, **_) -> None:
-        from npurt.runtime.event import RecordTask, WaitTask
         with self.lock:
             info = self.infos.get(id(task))
             if info is None:  # enqueued before the sanitizer was enabled
@@ -294,6 +313,33 @@ class Sanitizer:
             for acc in _accesses(task):
                 width, pitch = (acc[3], acc[4]) if len(acc) > 3 else (0, 0)
                 self._touch(info, info.agent, task.seq, info.vc, acc[0], acc[1], acc[2], width, pitch)
+            keep = getattr(task, "keep", None)
+            if keep is not None and info.host_ranges:
+                self._forget_at_release(keep, info.host_ranges)
+
+    def _forget_at_release(self, buffer, ranges) -> None:
+        """When the host object whose memory a task used is freed, forget that memory's
+        history (numpy reuses the address for the next array: a later, unrelated access
+        there is no race with this one). Objects that cannot be weakly referenced (bytes)
+        keep their history by address, as before."""
+        owner = buffer
+        while isinstance(owner, np.ndarray) and owner.base is not None:
+            owner = owner.base  # the object that owns the memory (a view's base)
+        for lo, hi, _write in ranges:
+            key = (id(owner), lo, hi)
+            if key in self.releases:
+                continue
+            try:
+                weakref.finalize(owner, self._host_released, key)
+            except TypeError:
+                return
+            self.releases[key] = None
+
+    def _host_released(self, key) -> None:
+        with self.lock:
+            if self.releases.pop(key, 0) is None:
+                self.shadow.released(key[1], key[2])
+                self.watch.forget(key[1], key[2])  # nobody can write a buffer that is gone
 
     def _record_clock(self, rec) -> dict:
         kept = self.records.get(id(rec))
@@ -315,6 +361,8 @@ class Sanitizer:
             info.views = []
             for lo, hi, write in info.host_ranges:
                 self.watch.finished(info, lo, hi, write)
+            if getattr(task, "keep", None) is not None:
+                info.task = DoneTask(task)  # the history must not keep the host buffer alive
 
     # ------------------------------------------------------------ kernel views
     def _on_mem_access(self, device, addr, nbytes, task, mode="rw", write=None, **_) -> None:
@@ -353,7 +401,6 @@ class Sanitizer:
     def _prepare_view(self, info: TaskInfo, lo: int, n: int) -> None:
         """Before an "rw" view is used: keep what is needed to find its writes later (the
         first time this task sees those bytes)."""
-        from npurt.runtime import address
         if info.prepared is None:
             info.prepared = IntervalSet()
         for g_lo, g_hi in info.prepared.missing(lo, lo + n):
@@ -369,7 +416,6 @@ class Sanitizer:
             info.prepared.add(g_lo, g_hi)
 
     def _found_writes(self, info: TaskInfo, lo: int, ref) -> None:
-        from npurt.runtime import address
         try:
             now = address.view(lo, ref.size)
         except Exception:  # noqa: BLE001 - memory released meanwhile (a reset)
@@ -460,13 +506,11 @@ class Sanitizer:
 
     def _adopt(self, addr: int) -> None:
         """Memory allocated before the sanitizer was enabled: learn it from the runtime."""
-        from npurt.runtime.memory import LIVE
-        from npurt.runtime.runtime import RUNTIME
         device = RUNTIME.device_by_physical.get((addr - VA_BASE) >> 40)
         if device is None:
             return
         block = device.memory.find(addr)
-        if block is None or block.state != LIVE:
+        if block is None or block.state != BLOCK_LIVE:
             return
         a = memcheck.Allocation(device, block.addr, block.requested, True, None, "device", init=False)
         self.allocs.add(a)
@@ -568,7 +612,9 @@ class Sanitizer:
             uses = {self.state(s).clock.agent: seq for s, seq in (uses or {}).items()}
             regions = self.shadow.find(addr, addr + max(size, 1))
             region = next((r for r in regions if r.owner is a), None)
-            if not managed and "mem" in self.tools and device is not None:
+            # device free and free_host alike: npurt defers a pinned buffer's unmap until its
+            # queued copies ran, but on the hardware the DMA engine would read freed memory
+            if not managed and "mem" in self.tools:
                 users = self._in_use(a, region, uses, vc)
                 if users:
                     a.in_use_reported = True
@@ -603,6 +649,8 @@ class Sanitizer:
                 seen.add((st.clock.agent, seq))
         if region is not None:
             for r in region.records:
+                if a.device is None and r.who.stream_label is None:
+                    continue  # another host thread's own (synchronous) access of pinned memory: not queued work
                 if not ordered(r.agent, r.clock, vc) and (r.agent, r.clock) not in seen and r.agent not in uses:
                     seen.add((r.agent, r.clock))
                     users.append(r.who.actor("write" if r.write else "read"))
@@ -612,13 +660,12 @@ class Sanitizer:
         """A copy whose kind contradicts its addresses (copied by address, or refused)."""
         if "mem" not in self.tools:
             return
-        from npurt.runtime.memops import KIND_NAMES
         site = user_site()
         actor = HostWho(threading.current_thread().name, site, op).actor("call")
         actor.what = op
-        done = "refused" if refused else f"copied as {KIND_NAMES.get(actual, actual)} by address"
-        message = (f"{op} was given {KIND_NAMES.get(kind, kind)} ({kind}) for a copy the addresses make "
-                   f"{KIND_NAMES.get(actual, actual)} ({actual}): {done}")
+        done = "refused" if refused else f"copied as {MEMCPY_KIND_NAMES.get(actual, actual)} by address"
+        message = (f"{op} was given {MEMCPY_KIND_NAMES.get(kind, kind)} ({kind}) for a copy the addresses make "
+                   f"{MEMCPY_KIND_NAMES.get(actual, actual)} ({actual}): {done}")
         with self.lock:
             self.emit(memcheck.refused_report("kind_mismatch", message, actor, dst, nbytes, None))
 
@@ -705,7 +752,6 @@ def _async_host(task, addr: int, n: int) -> bool:
     buffer the task keeps): then the host must not touch it until it is synchronized."""
     if getattr(task, "keep", None) is not None:
         return True
-    from npurt.runtime.runtime import RUNTIME
     try:
         return RUNTIME.host.find(addr, n) is not None
     except Exception:  # noqa: BLE001
@@ -713,7 +759,6 @@ def _async_host(task, addr: int, n: int) -> bool:
 
 
 def _alias_target(alias: int, n: int):
-    from npurt.runtime.runtime import RUNTIME
     try:
         return RUNTIME.host.alias_target(alias, n)
     except Exception:  # noqa: BLE001

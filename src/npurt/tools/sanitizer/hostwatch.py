@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from npurt.runtime import address
+
 from .report import Actor, Report
 
 SNAPSHOT_LIMIT = 64 << 20  # bytes per watched range; larger ranges are compared by chunk sums
@@ -23,7 +25,6 @@ CHUNK = 1 << 16
 
 
 def _view(lo: int, hi: int) -> np.ndarray:
-    from npurt.runtime import address
     return address.host_view(lo, hi - lo)
 
 

@@ -150,12 +150,17 @@ def oob_report(alloc: Allocation, lo: int, hi: int, write: bool, actor: Actor) -
 
 
 def free_in_use_report(alloc: Allocation, free_actor: Actor, users: list[Actor]) -> Report:
+    if alloc.device is None:  # free_host of pinned memory
+        why = ("acl.rt.free_host does not wait for queued copies on an NPU: the DMA engine would read or write "
+               "the freed pages (npurt keeps them mapped until the copy ran; the hardware does not)")
+    else:
+        why = ("acl.rt.free does not wait for queued work on an NPU: the memory can be handed out again "
+               "while that work still reads or writes it")
     return Report(
         "memcheck", "illegal free",
         f"{alloc.describe()} is freed while work that is not ordered before the free still uses it",
         actors=[free_actor, *users],
-        details=["acl.rt.free does not wait for queued work on an NPU: the memory can be handed out again "
-                 "while that work still reads or writes it"],
+        details=[why],
         fix="synchronize the stream that uses the memory (or an event recorded after its last use) before "
             "the free",
         address=alloc.addr, nbytes=alloc.size, device=getattr(alloc.device, "id", None),

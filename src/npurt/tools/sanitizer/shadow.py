@@ -12,7 +12,9 @@ History is pruned as it goes: an access that covers an older one and is ordered 
 makes the older one redundant (anything racing with the older one races with it too, or is
 ordered after both). A region keeps at most MAX_RECORDS. Freed regions stay as tombstones
 until new memory is allocated over them, so an access through a block the pool handed to
-someone else still meets the history of its previous owner.
+someone else still meets the history of its previous owner. Ad hoc host history ends with
+the buffer it was about (`released`): a numpy array's memory is handed to the next array the
+host allocates, whose accesses have nothing to do with the old ones.
 """
 from __future__ import annotations
 
@@ -134,6 +136,22 @@ class Shadow:
         """Forget the history of [lo, hi) (a device reset)."""
         for r in self.find(lo, hi):
             self._remove(r)
+
+    def released(self, lo: int, hi: int) -> None:
+        """Host memory [lo, hi) that npurt did not allocate was released (the numpy array a
+        copy used was freed): forget its ad hoc history, so whatever the host allocator puts
+        there next (another thread's array) does not meet it. Parts of ad hoc regions outside
+        the range, and regions of memory npurt knows (pinned, registered), stay."""
+        for old in self.find(lo, hi):
+            if not old.adhoc:
+                continue
+            self._remove(old)
+            for part_lo, part_hi in ((old.lo, lo), (hi, old.hi)):
+                if part_lo < part_hi:
+                    rest = Region(part_lo, part_hi, None, adhoc=True)
+                    rest.records = [r.clipped(part_lo, part_hi) for r in old.records
+                                    if r.lo < part_hi and r.hi > part_lo]
+                    self._insert(rest)
 
     def ensure(self, lo: int, hi: int) -> list[Region]:
         """The regions covering [lo, hi), making ad hoc ones for bytes no region covers."""

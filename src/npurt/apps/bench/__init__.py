@@ -1,0 +1,100 @@
+"""`npurt bench`: npurt against the peers and the physical limit, side by side, in one run.
+
+    npurt bench [--quick] [--json OUT] [--peers]
+
+Modules: harness (timing, sizes), metrics (npurt through the pyACL facade), pythonic (the
+same through npurt.Stream / Event / DeviceArray), profiler (what profiling costs), sanitizer
+(what the sanitizer costs), schedules (seeded runs per second of npurt run --schedules), collectives
+(AllReduce across 2 processes against mpi4py), media (JPEG decode on the simulated DVPP against
+Pillow), capi (the C interface against the facade), models (acl.mdl execute against ONNX Runtime
+run directly), torchnpu (torch on npu, when PyTorch is installed), peers (PoCL, Numba's CUDA
+simulator), report (the table and the JSON).
+bench/README.md and docs/performance.md explain the figures.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+from . import capi, schedules
+from .harness import FULL, QUICK, Profile
+from .report import JSON_KEYS, Results, derived, footer, header, json_figures, table, write_json
+
+__all__ = ["main", "run", "JSON_KEYS"]
+
+
+def _progress(msg: str) -> None:
+    print(f"  ... {msg}", file=sys.stderr, flush=True)
+
+
+def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
+    """Measure npurt (and the peers); returns (npurt's results, the peers' results)."""
+    from . import collectives, media, metrics, models, profiler, pythonic, sanitizer, torchnpu
+    res = Results("npurt")
+    steps = [
+        ("latency", metrics.measure_latency),
+        ("empty kernel", metrics.measure_empty_kernel),
+        ("Pythonic API latency", pythonic.measure),
+        ("copies", metrics.measure_copies),
+        ("elementwise add", metrics.measure_add),
+        ("matmul", metrics.measure_matmul),
+        ("copy/compute overlap", metrics.measure_overlap),
+        ("many streams", metrics.measure_streams),
+        ("memory per queued task", metrics.measure_queued_memory),
+        ("malloc after fragmentation", metrics.measure_fragmentation),
+        ("profiler overhead", profiler.measure),
+        ("sanitizer overhead", sanitizer.measure),
+        ("controlled schedules", schedules.measure),
+        ("AllReduce across 2 processes", collectives.measure_allreduce),
+        ("JPEG decode (DVPP)", media.measure),
+        ("model execution", models.measure),
+        ("torch on npu", torchnpu.measure),
+        ("a torch_npu script as a process", torchnpu.measure_script),
+        ("C interface", capi.measure),
+    ]
+    with metrics.Session(profile) as session:
+        for what, fn in steps:
+            _progress(f"npurt: {what}")
+            t0 = time.perf_counter()
+            try:
+                res.add(fn(session, profile))
+            except torchnpu.Skipped as skip:  # an optional extra is missing: a note, not an error
+                res.notes.update(skip.notes)
+            except Exception as exc:  # noqa: BLE001 - one failed figure must not lose the run
+                res.errors.append(f"{what}: {type(exc).__name__}: {exc}")
+            _progress(f"npurt: {what} took {time.perf_counter() - t0:.1f} s")
+    res.add(derived(res.stats))
+    peer_results = []
+    if peers:
+        from .peers import PEERS, run_peer
+        for name in PEERS:
+            _progress(f"peer {name}")
+            peer_results.append(run_peer(name, profile))
+    return res, peer_results
+
+
+def main(quick: bool = False, json_out: str | None = None, peers: bool = False,
+         profile: Profile | None = None) -> int:
+    """Run the benchmark, print one table, write the JSON figures to `json_out` if given.
+    Returns 0 when every JSON figure was measured, 1 otherwise. `profile` overrides the
+    sizes (the smoke test uses a tiny one)."""
+    profile = profile or (QUICK if quick else FULL)
+    t0 = time.perf_counter()
+    print(header(profile), flush=True)
+    if profile is not FULL:
+        print(f"  {profile.name.upper()} MODE: sizes and repeats are reduced (see above); a smoke run, "
+              "not the benchmark. Run `npurt bench` for the real figures.", flush=True)
+    res, peer_results = run(profile, peers)
+    print()
+    print(table(profile, res, peer_results))
+    print()
+    print(footer(res, peer_results, peers))
+    print(f"total {time.perf_counter() - t0:.0f} s")
+    if json_out:
+        write_json(json_out, res)
+        print(f"wrote {json_out}")
+    missing = [k for k, v in json_figures(res).items() if v is None and k not in res.notes]
+    if missing:
+        print(f"not measured: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    return 0

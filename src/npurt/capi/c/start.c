@@ -1,0 +1,198 @@
+/* libacl_rt.so's start-up, shared by every generated shim (npurt.capi.shims).
+ *
+ * The first call of any function starts npurt's Python side once (pthread_once): unless the
+ * library was loaded into a running Python, it starts the interpreter named by the config file
+ * beside the library (npurt_python.cfg: the Python executable whose environment has npurt),
+ * ignoring the program's PYTHON* variables and leaving signals to the program; then cffi's
+ * embedding start runs npurt.capi.entry, which binds every C function to its Python entry
+ * point. A shim returns an error unless that succeeded (npurt_state == 1): a cffi function
+ * whose Python side failed returns 0, which is ACL_SUCCESS, so the state is checked here.
+ * Once started, the library flushes Python's stdio at exit (the embedded interpreter is never
+ * finalised) and explains a host dereference of device memory before the SIGSEGV goes on. */
+#include <pthread.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <ucontext.h>
+#include <libgen.h>
+
+#define NPURT_EXPORT __attribute__((visibility("default")))
+#define NPURT_VA_BASE ((uintptr_t)1 << 48)   /* device addresses start here (npurt.driver) */
+
+static volatile int npurt_state;            /* 0: not started, 1: ready, -1: failed */
+static char npurt_start_error_buf[8192] = "npurt: the C interface's Python side has not started";
+static const char *npurt_start_error = npurt_start_error_buf;
+static char npurt_config_file[4096];
+static char npurt_executable[4096];
+static int npurt_owns_python_flag;
+static pthread_once_t npurt_once = PTHREAD_ONCE_INIT;
+static struct sigaction npurt_old_segv, npurt_old_bus;
+
+void npurt_set_start_error(const char *message)
+{
+    snprintf(npurt_start_error_buf, sizeof npurt_start_error_buf, "%s", message);
+}
+
+const char *npurt_config_path(void) { return npurt_config_file; }
+
+int npurt_owns_python(void) { return npurt_owns_python_flag; }
+
+static void npurt_locate_config(void)
+{
+    Dl_info info;
+    if (dladdr((void *)&npurt_locate_config, &info) && info.dli_fname) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s", info.dli_fname);
+        char real[4096];
+        const char *lib = realpath(path, real) ? real : path;
+        char copy[4096];
+        snprintf(copy, sizeof copy, "%s", lib);
+        snprintf(npurt_config_file, sizeof npurt_config_file, "%s/npurt_python.cfg", dirname(copy));
+    }
+}
+
+static int npurt_read_config(void)
+{
+    FILE *f = fopen(npurt_config_file, "r");
+    if (!f) {
+        snprintf(npurt_start_error_buf, sizeof npurt_start_error_buf,
+                 "npurt: cannot read %s, which names the Python that runs npurt; rebuild the prefix with "
+                 "`npurt cann-home`", npurt_config_file);
+        return -1;
+    }
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (strncmp(line, "executable=", 11) == 0)
+            snprintf(npurt_executable, sizeof npurt_executable, "%s", line + 11);
+    }
+    fclose(f);
+    if (!npurt_executable[0]) {
+        snprintf(npurt_start_error_buf, sizeof npurt_start_error_buf,
+                 "npurt: %s names no Python executable; rebuild the prefix with `npurt cann-home`",
+                 npurt_config_file);
+        return -1;
+    }
+    return 0;
+}
+
+static int npurt_init_python(void)
+{
+    if (Py_IsInitialized())
+        return 0;                           /* loaded into a Python process: npurt runs there */
+    if (npurt_read_config() != 0)
+        return -1;
+    PyConfig config;
+    PyConfig_InitPythonConfig(&config);
+    config.use_environment = 0;             /* the program's PYTHONPATH & co. are not npurt's */
+    config.user_site_directory = 0;
+    config.install_signal_handlers = 0;     /* SIGINT & co. stay the program's */
+    config.parse_argv = 0;
+    PyStatus status = PyConfig_SetBytesString(&config, &config.program_name, npurt_executable);
+    if (!PyStatus_Exception(status))
+        status = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(status)) {
+        snprintf(npurt_start_error_buf, sizeof npurt_start_error_buf,
+                 "npurt: could not start Python (%s) for the C interface: %s", npurt_executable,
+                 status.err_msg ? status.err_msg : "unknown error");
+        return -1;
+    }
+    npurt_owns_python_flag = 1;
+    PyEval_SaveThread();                    /* cffi takes the GIL per call */
+    return 0;
+}
+
+static void npurt_at_exit(void)
+{
+    if (npurt_state == 1)
+        npurt_py_flush();
+}
+
+static int npurt_is_device_address(uintptr_t a)
+{
+    return a >= NPURT_VA_BASE && a < NPURT_VA_BASE + ((uintptr_t)64 << 40);
+}
+
+static void npurt_on_fault(int sig, siginfo_t *info, void *context)
+{
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    int exact = npurt_is_device_address(addr);
+    /* x86-64 reports a non-canonical address (all of npurt's device addresses) as a general
+     * protection fault without an address: look for it in the registers the access used. */
+    if (!npurt_is_device_address(addr)) {
+        addr = 0;
+#if defined(__x86_64__)
+        ucontext_t *uc = (ucontext_t *)context;
+        static const int regs[] = {REG_RAX, REG_RBX, REG_RCX, REG_RDX, REG_RSI, REG_RDI, REG_RBP,
+                                   REG_R8, REG_R9, REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15};
+        for (size_t i = 0; i < sizeof regs / sizeof regs[0] && !addr; i++) {
+            uintptr_t v = (uintptr_t)uc->uc_mcontext.gregs[regs[i]];
+            if (npurt_is_device_address(v))
+                addr = v;
+        }
+#elif defined(__aarch64__)
+        ucontext_t *uc = (ucontext_t *)context;
+        for (int i = 0; i < 31 && !addr; i++) {
+            uintptr_t v = (uintptr_t)uc->uc_mcontext.regs[i];
+            if (npurt_is_device_address(v))
+                addr = v;
+        }
+#else
+        (void)context;
+#endif
+    }
+    if (addr && npurt_state == 1) {
+        static char message[4096];
+        alarm(5);                           /* never hang a dying program on the GIL */
+        if (npurt_py_describe_fault(addr, exact, message, sizeof message) > 0) {
+            ssize_t ignored = write(2, message, strlen(message));
+            (void)ignored;
+        }
+    }
+    /* chain: restore what was there before and let the access fault again */
+    sigaction(sig, sig == SIGBUS ? &npurt_old_bus : &npurt_old_segv, NULL);
+}
+
+static void npurt_install_fault_handler(void)
+{
+    const char *off = getenv("NPURT_NO_FAULT_HANDLER");
+    if (off && *off && strcmp(off, "0") != 0)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = npurt_on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &npurt_old_segv);
+    sigaction(SIGBUS, &sa, &npurt_old_bus);
+}
+
+static void npurt_load_fast(void);   /* the fast path (npurt.capi.shims), after this file */
+
+static void npurt_start_once(void)
+{
+    npurt_locate_config();
+    if (npurt_init_python() != 0) {
+        npurt_state = -1;
+        fprintf(stderr, "%s\n", npurt_start_error);
+        return;
+    }
+    int ok = npurt_py_ready();
+    npurt_state = ok == 1 ? 1 : -1;
+    if (npurt_state == 1) {
+        atexit(npurt_at_exit);
+        npurt_install_fault_handler();
+        npurt_load_fast();
+    } else {
+        fprintf(stderr, "%s\n", npurt_start_error);
+    }
+}
+
+static int npurt_ensure_started(void)
+{
+    pthread_once(&npurt_once, npurt_start_once);
+    return npurt_state == 1;
+}

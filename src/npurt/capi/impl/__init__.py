@@ -1,0 +1,26 @@
+"""The Python implementations of libacl_rt.so's C functions, one module per ACL group.
+
+Importing this package registers them (`npurt.capi.registry.c_function`); a C function of the
+spec without one here is a stub (`npurt.capi.entry`).
+
+| module | C functions |
+| --- | --- |
+| lifecycle | aclInit, aclFinalize, versions, aclGetRecentErrMsg, aclAppLog, fp16 |
+| device | aclrtSetDevice ... device queries, peer access, limits, overflow, sys params |
+| context | aclrtCreateContext ... aclrtCtxGetCurrentDefaultStream |
+| stream | aclrtCreateStream ... stream attributes |
+| event | aclrtCreateEvent ... aclrtEventGetTimestamp |
+| memory | aclrtMalloc ... aclrtPointerGetAttributes |
+| allocator | aclrtAllocator* (custom allocators per stream) |
+| reslimit | device and stream resource limits (recorded, not enforced) |
+| system | aclsys* versions, CANN attributes, data buffers, error detail |
+| tdt | acltdt* channels, queues, buffers and routes on simulated host-device queues |
+| prof | aclprof* and mstx*, through the pyACL facade's acl.prof (one implementation for both faces) |
+| dump | acldump*, aclopStart/StopDumpArgs, aclmdl*Dump; dump_op for operators |
+| random_numbers | aclrtRandomNumAsync (dropout mask, uniform, normal, truncated normal) |
+| control | callbacks, report threads, host functions, op timeouts, last error, exception info |
+| kernels | aclrtBinary*, aclrtLaunchKernel*, aclrtKernelArgs*, npurtLaunchNativeKernel (<<<>>>) |
+| aclnn | acl_meta.h's tensor objects, aclnn<Op>GetWorkspaceSize / aclnn<Op> (libopapi, libnnopbase) |
+"""
+from . import (aclnn, allocator, context, control, device, dump, event, kernels, lifecycle, memory,  # noqa: F401
+               prof, random_numbers, reslimit, stream, system, tdt)

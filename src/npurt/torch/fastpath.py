@@ -1,0 +1,174 @@
+"""The PrivateUse1 kernel of each aten op, and the fast kernel of the common case.
+
+`kernels_for_all` gives every aten op with a CPU kernel (or a structured wrapper) a direct
+Python kernel, made on first use from the op's plan (`kernel_for`). Functional and in-place
+ops whose tensor arguments are plain npu tensors take `fast_kernel`: the general path's
+steps (refs, meta cache, allocation, one OpTask on the current stream, uses recorded) in one
+tight function. Anything it does not cover — keyword arguments, CPU tensors, a first call,
+a device mismatch — goes the general way (fallback.Call), which also says what is wrong.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..runtime import RUNTIME, note_uses
+from .fallback import Call
+from .optask import OpTask, current_stream
+from .plan import CPU_KEYSET, FUNCTIONAL, INPLACE, META, SYNC_PATH, VIEW, Plan, plan_of, scalar_key
+from .storage import INFOS, ITEMSIZE, alloc, block_of, info, itemsize
+
+_Tensor = torch.Tensor
+
+
+def kernel_for(plan: Plan):
+    """The PrivateUse1 kernel of one op: views redispatch to torch's CPU kernel (metadata only);
+    functional and in-place ops with plain tensor arguments take the fast kernel; the rest
+    the general path."""
+    op = plan.op
+    if plan.mode == VIEW:
+        redispatch = op.redispatch
+
+        def view(*args, **kwargs):
+            return redispatch(CPU_KEYSET, *args, **kwargs)
+        return view
+
+    if plan.mode in (FUNCTIONAL, INPLACE) and all(k == 1 for _, k, _ in plan.pos_info) \
+            and not plan.has_generator and not plan.upcast and not plan.kw:
+        return fast_kernel(plan)
+
+    def kernel(*args, **kwargs):
+        return Call(plan, args, kwargs).run()
+    return kernel
+
+
+def fast_kernel(plan: Plan):
+    """The kernel of a functional or in-place op whose tensor arguments are plain tensors: the
+    common case (elementwise ops, matmuls, reductions) in one tight function. Anything it
+    does not cover (keyword arguments, CPU tensors, a first call) goes the general way."""
+    tpos = [i for i, _, _ in plan.pos_info]
+    written = {i for i, _, w in plan.pos_info if w}
+    spos = plan.scalar_pos
+    functional = plan.mode == FUNCTIONAL
+    out_op = plan.out_op
+    single_out = None
+    if functional and out_op is not None and len(out_op[1]) == 1:
+        single_out = out_op[1][0]
+    op, name, rets, run_out, overwrite = plan.op, plan.name, plan.ret_alias, plan.run_out, plan.overwrite
+    infos, itemsizes, meta = INFOS, ITEMSIZE, META
+
+    def kernel(*args, **kwargs):
+        if kwargs or (functional and single_out is None):
+            return Call(plan, args, kwargs).run()
+        key = [plan]
+        reads, writes, blocks = [], [], []
+        hargs = list(args)
+        n = len(args)
+        inf = None
+        for i in tpos:
+            if i >= n:
+                break
+            t = args[i]
+            if not isinstance(t, _Tensor):  # None, or a number torch unwrapped from a scalar tensor
+                if t is not None and plan.numbers_as_tensors:
+                    return Call(plan, args, kwargs).run()
+                key.append(scalar_key(t))
+                continue
+            idx = t.get_device()
+            if idx < 0:
+                return Call(plan, args, kwargs).run()
+            if inf is None:
+                inf = infos.get(idx)
+                if inf is None or inf.devs is not RUNTIME.devices:
+                    inf = info(idx)
+            elif idx != inf.index:
+                return Call(plan, args, kwargs).run()  # raises the device mismatch
+            dt = t.dtype
+            shape = t.shape
+            stride = t.stride()
+            key.append((shape, stride, dt))
+            size = itemsizes.get(dt) or itemsize(dt)
+            ptr = t.data_ptr()
+            block = inf.live.get(ptr - t.storage_offset() * size)
+            if block is not None:
+                blocks.append(block)
+            elif t.numel():
+                block_of(inf, t)
+            base = inf.views.get(dt)
+            if base is None:
+                base = inf.view_of(dt)
+            r = hargs[i] = (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
+            if i in written:  # an in-place argument: written, and read unless the op overwrites it
+                writes.append(r)
+                if not overwrite:
+                    reads.append(r)
+            else:
+                reads.append(r)
+        if inf is None:
+            return Call(plan, args, kwargs).run()
+        for i in spos:
+            if i < n:
+                key.append(scalar_key(args[i]))
+        try:
+            spec = meta.get(tuple(key))
+        except TypeError:
+            spec = None
+        if spec is None or spec is SYNC_PATH:
+            return Call(plan, args, kwargs).run()
+        stream = current_stream(inf.index)
+        if functional:
+            shape, stride, dt, nbytes = spec
+            out = alloc(inf, shape, stride, dt, nbytes)
+            size = itemsizes[dt]
+            ptr = out.data_ptr()
+            block = inf.live.get(ptr)
+            if block is not None:  # (an empty tensor has no address)
+                blocks.append(block)
+            base = inf.views.get(dt)
+            if base is None:
+                base = inf.view_of(dt)
+            r = (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
+            writes.append(r)
+            seq = stream.enqueue(OpTask(run_out, hargs, {single_out: r}, name, reads, writes))
+        else:
+            seq = stream.enqueue(OpTask(op, hargs, None, name, reads, writes))
+            out = args[rets[0]] if len(rets) == 1 and rets[0] is not None else Call(plan, args, kwargs).aliased_returns()
+        note_uses(blocks, stream, seq)
+        return out
+    return kernel
+
+
+def kernels_for_all(skip) -> dict:
+    """A PrivateUse1 kernel for every aten op with a CPU kernel or a structured (functional or
+    in-place) wrapper, except those in `skip` and those torch decomposes anyway: one direct
+    Python call per op instead of the boxed fallback (and, for structured ops, instead of
+    an `empty` plus an `.out` call)."""
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    out = {}
+    for qual in torch._C._dispatch_get_all_op_names():
+        if not qual.startswith("aten::"):
+            continue
+        if not (has(qual, "CPU") or has(qual, "CompositeExplicitAutogradNonFunctional")):
+            continue
+        if has(qual, "CompositeImplicitAutograd"):
+            continue
+        name = qual[len("aten::"):]
+        if name in skip:
+            continue
+        out[name] = _lazy_kernel(name)
+    return out
+
+
+def _lazy_kernel(name: str):
+    """A kernel that works out its op's plan on first use (a plan costs ~1 ms; most programs
+    use a few dozen of the ~1,100 ops)."""
+    cell = []
+
+    def kernel(*args, **kwargs):
+        try:
+            k = cell[0]
+        except IndexError:
+            packet, _, overload = name.partition(".")
+            k = kernel_for(plan_of(getattr(getattr(torch.ops.aten, packet), overload or "default")))
+            cell.append(k)
+        return k(*args, **kwargs)
+    return kernel

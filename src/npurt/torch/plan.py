@@ -1,0 +1,199 @@
+"""Plans: what each aten op is, worked out once from its schema, and the meta cache.
+
+A `Plan` says how an op runs on npu tensors:
+
+* **views** (every return an alias, nothing written) and in-place metadata ops: torch's own
+  CPU kernel on the npu tensor, metadata only, no task, no copy;
+* **compute ops** (functional, `out=`, in-place): their output metadata come from the op's
+  meta kernel, cached in `META` per (op, shapes, strides, dtypes, scalar arguments), and
+  one task computes them (fallback.Call, or fastpath's fast kernel);
+* ops whose result is not a tensor (`item()`), whose output shape depends on the data
+  (`nonzero`), or that have no meta kernel take the *synchronous* path (`SYNC_PATH`).
+
+fp16 matmul-class ops compute in float32 and round once, as the NPU's cube unit accumulates
+in float32 (`UPCAST_FP16`).
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+
+VIEW, FUNCTIONAL, OUT, INPLACE, SYNC = range(5)
+SYNC_PATH = object()      # meta cache value: this key takes the synchronous path
+META_CHECK = os.environ.get("NPURT_TORCH_META_CHECK") == "1"
+CPU_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)   # redispatch views to torch's CPU kernel
+_Tensor = torch.Tensor
+
+
+def _tensor_kind(typ) -> int:
+    """0: not a tensor; 1: Tensor or Tensor?; 2: a list of (optional) tensors."""
+    if isinstance(typ, torch._C.OptionalType):
+        typ = typ.getElementType()
+    if isinstance(typ, torch._C.TensorType):
+        return 1
+    if isinstance(typ, torch._C.ListType):
+        el = typ.getElementType()
+        if isinstance(el, torch._C.OptionalType):
+            el = el.getElementType()
+        if isinstance(el, torch._C.TensorType):
+            return 2
+    return 0
+
+
+class Plan:
+    """What the kernels need to know about one OpOverload, worked out from its schema once."""
+
+    def __init__(self, op):
+        self.op = op
+        self.name = str(op._schema.name) + ("." + op._overloadname if op._overloadname != "default" else "")
+        schema = op._schema
+        tags = set(op.tags)
+        args = schema.arguments
+        self.written = {a.name for a in args if a.alias_info is not None and a.alias_info.is_write}
+        # positional arguments: (index, 1 tensor / 2 tensor list, written?); the others' indices
+        self.pos_info = [(i, _tensor_kind(a.type), a.name in self.written)
+                         for i, a in enumerate(args) if not a.kwarg_only and _tensor_kind(a.type)]
+        self.scalar_pos = [i for i, a in enumerate(args) if not a.kwarg_only and not _tensor_kind(a.type)]
+        self.kw = {a.name: (_tensor_kind(a.type), a.name in self.written) for a in args
+                   if a.kwarg_only and _tensor_kind(a.type)}
+        self.out_names = [a.name for a in args if a.kwarg_only and a.name in self.written]
+        self.has_generator = any(a.name == "generator" for a in args)
+        self.device_kw = any(a.name == "device" for a in args)
+        rets = schema.returns
+        self.returns_tensor = [_tensor_kind(r.type) for r in rets]
+        # which argument each aliasing return comes from
+        alias_of = {}
+        for i, a in enumerate(args):
+            if a.alias_info is not None:
+                for s in a.alias_info.before_set:
+                    alias_of[s] = i
+        self.ret_alias = [alias_of.get(next(iter(r.alias_info.before_set)))
+                          if r.alias_info is not None and r.alias_info.before_set else None for r in rets]
+        self.arg_names = [a.name for a in args]
+        self.arg_kwonly = [a.kwarg_only for a in args]
+        view = bool(rets) and all(r.alias_info is not None and not r.alias_info.is_write for r in rets) \
+            and not self.written
+        if view or torch.Tag.inplace_view in tags:
+            self.mode = VIEW
+        elif (torch.Tag.dynamic_output_shape in tags or torch.Tag.data_dependent_output in tags
+              or any(k == 0 for k in self.returns_tensor) or self.name in META_DIFFERS):
+            self.mode = SYNC
+        elif self.out_names:
+            self.mode = OUT
+        elif self.written:
+            self.mode = INPLACE
+        else:
+            self.mode = FUNCTIONAL
+        self.out_op = _out_overload(op) if self.mode == FUNCTIONAL else None
+        # False once the .out kernel wanted to grow an out: copy instead. Losses with a reduction
+        # (mse_loss, smooth_l1_loss, ...) use their out as elementwise scratch: copy from the start
+        self.out_safe = not any(a.name == "reduction" for a in args)
+        self.numbers_as_tensors = False  # True once the op refused a number in a tensor slot
+        self.run_out = self._run_out if self.out_op is not None else None
+        self.upcast = schema.name.split("::")[-1] in UPCAST_FP16
+        # in-place ops whose result does not depend on the tensor's old values write it ("w");
+        # the others (add_, mul_, ...) read and write it ("rw"), as tools should see them
+        self.overwrite = schema.name.split("::")[-1] in OVERWRITE
+        # elementwise ops take CPU tensors only as scalars (0-dim), as on CUDA and torch_npu
+        self.pointwise = torch.Tag.pointwise in tags
+
+    def __repr__(self) -> str:
+        return f"<Plan {self.name} {('view', 'functional', 'out', 'inplace', 'sync')[self.mode]}>"
+
+    def _run_out(self, *args, **kwargs):
+        """In a task: the op's `.out` kernel writing straight into device memory. Some CPU out
+        kernels use their out as scratch of another size; the out's storage is exactly the
+        tensor's bytes, so that fails to resize, and then (from then on) the functional op
+        runs and its results are copied."""
+        out_op, names = self.out_op
+        outs = [o for n in names for o in flatten(kwargs[n])]
+        if self.out_safe:
+            meta = [None if o is None else (o.shape, o.stride(), o.storage_offset()) for o in outs]
+            try:
+                out_op(*args, **kwargs)
+                return
+            except RuntimeError as exc:
+                if "not resizable" not in str(exc):
+                    raise
+                self.out_safe = False
+            for o, m in zip(outs, meta):  # the failed resize left its new sizes behind
+                if o is not None:
+                    o.as_strided_(*m)
+        for n in names:
+            del kwargs[n]
+        res = self.op(*args, **kwargs)
+        for o, x in zip(outs, flatten(res)):
+            if o is None:
+                continue
+            if o.shape != x.shape:
+                raise RuntimeError(f"{self.name}: its meta kernel promised an output of shape {tuple(o.shape)}, "
+                                   f"the CPU kernel made {tuple(x.shape)} (an npurt.torch gap: please report it)")
+            o.copy_(x)
+
+
+
+def _out_overload(op):
+    """The `.out` overload of a functional op (same arguments plus out tensors), or None."""
+    schema = op._schema
+    names = [(a.name, str(a.type)) for a in schema.arguments]
+    packet = op.overloadpacket
+    for name in packet.overloads():
+        cand = getattr(packet, name)
+        s = cand._schema
+        outs = [a for a in s.arguments if a.kwarg_only and a.alias_info is not None and a.alias_info.is_write]
+        if not outs or len(outs) != len(schema.returns):
+            continue
+        rest = [(a.name, str(a.type)) for a in s.arguments if a not in outs]
+        if rest == names:
+            return cand, [a.name for a in outs]
+    return None
+
+
+# in-place ops that overwrite their tensor without reading it (the rest read it too)
+OVERWRITE = {"fill_", "zero_", "normal_", "uniform_", "random_", "exponential_", "geometric_", "cauchy_",
+             "log_normal_", "bernoulli_", "copy_", "index_fill_", "masked_fill_", "masked_scatter_",
+             "index_put_", "_index_put_impl_", "scatter_", "index_copy_", "put_", "resize_", "set_"}
+
+# ops whose meta kernel's output shapes differ from the CPU kernel's where it matters (found with
+# NPURT_TORCH_META_CHECK=1 over the tests and the model zoo): their results' shapes come from
+# running them. (native_batch_norm differs too, only in eval mode's unused save_mean/invstd.)
+META_DIFFERS = {"aten::_embedding_bag", "aten::_embedding_bag_forward_only"}
+
+# matmul-class ops: fp16 inputs are computed in float32 and rounded once (the cube unit's
+# float32 accumulation; CPU torch's own fp16 GEMM is also ~40x slower than float32 here)
+UPCAST_FP16 = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "addmv", "mv", "dot", "vdot", "addr",
+               "convolution", "_convolution", "convolution_overrideable", "_scaled_mm", "linear",
+               "matmul", "_addmm_activation"}
+
+_PLANS: dict = {}
+META: dict = {}
+
+
+def plan_of(op) -> Plan:
+    p = _PLANS.get(op)
+    if p is None:
+        p = _PLANS[op] = Plan(op)
+    return p
+
+
+def scalar_key(v):
+    """A scalar argument as part of a meta cache key (type and value: 1 and 1.0 differ)."""
+    t = type(v)
+    if t is float or t is int or t is bool:
+        return (t, v)
+    if t is list or t is tuple:
+        return tuple(scalar_key(x) for x in v)
+    if isinstance(v, torch.Generator):
+        return "generator"
+    return v
+
+
+def flatten(x) -> list:
+    """The tensors (and Nones) of a nested result, in order."""
+    if isinstance(x, _Tensor) or x is None:
+        return [x]
+    out = []
+    for item in x:
+        out.extend(flatten(item))
+    return out

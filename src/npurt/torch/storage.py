@@ -1,0 +1,181 @@
+"""Storage of npu tensors: npurt's caching pool, and the arena views the CPU kernels read through.
+
+* Every npu storage is one npurt allocation (`malloc_on` the tensor's device). The DLPack
+  deleter frees it when torch drops the storage, so the free is npurt's stream-ordered one:
+  memory a queued op still uses goes back to the pool only after that op ran.
+* A task reaches device memory through a *host view*: one CPU tensor over each device's whole
+  HBM arena (64 GiB, lazily committed), viewed once per dtype (an `ArenaView`); the view of a
+  tensor is one `as_strided` of it, built when the task runs (refs.py).
+* `DeviceInfo` is what ops need of one device, looked up once; after a finalize the runtime
+  has new devices (and arenas), and `info()` makes a new one, letting the old arena go with
+  its views.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import devices as _devices
+from ..runtime import HOOKS, RUNTIME, dead_address_message, free, malloc_on
+from . import _dlpack
+
+ITEMSIZE: dict[torch.dtype, int] = {}
+
+
+def itemsize(dtype: torch.dtype) -> int:
+    n = ITEMSIZE.get(dtype)
+    if n is None:
+        n = ITEMSIZE[dtype] = torch.empty((), dtype=dtype).element_size()
+    return n
+
+
+class ArenaView:
+    """A device's arena as one CPU tensor of one dtype (element i at byte i * itemsize), and
+    the cache of read views into it (refs.read_view): a view of the arena is valid whatever
+    lives there, and the same addresses come back (the pool reuses them)."""
+
+    __slots__ = ("tensor", "addr", "dtype", "reads")
+
+    def __init__(self, tensor: torch.Tensor):
+        self.tensor, self.addr, self.dtype = tensor, tensor.data_ptr(), tensor.dtype
+        self.reads: dict = {}   # (element offset, shape, stride) -> host view
+
+
+class DeviceInfo:
+    """What ops need of one npurt device, looked up once: its memory, address base and the
+    arena's host views per dtype."""
+
+    __slots__ = ("index", "device", "devs", "memory", "live", "va_base", "views", "_u8")
+
+    def __init__(self, device):
+        self.index = device.id
+        self.device = device
+        self.devs = RUNTIME.devices  # a new list after a finalize: tells a stale DeviceInfo
+        self.memory = device.memory
+        self.live = device.memory.live
+        self.va_base = device.backend.va_base
+        host = device.backend.host_buffer()  # the driver contract: the whole memory as one host array
+        if host is None:
+            raise RuntimeError(f"npu:{self.index}: this driver gives no host view of device memory, which "
+                               "npurt.torch's CPU kernels run on (use the simulated driver)")
+        self._u8 = torch.from_numpy(host)  # no copy: the device memory itself
+        self.views: dict[torch.dtype, ArenaView] = {torch.uint8: ArenaView(self._u8)}
+
+    def view_of(self, dtype: torch.dtype) -> ArenaView:
+        """The arena as one CPU tensor of `dtype`."""
+        v = self.views.get(dtype)
+        if v is None:
+            v = self.views[dtype] = ArenaView(self._u8.view(dtype))
+        return v
+
+
+INFOS: dict[int, DeviceInfo] = {}
+
+
+def info(index: int | None) -> DeviceInfo:
+    """The DeviceInfo of npu:`index` (None: the current device); the runtime starts on first use."""
+    if index is None:
+        index = _devices.current_device()
+    inf = INFOS.get(index)
+    if inf is not None and inf.devs is RUNTIME.devices:
+        return inf
+    dev = _devices.runtime_device(index)  # initializes the runtime; InvalidDeviceError if out of range
+    # (a finalized runtime's DeviceInfo is dropped here: the old arena goes with its views)
+    inf = INFOS[index] = DeviceInfo(dev)
+    return inf
+
+
+def release(owner: tuple) -> None:
+    """Free the npurt allocation behind an npu storage (the DLPack deleter calls this with the
+    owner tuple (release, device memory, address, block)). Only what we allocated: after a
+    device reset the address may belong to someone else (the pool's Block objects are new)."""
+    _, mem, ptr, block = owner
+    if mem.live.get(ptr) is block:
+        if HOOKS.active:
+            free(ptr, managed=True)  # stream-ordered by design: tools do not report a free in use
+        else:
+            mem.free(ptr)
+
+
+def span_bytes(shape, stride, size: int) -> int:
+    """Bytes a strided tensor reaches from its first element (0 when it has no element)."""
+    if not all(shape):
+        return 0
+    return (1 + sum((n - 1) * s for n, s in zip(shape, stride))) * size
+
+
+def contiguous_strides(shape) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def strides_for(shape, memory_format) -> tuple[int, ...]:
+    """Strides (in elements) of a new tensor of `shape` laid out as `memory_format`."""
+    shape = tuple(shape)
+    if memory_format == torch.channels_last and len(shape) == 4:
+        n, c, h, w = shape
+        return (h * w * c, 1, w * c, c)
+    if memory_format == torch.channels_last_3d and len(shape) == 5:
+        n, c, d, h, w = shape
+        return (d * h * w * c, 1, h * w * c, w * c, c)
+    if memory_format not in (None, torch.contiguous_format, torch.preserve_format):
+        raise RuntimeError(f"unsupported memory format {memory_format} for a tensor of {len(shape)} dimensions")
+    return contiguous_strides(shape)
+
+
+def empty_strided(shape, stride, dtype: torch.dtype, index: int | None) -> torch.Tensor:
+    """A new npu tensor (uninitialized) in npurt's pool."""
+    inf = info(index)
+    return alloc(inf, shape, stride, dtype, span_bytes(shape, stride, itemsize(dtype)))
+
+
+def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> torch.Tensor:
+    """A new npu tensor of `nbytes` on the device of `inf` (the hot path of every op)."""
+    mem = inf.memory
+    if HOOKS.active:
+        ptr = malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
+    else:
+        ptr = mem.malloc(nbytes or 1, 0)
+    return _dlpack.tensor_at(ptr, shape, stride, dtype, inf.index, (release, mem, ptr, mem.live[ptr]))
+
+
+def empty(shape, dtype: torch.dtype, index: int | None) -> torch.Tensor:
+    shape = tuple(shape)
+    return empty_strided(shape, contiguous_strides(shape), dtype, index)
+
+
+def storage_base(t: torch.Tensor) -> int:
+    """Device address where `t`'s storage (our allocation) starts."""
+    return t.data_ptr() - t.storage_offset() * t.element_size()
+
+
+def block_of(inf: DeviceInfo, t: torch.Tensor):
+    """The live npurt block holding `t`'s storage; a clear error if it was released."""
+    base = t.data_ptr() - t.storage_offset() * t.element_size()
+    block = inf.live.get(base)
+    if block is None:
+        block = inf.memory.find(base)
+        raise RuntimeError(f"npu tensor {tuple(t.shape)} {t.dtype} on npu:{inf.index}: "
+                           + dead_address_message(inf.device, base, block, "storage"))
+    return block
+
+
+def host_view(t: torch.Tensor) -> torch.Tensor:
+    """A CPU tensor over the same device memory as npu tensor `t` (same shape and strides).
+    For use inside tasks (device memory is the device's until the stream reaches them)."""
+    inf = info(t.get_device())
+    size = t.element_size()
+    ptr = t.data_ptr()
+    return inf.view_of(t.dtype).tensor.as_strided(t.shape, t.stride(), (ptr - inf.va_base) // size if ptr else 0)
+
+
+def nbytes_of(t: torch.Tensor) -> int:
+    return span_bytes(t.shape, t.stride(), t.element_size())
+
+
+def numel(shape) -> int:
+    return math.prod(shape)

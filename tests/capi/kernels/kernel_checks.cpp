@@ -1,0 +1,197 @@
+// Native kernels, kernel binaries and launches from C: prints one line per check and
+// "kernel_checks: ok" when every check held. Argument 1: a Python kernel file to load.
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "acl/acl.h"
+
+uint32_t launch_iadd(uint32_t blocks, void *stream, int32_t *x, int32_t *y, int32_t *z, uint32_t n);
+uint32_t launch_trapping(void *stream);
+// the kernel itself, compiled into the program's kernel library (for aclrtLaunchKernelWithArgsArray)
+extern "C" void iadd(const int32_t *x, const int32_t *y, int32_t *z, uint32_t n);
+
+#define CHECK(call)                                                                                      \
+    do {                                                                                                 \
+        int ret_ = static_cast<int>(call);                                                               \
+        if (ret_ != 0) {                                                                                 \
+            std::printf("line %d: %s failed: %d (%s)\n", __LINE__, #call, ret_, aclGetRecentErrMsg());    \
+            return 1;                                                                                    \
+        }                                                                                                \
+    } while (0)
+#define EXPECT(cond, ...)                                \
+    do {                                                 \
+        if (!(cond)) {                                   \
+            std::printf("line %d: %s: ", __LINE__, #cond); \
+            std::printf(__VA_ARGS__);                    \
+            std::printf("\n");                           \
+            return 1;                                    \
+        }                                                \
+    } while (0)
+
+static int g_exception_code = 0;
+static void OnException(aclrtExceptionInfo *info) { g_exception_code = static_cast<int>(aclrtGetErrorCodeFromExceptionInfo(info)); }
+
+static int expect_sum(const char *what, int32_t *dz, const std::vector<int32_t> &x, const std::vector<int32_t> &y,
+                      int factor = 1)
+{
+    std::vector<int32_t> z(x.size());
+    CHECK(aclrtMemcpy(z.data(), z.size() * 4, dz, z.size() * 4, ACL_MEMCPY_DEVICE_TO_HOST));
+    for (size_t i = 0; i < z.size(); ++i) EXPECT(z[i] == (x[i] + y[i]) * factor, "%s: z[%zu] = %d", what, i, z[i]);
+    std::printf("%s: ok\n", what);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const uint32_t n = 1024;
+    const size_t bytes = n * 4;
+    std::vector<int32_t> x(n), y(n);
+    for (uint32_t i = 0; i < n; ++i) {
+        x[i] = static_cast<int32_t>(i);
+        y[i] = 3 * static_cast<int32_t>(i) + 1;
+    }
+    CHECK(aclInit(nullptr));
+    CHECK(aclrtSetDevice(0));
+    aclrtStream stream = nullptr;
+    CHECK(aclrtCreateStream(&stream));
+    int32_t *dx, *dy, *dz;
+    CHECK(aclrtMalloc(reinterpret_cast<void **>(&dx), bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK(aclrtMalloc(reinterpret_cast<void **>(&dy), bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK(aclrtMalloc(reinterpret_cast<void **>(&dz), bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK(aclrtMemcpy(dx, bytes, x.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE));
+    CHECK(aclrtMemcpy(dy, bytes, y.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE));
+
+    // <<<>>> on 4 blocks, then stream-ordered free of an input: the queued kernel still reads it
+    int32_t *tmp;
+    CHECK(aclrtMalloc(reinterpret_cast<void **>(&tmp), bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK(aclrtMemcpy(tmp, bytes, y.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE));
+    CHECK(launch_iadd(4, stream, dx, tmp, dz, n));
+    CHECK(aclrtFree(tmp));
+    CHECK(aclrtSynchronizeStream(stream));
+    if (expect_sum("<<<>>> launch with a stream-ordered free", dz, x, y)) return 1;
+
+    // a <<<>>> launch with a freed pointer is refused at the launch
+    EXPECT(launch_iadd(1, stream, dx, tmp, dz, n) == ACL_ERROR_INVALID_PARAM, "freed pointer accepted");
+    std::printf("freed pointer refused: %s\n", aclGetRecentErrMsg());
+
+    // the kernel binary
+    aclrtBinHandle bin = nullptr;
+    EXPECT(aclrtBinaryLoadFromFile("/nonexistent/kernels.o", nullptr, &bin) == ACL_ERROR_INVALID_FILE, "no file");
+    CHECK(aclrtBinaryLoadFromFile(KERNEL_BINARY, nullptr, &bin));
+    aclrtFuncHandle iadd_fn = nullptr, iscale = nullptr, spin = nullptr;
+    EXPECT(aclrtBinaryGetFunction(bin, "no_such_kernel", &iadd_fn) == ACL_ERROR_KERNEL_NOT_FOUND, "unknown kernel");
+    CHECK(aclrtBinaryGetFunction(bin, "iadd", &iadd_fn));
+    CHECK(aclrtBinaryGetFunction(bin, "iscale", &iscale));
+    CHECK(aclrtBinaryGetFunction(bin, "spin", &spin));
+    char name[64] = {0};
+    CHECK(aclrtGetFunctionName(iadd_fn, sizeof(name), name));
+    EXPECT(std::strcmp(name, "iadd") == 0, "name %s", name);
+    aclrtBinHandle owner = nullptr;
+    CHECK(aclrtFunctionGetBinary(iadd_fn, &owner));
+    EXPECT(owner == bin, "aclrtFunctionGetBinary gave another binary");
+
+    // aclrtLaunchKernel: the packed arguments (8 bytes each) in device memory
+    struct {
+        uint64_t x, y, z, n;
+    } packed = {reinterpret_cast<uintptr_t>(dx), reinterpret_cast<uintptr_t>(dy), reinterpret_cast<uintptr_t>(dz), n};
+    void *dargs;
+    CHECK(aclrtMalloc(&dargs, sizeof(packed), ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK(aclrtMemcpy(dargs, sizeof(packed), &packed, sizeof(packed), ACL_MEMCPY_HOST_TO_DEVICE));
+    CHECK(aclrtMemset(dz, bytes, 0, bytes));
+    CHECK(aclrtLaunchKernel(iadd_fn, 2, dargs, sizeof(packed), stream));
+    CHECK(aclrtSynchronizeStream(stream));
+    if (expect_sum("aclrtLaunchKernel (device args)", dz, x, y)) return 1;
+    EXPECT(aclrtLaunchKernel(iadd_fn, 2, dargs, sizeof(packed) - 8, stream) == ACL_ERROR_INVALID_PARAM, "args size");
+    // aclrtLaunchKernelWithArgsArray: one host pointer per argument; by handle, then by the
+    // kernel's own address (npurt met it at the <<<>>> launch above)
+    void *array_args[4] = {&dx, &dy, &dz, const_cast<uint32_t *>(&n)};
+    CHECK(aclrtMemset(dz, bytes, 0, bytes));
+    CHECK(aclrtLaunchKernelWithArgsArray(iadd_fn, 2, stream, nullptr, array_args));
+    CHECK(aclrtSynchronizeStream(stream));
+    if (expect_sum("aclrtLaunchKernelWithArgsArray (handle)", dz, x, y)) return 1;
+    CHECK(aclrtMemset(dz, bytes, 0, bytes));
+    CHECK(aclrtLaunchKernelWithArgsArray(reinterpret_cast<void *>(&iadd), 2, stream, nullptr, array_args));
+    CHECK(aclrtSynchronizeStream(stream));
+    if (expect_sum("aclrtLaunchKernelWithArgsArray (kernel address)", dz, x, y)) return 1;
+
+    // aclrtLaunchKernelV2: device args and a launch config (a block offset of 0, prefetch on)
+    aclrtLaunchKernelAttr v2attr;
+    v2attr.id = ACL_RT_LAUNCH_KERNEL_ATTR_BLOCK_TASK_PREFETCH;
+    v2attr.value.isBlockTaskPrefetch = 1;
+    aclrtLaunchKernelCfg v2cfg = {&v2attr, 1};
+    CHECK(aclrtMemset(dz, bytes, 0, bytes));
+    CHECK(aclrtLaunchKernelV2(iadd_fn, 4, dargs, sizeof(packed), &v2cfg, stream));
+    CHECK(aclrtSynchronizeStream(stream));
+    if (expect_sum("aclrtLaunchKernelV2 (device args, config)", dz, x, y)) return 1;
+
+    // aclrtLaunchKernelWithHostArgs with placeholders: n and scale copied to the device at the launch
+    struct {
+        uint64_t z, n, scale;
+        int32_t n_value, scale_value;
+    } host_args = {reinterpret_cast<uintptr_t>(dz), 0, 0, static_cast<int32_t>(n), 2};
+    aclrtPlaceHolderInfo holders[2] = {{8, 24}, {16, 28}};
+    CHECK(aclrtLaunchKernelWithHostArgs(iscale, 1, stream, nullptr, &host_args, sizeof(host_args), holders, 2));
+    CHECK(aclrtSynchronizeStream(stream));
+    if (expect_sum("aclrtLaunchKernelWithHostArgs (placeholders)", dz, x, y, 2)) return 1;
+
+    // the kernel-args API and a launch config: a timeout of 1 us for a kernel that runs longer
+    aclrtArgsHandle args = nullptr;
+    aclrtParamHandle param = nullptr;
+    uint64_t loops = 20000000;
+    CHECK(aclrtKernelArgsInit(spin, &args));
+    CHECK(aclrtKernelArgsAppend(args, &dargs, sizeof(void *), &param));
+    CHECK(aclrtKernelArgsAppend(args, &loops, sizeof(loops), &param));
+    CHECK(aclrtKernelArgsFinalize(args));
+    aclrtLaunchKernelAttr attr;
+    attr.id = ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US;
+    attr.value.timeoutUs.timeoutLow = 1;
+    attr.value.timeoutUs.timeoutHigh = 0;
+    aclrtLaunchKernelCfg cfg = {&attr, 1};
+    aclrtStream s2 = nullptr;
+    CHECK(aclrtCreateStream(&s2));
+    CHECK(aclrtLaunchKernelWithConfig(spin, 1, s2, &cfg, args, nullptr));
+    aclError timeout = aclrtSynchronizeStream(s2);
+    EXPECT(timeout == ACL_ERROR_RT_AICORE_TIMEOUT, "timeout gave %d", static_cast<int>(timeout));
+    std::printf("timeout: %d\n", static_cast<int>(timeout));
+    CHECK(aclrtDestroyStreamForce(s2));
+
+    // a trap: the launch is accepted, the failure surfaces at the synchronize, the callback sees it
+    CHECK(aclrtSetExceptionInfoCallback(OnException));
+    aclrtStream s3 = nullptr;
+    CHECK(aclrtCreateStream(&s3));
+    CHECK(launch_trapping(s3));
+    aclError trap = aclrtSynchronizeStream(s3);
+    EXPECT(trap == ACL_ERROR_RT_VECTOR_CORE_EXCEPTION, "trap gave %d", static_cast<int>(trap));
+    EXPECT(g_exception_code == ACL_ERROR_RT_VECTOR_CORE_EXCEPTION, "callback saw %d", g_exception_code);
+    std::printf("trap: %d, exception callback: %d\n", static_cast<int>(trap), g_exception_code);
+    CHECK(aclrtDestroyStreamForce(s3));
+
+    // a Python kernel file stays loadable from C
+    if (argc > 1) {
+        aclrtBinHandle pybin = nullptr;
+        aclrtFuncHandle pyadd = nullptr;
+        CHECK(aclrtBinaryLoadFromFile(argv[1], nullptr, &pybin));
+        CHECK(aclrtBinaryGetFunction(pybin, "pyadd", &pyadd));
+        struct {
+            uint64_t z, x, y, n;
+        } pyargs = {reinterpret_cast<uintptr_t>(dz), reinterpret_cast<uintptr_t>(dx), reinterpret_cast<uintptr_t>(dy),
+                    n};
+        CHECK(aclrtLaunchKernelWithHostArgs(pyadd, 2, stream, nullptr, &pyargs, sizeof(pyargs), nullptr, 0));
+        CHECK(aclrtSynchronizeStream(stream));
+        if (expect_sum("a Python kernel file from C", dz, x, y)) return 1;
+        CHECK(aclrtBinaryUnLoad(pybin));
+    }
+
+    CHECK(aclrtBinaryUnLoad(bin));
+    CHECK(aclrtFree(dargs));
+    CHECK(aclrtFree(dx));
+    CHECK(aclrtFree(dy));
+    CHECK(aclrtFree(dz));
+    CHECK(aclrtDestroyStream(stream));
+    CHECK(aclrtResetDevice(0));
+    CHECK(aclFinalize());
+    std::printf("kernel_checks: ok\n");
+    return 0;
+}

@@ -1,0 +1,78 @@
+"""Kernels and aclnn from C: projects built with CMake against the prefix (the prefix's
+ascendc.cmake for Ascend C sources), run with only the prefix's environment.
+
+- tests/capi/kernels: <<<>>> launches, stream-ordered free, kernel binaries
+  (aclrtBinaryLoadFromFile, aclrtLaunchKernel with device args, aclrtLaunchKernelWithHostArgs
+  with placeholders, the kernel-args API with a timeout config), a trap (507035 at the
+  synchronize, the exception callback), a Python kernel file loaded from C;
+- examples/c/custom_kernel and examples/c/aclnn, the documented examples;
+- tests/capi/c/aclnn_errors.c: aclnn's status codes for bad input and a short workspace.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, os.pardir, os.pardir))
+
+pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not on PATH: the C projects "
+                                "of these tests are built with it, as Ascend C projects are")
+
+
+def _env(prefix: str) -> dict:
+    return {"HOME": os.environ.get("HOME", "/tmp"), "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LD_LIBRARY_PATH": os.path.join(prefix, "lib64"), "ASCEND_HOME_PATH": prefix,
+            "ASCEND_INSTALL_PATH": prefix, "SOC_VERSION": "Ascend910B3",
+            "ASCENDC_CMAKE_DIR": os.path.join(prefix, "tikcpp", "ascendc_kernel_cmake")}
+
+
+def cmake_build(prefix: str, source: str, build: str) -> None:
+    env = _env(prefix)
+    for cmd in (["cmake", "-S", source, "-B", build, f"-DASCEND_CANN_PACKAGE_PATH={prefix}"],
+                ["cmake", "--build", build, "-j2"]):
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+        assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+
+
+def run(prefix: str, exe: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([exe, *args], capture_output=True, text=True, env=_env(prefix), timeout=180)
+
+
+def test_kernels_binaries_and_launches_from_c(cann_home, tmp_path):
+    cmake_build(cann_home, os.path.join(HERE, "kernels"), str(tmp_path))
+    res = run(cann_home, str(tmp_path / "kernel_checks"), os.path.join(HERE, "kernels", "pyadd.py"))
+    assert res.returncode == 0 and "kernel_checks: ok" in res.stdout, res.stdout + res.stderr
+    out = res.stdout
+    assert "freed pointer refused: npurtLaunchNativeKernel: kernel 'iadd'" in out and "use after free" in out
+    assert "aclrtLaunchKernelV2 (device args, config): ok" in out
+    assert "aclrtLaunchKernelWithArgsArray (handle): ok" in out
+    assert "aclrtLaunchKernelWithArgsArray (kernel address): ok" in out
+    assert "timeout: 507014" in out
+    assert "trap: 507035, exception callback: 507035" in out
+    assert "a Python kernel file from C: ok" in out
+
+
+def test_the_custom_kernel_example(cann_home, tmp_path):
+    cmake_build(cann_home, os.path.join(ROOT, "examples", "c", "custom_kernel"), str(tmp_path))
+    res = run(cann_home, str(tmp_path / "custom_kernel"))
+    assert res.returncode == 0 and "custom_kernel: ok" in res.stdout, res.stdout + res.stderr
+    assert "<<<>>> launch: 8192 values correct" in res.stdout
+    assert "kernel binary launch: 8192 values correct" in res.stdout
+
+
+def test_the_aclnn_example(cann_home, tmp_path):
+    cmake_build(cann_home, os.path.join(ROOT, "examples", "c", "aclnn"), str(tmp_path))
+    res = run(cann_home, str(tmp_path / "aclnn_ops"))
+    assert res.returncode == 0 and "aclnn: ok" in res.stdout, res.stdout + res.stderr
+    assert "aclnnAdd with a broadcast bias asks for 512 workspace bytes" in res.stdout
+
+
+def test_aclnn_bad_input_from_c(build_c):
+    res = build_c("aclnn_errors.c", libs=("acl_rt", "opapi", "nnopbase")).run()
+    assert res.returncode == 0 and "aclnn_errors: ok" in res.stdout, res.stdout + res.stderr
+    assert "null other: 161001 aclnnAddGetWorkspaceSize: other is NULL" in res.stdout
+    assert "small workspace: 161002 aclnnAdd: workspaceSize 511 is smaller than the 512 bytes" in res.stdout

@@ -1,0 +1,106 @@
+"""C programs against the prefix: each one checks itself and prints "<name>: ok"."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+
+def run_ok(program, name, *args, **kw):
+    res = program.run(*args, **kw)
+    assert res.returncode == 0 and f"{name}: ok" in res.stdout, res.stdout + res.stderr
+    return res
+
+
+def test_memory_in_every_direction(build_c):
+    res = run_ok(build_c("memory.c"), "memory")
+    assert "oversized copy: 107000 aclrtMemcpy: count (32) is larger than destMax (16)" in res.stdout
+
+
+def test_a_program_runs_with_only_set_env_sh(build_c):
+    """No Python environment of its own: env -i plus the prefix's set_env.sh."""
+    import subprocess
+    prog = build_c("memory.c")
+    res = subprocess.run(["env", "-i", "bash", "-c", f". {prog.prefix}/set_env.sh && PYTHONPATH=/nonexistent "
+                          f"PYTHONHOME=/nonexistent {prog.exe}"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "memory: ok" in res.stdout, res.stdout + res.stderr
+
+
+def test_streams_and_events(build_c):
+    res = run_ok(build_c("streams_events.c"), "streams_events")
+    assert "stale event: 107017" in res.stdout
+
+
+def test_callbacks_and_host_functions_run_on_the_right_threads(build_c):
+    run_ok(build_c("callbacks.cpp"), "callbacks")
+
+
+def test_four_c_threads_at_once(build_c):
+    run_ok(build_c("threads.cpp"), "threads")
+
+
+def test_a_host_dereference_of_device_memory_is_sigsegv_explained(build_c):
+    import signal
+    res = build_c("fault.c").run()
+    assert res.returncode == -signal.SIGSEGV, (res.returncode, res.stdout, res.stderr)
+    assert "about to read device memory" in res.stdout
+    assert "device memory of device 0: 4096 bytes from aclrtMalloc" in res.stderr
+    assert "aclrtMemcpy" in res.stderr
+
+
+def test_no_call_succeeds_when_the_python_side_cannot_start(build_c, tmp_path):
+    """A prefix whose config names a Python without npurt: every call returns an error and
+    aclGetRecentErrMsg says why (a cffi function whose Python side failed would return 0)."""
+    import os
+    import shutil
+    import sys
+    prog = build_c("memory.c")
+    broken = tmp_path / "prefix"
+    shutil.copytree(prog.prefix, broken, symlinks=True)
+    base_python = os.path.join(sys.base_prefix, "bin", os.path.basename(sys.executable))
+    (broken / "lib64" / "npurt_python.cfg").write_text(f"executable={base_python}\npath={tmp_path}/nothing\n")
+    res = subprocess.run([prog.exe], capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin", "LD_LIBRARY_PATH": str(broken / "lib64")})
+    assert res.returncode == 1
+    assert "aclInit(NULL) -> 500000" in res.stdout
+    assert "failed to start" in res.stdout and "npurt" in res.stdout
+
+
+@pytest.mark.parametrize("name", ["memory", "streams_events"])
+def test_the_c_examples_build_with_cmake_and_run(cann_home, tmp_path, name):
+    """examples/c/<name>: CMake against the prefix, then the program prints OK."""
+    import os
+    import shutil
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not on PATH: the C examples are CMake projects")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/tmp")}
+    build = tmp_path / "build"
+    for cmd in (["cmake", "-S", os.path.join(root, "examples", "c", name), "-B", str(build),
+                 f"-DASCEND_CANN_PACKAGE_PATH={cann_home}"], ["cmake", "--build", str(build), "-j2"]):
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        assert res.returncode == 0, res.stdout + res.stderr
+    res = subprocess.run([str(build / name)], capture_output=True, text=True, timeout=120,
+                         env=dict(env, LD_LIBRARY_PATH=os.path.join(cann_home, "lib64")))
+    assert res.returncode == 0 and res.stdout.splitlines()[-1] == "OK", res.stdout + res.stderr
+
+
+def test_the_runtime_guides_snippets(build_c):
+    """Devices, memory across cards, multi-stream overlap with events, synchronize before read."""
+    res = run_ok(build_c("guide.c"), "guide")
+    assert "two streams overlapped" in res.stdout
+
+
+def test_un_evented_streams_sharing_a_buffer_are_reported_by_the_sanitizer(build_c, cann_home):
+    """The second classic pitfall, under `npurt run --sanitize`: a race report, exit status 86."""
+    import os
+    import sys
+    env = {**os.environ, "NPURT_CANN_HOME": cann_home}
+    res = subprocess.run([sys.executable, "-m", "npurt", "run", "--sanitize", build_c("guide.c").exe, "racy"],
+                         capture_output=True, text=True, env=env, timeout=180)
+    assert res.returncode == 86, res.stdout + res.stderr
+    assert "race" in res.stderr.lower()
+
+
+def test_reduce_random_numbers_and_stream_values(build_c):
+    run_ok(build_c("builtin_tasks.c"), "builtin_tasks")
