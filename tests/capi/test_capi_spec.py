@@ -131,3 +131,13 @@ def test_the_c_face_implements_what_the_python_face_implements():
             gaps.add(c)
     assert gaps - KNOWN_GAPS == set(), "implemented in acl.rt, a stub in C"
     assert KNOWN_GAPS - gaps == set(), "implemented in C now: remove from KNOWN_GAPS"
+
+
+def test_a_python_without_a_shared_libpython_is_refused_with_what_to_do(monkeypatch):
+    import sysconfig
+
+    from npurt.capi import build
+    real = sysconfig.get_config_var
+    monkeypatch.setattr(sysconfig, "get_config_var", lambda name: 0 if name == "Py_ENABLE_SHARED" else real(name))
+    with pytest.raises(RuntimeError, match="without a shared libpython.*--enable-shared"):
+        build.python_ldflags()
