@@ -105,3 +105,8 @@ def test_un_evented_streams_sharing_a_buffer_are_reported_by_the_sanitizer(build
 
 def test_reduce_random_numbers_and_stream_values(build_c):
     run_ok(build_c("builtin_tasks.c"), "builtin_tasks")
+
+
+def test_notifies_order_two_streams_and_time_out(build_c):
+    res = run_ok(build_c("notify.c"), "notify")
+    assert "timed out: 107019" in res.stdout

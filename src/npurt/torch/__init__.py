@@ -48,6 +48,11 @@ from . import amp, aten, autocast, npu, patches  # noqa: E402 - after the check 
 from .fallback import fallback  # noqa: E402
 from .fastpath import kernels_for_all  # noqa: E402
 
+if torch.distributed.is_available():  # builds without distributed support lack ProcessGroup
+    from . import distributed  # noqa: E402
+else:  # pragma: no cover
+    distributed = None
+
 MIN_TORCH = (2, 9)
 _LIBS: list = []          # the torch.library objects: registrations live as long as they do
 _registered = False
@@ -118,6 +123,8 @@ def register() -> None:
     autocast.register(impl, every)
     _LIBS.extend([impl, every, hooks, guard])
     patches.apply()
+    if distributed is not None:
+        distributed.register()
     _registered = True
 
 
