@@ -13,6 +13,7 @@ from . import random as _random
 from .device import (current_device, device, device_count, device_of, get_device_capability,  # noqa: F401
                      get_device_name, get_device_properties, index_of, is_available, set_device,
                      synchronize)
+from .storage import OutOfMemoryError  # noqa: F401
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
 
 

@@ -18,6 +18,7 @@ import torch
 
 from .. import devices as _devices
 from ..runtime import HOOKS, RUNTIME, dead_address_message, free, malloc_on
+from ..runtime import OutOfMemoryError as NpuOutOfMemory
 from . import _dlpack
 
 ITEMSIZE: dict[torch.dtype, int] = {}
@@ -133,13 +134,26 @@ def empty_strided(shape, stride, dtype: torch.dtype, index: int | None) -> torch
     return alloc(inf, shape, stride, dtype, span_bytes(shape, stride, itemsize(dtype)))
 
 
+class OutOfMemoryError(torch.OutOfMemoryError, NpuOutOfMemory):
+    """torch.npu.OutOfMemoryError: an npu allocation failed. A torch.OutOfMemoryError (a
+    RuntimeError, what torch_npu raises and code checks for) and an npurt.OutOfMemoryError
+    (ACL_ERROR_RT_MEMORY_ALLOCATION)."""
+
+    def __init__(self, message: str, code: int | None = None):
+        NpuOutOfMemory.__init__(self, message, code)
+
+
 def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> torch.Tensor:
     """A new npu tensor of `nbytes` on the device of `inf` (the hot path of every op)."""
     mem = inf.memory
-    if HOOKS.active:
-        ptr = malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
-    else:
-        ptr = mem.malloc(nbytes or 1, 0)
+    try:
+        if HOOKS.active:
+            ptr = malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
+        else:
+            ptr = mem.malloc(nbytes or 1, 0)
+    except NpuOutOfMemory as exc:
+        raise OutOfMemoryError(f"NPU out of memory. Tried to allocate {nbytes} bytes (NPU {inf.index}): "
+                               f"{exc.message}", exc.code) from None
     return _dlpack.tensor_at(ptr, shape, stride, dtype, inf.index, (release, mem, ptr, mem.live[ptr]))
 
 
