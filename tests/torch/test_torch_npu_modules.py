@@ -87,3 +87,14 @@ def test_child_processes_of_a_torch_npu_run_import_the_shim(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "child True" in proc.stdout and "spawn (True, 2.0)" in proc.stdout, proc.stdout
+
+
+def test_device_properties_have_torch_npus_fields():
+    p = torch.npu.get_device_properties(0)
+    spec = npurt.get_device_properties(0)
+    assert p.name == torch.npu.get_device_name(0) and p.total_memory == spec.total_memory
+    assert (p.cube_core_num, p.vector_core_num) == (spec.multi_processor_count, spec.vector_core_count)
+    assert p.multi_processor_count == p.vector_core_num and p.L2_cache_size == spec.l2_cache_size
+    assert p.major is None and p.minor is None and p.warp_size is None   # unset there too
+    assert str(p.uuid).count("-") == 4 and p.uuid == torch.npu.get_device_properties(0).uuid
+    assert repr(p).startswith(f"_NPUDeviceProperties(name='{p.name}', total_memory=")
