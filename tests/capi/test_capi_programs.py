@@ -110,3 +110,10 @@ def test_reduce_random_numbers_and_stream_values(build_c):
 def test_notifies_order_two_streams_and_time_out(build_c):
     res = run_ok(build_c("notify.c"), "notify")
     assert "timed out: 107019" in res.stdout
+
+
+def test_acl_graph_capture_and_replay(build_c):
+    res = run_ok(build_c("graph.c"), "graph")
+    assert "synchronize during capture: 107027" in res.stdout
+    assert "end after invalidation: 507903" in res.stdout
+    assert "synchronous copy in GLOBAL mode: 107030" in res.stdout

@@ -141,3 +141,11 @@ def test_a_python_without_a_shared_libpython_is_refused_with_what_to_do(monkeypa
     monkeypatch.setattr(sysconfig, "get_config_var", lambda name: 0 if name == "Py_ENABLE_SHARED" else real(name))
     with pytest.raises(RuntimeError, match="without a shared libpython.*--enable-shared"):
         build.python_ldflags()
+
+
+def test_runtime_messages_are_rewritten_in_c_terms():
+    from npurt.capi.errors import c_terms
+    assert c_terms("count (32) is larger than dest_max (16)", ("destMax",)) == "count (32) is larger than destMax (16)"
+    assert (c_terms("call set_device(device_id) or set_context(context) first", ())
+            == "call aclrtSetDevice(deviceId) or aclrtSetCurrentContext(context) first")
+    assert c_terms("see numpy.copyto(out) and not_a_call(x)", ()) == "see numpy.copyto(out) and not_a_call(x)"

@@ -39,6 +39,9 @@ from .runtime import RUNTIME
 from .scheduler import Blocker, task_error
 from .stream import Stream
 from .tasks import HostFuncTask, Task
+from . import graph
+from .graph import (CaptureError, Graph, capture_begin, capture_end, capture_info, destroy_graph, execute,
+                    execute_async, graph_of)
 from .notify import (Notify, create_notify, destroy_notify, notify_of, record_notify, value_wait, value_write,
                      wait_and_reset_notify)
 
@@ -80,6 +83,9 @@ __all__ = [
     'launch_kernel_with_config', 'launch_kernel_with_host_args', 'launch_native', 'native_kernel_at',
     'enqueue_launch', 'host_bytes', 'kernel_function', 'launch_function', 'resolve_dtype',
     'register_cpu_func', 'reduce_async',
+    # ACL graphs: capture as a stream mode, replay (graph.py; `graph` is the module: modes, THREAD, exchange_mode)
+    'graph', 'CaptureError', 'Graph', 'capture_begin', 'capture_end', 'capture_info', 'destroy_graph', 'execute',
+    'execute_async', 'graph_of',
     # notifies and value waits (notify.py)
     'Notify', 'create_notify', 'destroy_notify', 'notify_of', 'record_notify', 'wait_and_reset_notify',
     'value_write', 'value_wait',

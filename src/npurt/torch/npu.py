@@ -26,6 +26,8 @@ from . import npu_memory as memory  # torch.npu.memory
 from .npu_memory import (caching_allocator_alloc, caching_allocator_delete,  # noqa: F401
                          get_per_process_memory_fraction, host_empty_cache, set_per_process_memory_fraction)
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+from .graphs import (NPUGraph, graph, graph_pool_handle, is_current_stream_capturing,  # noqa: F401
+                     make_graphed_callables)
 
 
 _initialized = True  # torch.utils.checkpoint saves device RNG states only when this is set
