@@ -35,6 +35,7 @@ import traceback
 from . import constants as C
 from .errors import InvalidHandleError, NpuError, ParamInvalidError
 from .handles import table
+from .memory import note_uses
 from .tasks import NopTask, StreamProgress, Task
 
 GLOBAL, THREAD_LOCAL, RELAXED = 0, 1, 2          # aclmdlRICaptureMode
@@ -57,6 +58,22 @@ _lock = threading.Lock()
 _active: list = []         # captures in progress (all contexts)
 
 
+class GraphHold:
+    """What keeps the memory a graph's tasks use from being reused while the graph lives: it
+    stands in the blocks' use records (memory.note_uses) as a stream whose task 1 retires
+    only when the graph is destroyed, so a buffer freed after capture (a temporary of the
+    captured work) stays the graph's (stream-ordered free; the pool cannot wait for it)."""
+
+    __slots__ = ("completed_seq", "graph_handle", "__weakref__")
+    stream_id = "graph"
+
+    def __init__(self, handle: int):
+        self.completed_seq, self.graph_handle = 0, handle
+
+    def synchronize(self, until=None, timeout_ms=-1, report_errors=True) -> None:
+        raise NpuError(f"memory held by graph {self.graph_handle:#x} is released only by destroying the graph")
+
+
 class Graph:
     """A captured graph: nodes in capture order, each (lane, kind, payload)."""
 
@@ -70,6 +87,7 @@ class Graph:
         self.replays = 0
         self.exec_stream = None        # the stream execute() replays on, made on first use
         self.handle = GRAPHS.add(self)
+        self.hold = GraphHold(self.handle)
 
     def __repr__(self) -> str:
         return f"<npurt graph {self.handle:#x}: {self.task_count()} tasks on {self.lanes} lane(s)>"
@@ -127,7 +145,10 @@ class Capture:
             self.records[event] = (lane, self.last[lane])
             event.captured = self
         else:
-            self._add(lane, "task", (task, tuple(h for h in holders if h is not None)))
+            held = tuple(h for h in holders if h is not None)
+            if held:
+                note_uses(held, self.graph.hold, 1)
+            self._add(lane, "task", (task, held))
         return stream.enqueued_seq
 
     def _add(self, lane: int, kind: str, payload) -> None:
@@ -152,6 +173,11 @@ class Capture:
             stream.capture = self
         self._add(lane, "join", rec)
         return stream.enqueued_seq
+
+    def refuse_wait(self, stream) -> None:
+        """A host wait for a capturing stream (a synchronous call made of an enqueue and a
+        wait, a synchronize): it would never end, since nothing runs during capture."""
+        refuse_if_capturing(stream, "waiting for the stream (a synchronous operation on it)")
 
     def invalidate(self, why: str) -> None:
         if self.invalid is None:
@@ -297,6 +323,7 @@ def capture_end(stream) -> Graph:
 
 def _discard(graph: Graph) -> None:
     graph.destroyed = True
+    graph.hold.completed_seq = 1   # its memory returns to the pool once replays are done with it
     GRAPHS.remove(graph.handle)
 
 

@@ -255,7 +255,10 @@ class Stream:
     # ------------------------------------------------------------ host side
     def synchronize(self, until: int | None = None, timeout_ms: int = -1, report_errors: bool = True) -> None:
         """Block until task `until` (default: everything enqueued so far) has finished,
-        running READY work inline; then raise the stream's pending failure, if any."""
+        running READY work inline; then raise the stream's pending failure, if any. A
+        capturing stream runs nothing: waiting for it is refused (graph.py, 107027)."""
+        if self.capture is not None:
+            self.capture.refuse_wait(self)
         if until is None:
             until = self.enqueued_seq
         if self.completed_seq >= until and not HOOKS.active:  # done already: nothing to wait for
