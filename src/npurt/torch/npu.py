@@ -15,6 +15,8 @@ from .device import (current_device, device, device_count, device_of, get_device
                      synchronize)
 from .storage import OutOfMemoryError  # noqa: F401
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+from .graphs import (NPUGraph, graph, graph_pool_handle, is_current_stream_capturing,  # noqa: F401
+                     make_graphed_callables)
 
 
 _initialized = True  # torch.utils.checkpoint saves device RNG states only when this is set
