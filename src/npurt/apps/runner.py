@@ -77,6 +77,7 @@ def install_torch_npu_alias() -> list[str]:
     for sub in TORCH_NPU_SUBMODULES:
         made[f"torch_npu.{sub}"] = sys.modules[f"npurt.torch.shim.{sub}"]
     made["torch_npu.npu.utils"] = made["torch.npu.utils"] = sys.modules["npurt.torch.shim.npu_utils"]
+    made["torch_npu.npu.memory"] = sys.modules["npurt.torch.npu_memory"]
     sys.modules.update(made)
     return sorted(made)
 

@@ -28,6 +28,7 @@ import sys
 import torch
 import torch._compile
 
+from .. import devices as _devices
 from ..runtime import RUNTIME, current_streams
 from . import optask
 
@@ -57,23 +58,16 @@ def _engine_run_backward(*args, **kwargs):
     saved = dict(optask.BACKWARD_STREAMS)
     optask.BACKWARD_STREAMS.update(current_streams())
     try:
-        if _beyond_engine_queues(args[0] if args else kwargs.get("t_outputs", ())):
-            # the engine has one device queue per device the Python guard reports, and that count
-            # is fixed at 1 in torch: backward from npu:1 and up runs in the calling thread
+        if _devices.device_count() > 1:
+            # the engine has one device queue per device the Python guard reports, and torch fixes
+            # that count at 1: a graph with nodes on npu:1 and up (a rank's device, DataParallel's
+            # replicas) fails its assertion, so with several npus backward runs in the calling thread
             with torch.autograd.set_multithreading_enabled(False):
                 return _orig_engine(*args, **kwargs)
         return _orig_engine(*args, **kwargs)
     finally:
         optask.BACKWARD_STREAMS.clear()
         optask.BACKWARD_STREAMS.update(saved)
-
-
-def _beyond_engine_queues(roots) -> bool:
-    """Whether a backward starts from a tensor on npu:1 or above."""
-    if isinstance(roots, torch.Tensor):
-        roots = (roots,)
-    return any(isinstance(t, torch.Tensor) and t.device.type == "npu" and (t.device.index or 0) > 0
-               for t in roots or ())
 
 
 def _on_npu(t) -> bool:

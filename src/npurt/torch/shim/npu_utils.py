@@ -2,10 +2,7 @@
 (torch_npu/npu/utils.py), over torch.npu."""
 from __future__ import annotations
 
-from typing import Any
-
 import torch
-from torch._utils import _get_device_index as _torch_get_device_index
 
 from . import _C
 from .socs import soc_version
@@ -38,18 +35,4 @@ def is_bf16_supported(including_emulation: bool = False) -> bool:
     return True
 
 
-def _get_device_index(device: Any, optional: bool = False, allow_cpu: bool = False) -> int:
-    """The device index of `device` (torch.device, str, int or None), as torch_npu's helper."""
-    if isinstance(device, int):
-        return device
-    if isinstance(device, str):
-        device = torch.device(device)
-    if isinstance(device, torch.device):
-        if allow_cpu:
-            if device.type not in ("npu", "cpu"):
-                raise ValueError(f"Expected a npu or cpu device, but got: {device}")
-        elif device.type != "npu":
-            raise ValueError(f"Expected a npu device, but got: {device}")
-    if isinstance(device, torch.npu.device):
-        return device.idx
-    return _torch_get_device_index(device, optional, allow_cpu)
+_get_device_index = torch.npu._get_device_index
