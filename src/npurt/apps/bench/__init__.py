@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 
-from . import capi, schedules
+from . import capi, graphs, schedules
 from .harness import FULL, QUICK, Profile
 from .report import JSON_KEYS, Results, derived, footer, header, json_figures, table, write_json
 
@@ -29,7 +29,7 @@ def _progress(msg: str) -> None:
 
 def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
     """Measure npurt (and the peers); returns (npurt's results, the peers' results)."""
-    from . import collectives, graphs, media, metrics, models, profiler, pythonic, sanitizer, torchnpu
+    from . import collectives, media, metrics, models, profiler, pythonic, sanitizer, torchnpu
     res = Results("npurt")
     steps = [
         ("latency", metrics.measure_latency),
