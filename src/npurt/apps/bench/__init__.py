@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 
-from . import capi, schedules
+from . import capi, ddp, schedules
 from .harness import FULL, QUICK, Profile
 from .report import JSON_KEYS, Results, derived, footer, header, json_figures, table, write_json
 
@@ -46,6 +46,7 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
         ("sanitizer overhead", sanitizer.measure),
         ("controlled schedules", schedules.measure),
         ("AllReduce across 2 processes", collectives.measure_allreduce),
+        ("DDP step on 2 ranks", ddp.measure),
         ("JPEG decode (DVPP)", media.measure),
         ("model execution", models.measure),
         ("torch on npu", torchnpu.measure),
