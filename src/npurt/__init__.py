@@ -39,12 +39,14 @@ from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, D
                          OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
                          StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError)
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+from .graphs import CaptureError, Graph, graph, is_capturing  # noqa: F401,E402
 from . import faults  # noqa: F401,E402 - npurt.faults: fault injection and controlled schedules
 from .runtime import API_SURFACES as _API_SURFACES  # noqa: E402
 
 # the Pythonic API's functions and methods, offered to tools that time API calls (profiler spans)
 for _owner, _prefix in ((_sys.modules[__name__], "npurt"), (ops, "npurt.ops"), (Stream, "npurt.Stream"),
-                        (Event, "npurt.Event"), (DeviceArray, "npurt.DeviceArray")):
+                        (Event, "npurt.Event"), (DeviceArray, "npurt.DeviceArray"),
+                        (Graph, "npurt.Graph")):
     _API_SURFACES.offer("npurt", _owner, _prefix)
 del _owner, _prefix
 

@@ -64,7 +64,8 @@ def install_acl_alias() -> list[str]:
     return sorted(made)
 
 
-TORCH_NPU_SUBMODULES = ("optim", "profiler", "formats", "ops")
+TORCH_NPU_SUBMODULES = ("optim", "profiler", "formats", "ops", "utils", "utils.collect_env", "_C", "_inductor")
+TORCH_NPU_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_npu_path")  # children's torch_npu
 
 
 def install_torch_npu_alias() -> list[str]:
@@ -76,6 +77,8 @@ def install_torch_npu_alias() -> list[str]:
             "torch_npu.npu.amp": sys.modules["torch.npu.amp"]}
     for sub in TORCH_NPU_SUBMODULES:
         made[f"torch_npu.{sub}"] = sys.modules[f"npurt.torch.shim.{sub}"]
+    made["torch_npu.npu.utils"] = made["torch.npu.utils"] = sys.modules["npurt.torch.shim.npu_utils"]
+    made["torch_npu.npu.memory"] = sys.modules["npurt.torch.npu_memory"]
     sys.modules.update(made)
     return sorted(made)
 
@@ -314,14 +317,15 @@ def main(argv: list[str], uncaught: list | None = None) -> int:
               f"{len(settings.visible_devices)} device(s)", file=sys.stderr)
 
     saved_pythonpath = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ACL_PATH, saved_pythonpath]))
+    child_paths = [ACL_PATH, TORCH_NPU_PATH] if args.torch_npu else [ACL_PATH]
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [*child_paths, saved_pythonpath]))
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [argv0, *args.args]
     if sys.path:
         sys.path[0] = path0
     else:
         sys.path.insert(0, path0)
-    sys.path.insert(1, ACL_PATH)  # 'spawn' workers take sys.path from the parent, not PYTHONPATH
+    sys.path[1:1] = child_paths  # 'spawn' workers take sys.path from the parent, not PYTHONPATH
     status = 0
     saved_main = sys.modules.get("__main__")
     saved_env = {k: os.environ.get(k) for k in ("NPURT_FAULTS", "NPURT_SCHEDULE")}
@@ -391,8 +395,9 @@ def main(argv: list[str], uncaught: list | None = None) -> int:
         for alias in aliases:  # leave sys.modules as it was (matters when called in-process)
             sys.modules.pop(alias, None)
         sys.modules.update(before)
-        if ACL_PATH in sys.path:
-            sys.path.remove(ACL_PATH)
+        for path in child_paths:
+            if path in sys.path:
+                sys.path.remove(path)
         if saved_path0 is not None and sys.path and sys.path[0] == path0:
             sys.path[0] = saved_path0
         sys.stdout.flush()

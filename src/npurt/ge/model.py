@@ -208,9 +208,11 @@ def _release_device(device, reason) -> None:
         m.release(quiet=True)
 
 
-def stop_runs(model: "Model | None", code: int, why: str) -> list["ModelTask"]:
-    """Stop the executions inside ONNX Runtime (of `model`, or all); returns them."""
-    tasks = [t for t, m in list(_running.items()) if model is None or m is model]
+def stop_runs(model: "Model | None", code: int, why: str, thread: int | None = None) -> list["ModelTask"]:
+    """Stop the executions inside ONNX Runtime (of `model`, or all; with `thread`, those that
+    thread runs); returns them."""
+    tasks = [t for t, m in list(_running.items())
+             if (model is None or m is model) and (thread is None or t.runner == thread)]
     for t in tasks:
         t.expire(code, why)
     return tasks
@@ -261,7 +263,7 @@ class Model:
         self._plans: dict = {}
         self._warned: set = set()  # (input index, size) warned of a buffer bigger than the input
         self._no_dims = (None,) * len(mdef.inputs)
-        self.cancelled: dict = {}  # stream -> (seq, code, why): its executions up to seq fail unrun
+        self.cancelled: dict = {}  # (stream, seq) -> (code, why): that execution fails (unrun if queued)
         spec = self.device.spec
         if mdef.soc != spec.name:
             raise NpuError(f"this model was converted for {mdef.soc} (--soc_version) but device {self.device.id} "
@@ -269,12 +271,13 @@ class Model:
                            f"NPURT_SOC={mdef.soc}", C.ACL_ERROR_GE_LOAD_MODEL)
 
     def cancel(self, stream, seq: int, code: int, why: str) -> None:
-        """Its executions on `stream` up to `seq` fail with `code`: stopped if running, unrun
-        if still queued (Ctrl-C in a synchronous execute, an execute_v2 stream timeout)."""
-        old = self.cancelled.get(stream)
-        if old is None or old[0] < seq:
-            self.cancelled[stream] = (seq, code, why)
-        for t in [t for t, m in list(_running.items()) if m is self and t.stream is stream and t.seq <= seq]:
+        """Execution `seq` on `stream` fails with `code`: stopped if it runs, unrun if still
+        queued (Ctrl-C in a synchronous execute, an execute_v2 stream timeout). Only that one:
+        other threads' executions on the same stream go on."""
+        if len(self.cancelled) > 1024:  # entries of executions that had run already
+            self.cancelled.clear()
+        self.cancelled[(stream, seq)] = (code, why)
+        for t in [t for t, m in list(_running.items()) if m is self and t.stream is stream and t.seq == seq]:
             t.expire(code, why)
 
     def __repr__(self) -> str:
@@ -583,9 +586,10 @@ class Model:
                 self._bindings[key] = binding
                 if len(self._bindings) > 16:
                     self._bindings.popitem(last=False)
-            cancel = self.cancelled.get(task.stream)
-            if cancel is not None and task.seq <= cancel[0]:
-                raise NpuError(f"model {self.id} ({self.mdef.name}) execution {cancel[2]} before it ran", cancel[1])
+            cancel = self.cancelled.pop((task.stream, task.seq), None) if self.cancelled else None
+            if cancel is not None:
+                raise NpuError(f"model {self.id} ({self.mdef.name}) execution {cancel[1]} before it ran", cancel[0])
+            task.runner = threading.get_ident()
             options = task.options = engine.run_options()
             if task.stop is not None:  # stopped before it started
                 options.terminate = True
@@ -746,7 +750,7 @@ def _externalise(onnx, t, offset: int, length: int) -> None:
 class ModelTask(Task):
     """One model execution on a stream."""
 
-    __slots__ = ("model", "ins", "outs", "gear", "in_dims", "out_ds", "options", "stop")
+    __slots__ = ("model", "ins", "outs", "gear", "in_dims", "out_ds", "options", "stop", "runner")
     kind = "model_execute"
     error_code = C.ACL_ERROR_RT_MODEL_EXECUTE
 
@@ -754,6 +758,7 @@ class ModelTask(Task):
         self.model, self.ins, self.outs, self.gear, self.in_dims, self.out_ds = model, ins, outs, gear, in_dims, out_ds
         self.options = None      # its ORT RunOptions while it runs
         self.stop = None         # (code, message) once it was told to stop
+        self.runner = 0          # the thread running it
 
     def expire(self, code: int = C.ACL_ERROR_RT_AICORE_TIMEOUT, why: str = "") -> bool:
         """Stop this execution (its deadline, a device reset, an interrupt, exit): ORT leaves

@@ -39,6 +39,11 @@ from .runtime import RUNTIME
 from .scheduler import Blocker, task_error
 from .stream import Stream
 from .tasks import HostFuncTask, Task
+from . import graph
+from .graph import (CaptureError, Graph, capture_begin, capture_end, capture_info, destroy_graph, execute,
+                    execute_async, graph_of)
+from .notify import (Notify, create_notify, destroy_notify, notify_of, record_notify, value_wait, value_write,
+                     wait_and_reset_notify)
 
 # The surface: everything above the runtime (faces, clients, tools, the Pythonic API) imports
 # only these names, from `npurt.runtime` itself (tests/test_architecture.py holds it).
@@ -78,6 +83,12 @@ __all__ = [
     'launch_kernel_with_config', 'launch_kernel_with_host_args', 'launch_native', 'native_kernel_at',
     'enqueue_launch', 'host_bytes', 'kernel_function', 'launch_function', 'resolve_dtype',
     'register_cpu_func', 'reduce_async',
+    # ACL graphs: capture as a stream mode, replay (graph.py; `graph` is the module: modes, THREAD, exchange_mode)
+    'graph', 'CaptureError', 'Graph', 'capture_begin', 'capture_end', 'capture_info', 'destroy_graph', 'execute',
+    'execute_async', 'graph_of',
+    # notifies and value waits (notify.py)
+    'Notify', 'create_notify', 'destroy_notify', 'notify_of', 'record_notify', 'wait_and_reset_notify',
+    'value_write', 'value_wait',
     # operations (api/, one module per ACL group)
     'AllocatorDesc', 'allocator_create_desc', 'allocator_destroy_desc', 'allocator_of',
     'allocator_register', 'allocator_set', 'allocator_unregister', 'check_device_id',

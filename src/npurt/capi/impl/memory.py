@@ -3,8 +3,6 @@ registration, copies and sets, memory info and pointer attributes, over the runt
 operations. The rules (kinds, destMax, alignment, stream-ordered free) are the runtime's."""
 from __future__ import annotations
 
-import time
-
 from ... import runtime as rt
 from ...runtime import constants as C
 from .. import cdata
@@ -212,53 +210,4 @@ def aclrtMemInvalidate(devPtr, size):
 @c_function("aclrtCmoAsync")
 def aclrtCmoAsync(src, size, cmoType, stream):
     rt.cmo_async(src, size, cmoType, stream_of(stream))
-    return 0
-
-
-# ---------------------------------------------------------------- stream value write / wait
-_WAIT = {0: lambda v, ref: v >= ref,                     # ACL_STREAM_WAIT_VALUE_GEQ
-         1: lambda v, ref: v == ref,                     # ACL_STREAM_WAIT_VALUE_EQ
-         2: lambda v, ref: (v & ref) != 0,               # ACL_STREAM_WAIT_VALUE_AND
-         3: lambda v, ref: ~(v | ref) & (2**64 - 1) != 0}  # ACL_STREAM_WAIT_VALUE_NOR
-
-
-@c_function("aclrtValueWrite")
-def aclrtValueWrite(devAddr, value, flag, stream):
-    """Stream-ordered write of the 64-bit `value` at devAddr: an asynchronous copy from a
-    page-locked 8-byte buffer (freed at once: the runtime unmaps it once the copy ran)."""
-    if not devAddr:
-        raise null("devAddr")
-    src = rt.malloc_host(8)
-    try:
-        cdata.write(src, int(value).to_bytes(8, "little"))
-        note_task(_memcpy_async(devAddr, 8, src, 8, C.ACL_MEMCPY_HOST_TO_DEVICE, stream_of(stream)))
-    finally:
-        rt.free_host(src)
-    return 0
-
-
-@c_function("aclrtValueWait")
-def aclrtValueWait(devAddr, value, flag, stream):
-    """The stream waits (a host-function task polling the 64-bit value at devAddr) until the
-    value satisfies `flag` against `value`: GEQ, EQ, AND (any common bit), NOR (a bit set in
-    neither)."""
-    if not devAddr:
-        raise null("devAddr")
-    test = _WAIT.get(flag)
-    if test is None:
-        raise rt.InvalidValueError(f"flag {flag} is not ACL_STREAM_WAIT_VALUE_GEQ/EQ/AND/NOR (0-3)")
-    rt.check_device_range(devAddr, 8, "aclrtValueWait")
-    box = cdata.ffi.new("uint64_t[1]")
-    where = int(cdata.ffi.cast("uintptr_t", box))
-
-    def wait():
-        delay = 1e-5
-        while True:
-            rt.memcpy(where, 8, devAddr, 8, C.ACL_MEMCPY_DEVICE_TO_HOST)
-            if test(int(box[0]), value):
-                return
-            time.sleep(delay)
-            delay = min(delay * 2, 1e-3)
-
-    note_task(rt.launch_host_func(stream_of(stream), wait, name="aclrtValueWait"))
     return 0

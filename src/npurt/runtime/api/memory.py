@@ -1,7 +1,7 @@
 """Memory: device and host allocation, pointer attributes, copies and sets."""
 from __future__ import annotations
 
-from .. import address, memops
+from .. import address, graph, memops
 from .. import constants as C
 from ..context import _thread, current_context
 from ..device import Device
@@ -216,6 +216,8 @@ def host_get_device_pointer(ptr: int, flag: int = 0) -> int:
 # ================================================================ copies and sets
 def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
     rt.check_initialized()
+    if graph._active:  # a synchronous copy during a capture (ApiImpl::MemCopySync)
+        graph.check_capture_safe("a synchronous memory copy (memcpy)")
     memops.memcpy(rt, dst, dest_max, src, count, kind)
 
 
@@ -237,6 +239,8 @@ def copy_array_async(dev: int, arr, stream: Stream | None, to_device: bool = Tru
 
 def memcpy2d(dst, dpitch, src, spitch, width, height, kind) -> None:
     rt.check_initialized()
+    if graph._active:
+        graph.check_capture_safe("a synchronous 2D memory copy (memcpy2d)")
     memops.memcpy2d(rt, dst, dpitch, src, spitch, width, height, kind)
 
 
@@ -248,6 +252,8 @@ def memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream: Stream
 
 def memset(ptr: int, max_count: int, value: int, count: int) -> None:
     rt.check_initialized()
+    if graph._active:
+        graph.check_capture_safe("a synchronous memory set (memset)")
     memops.memset(rt, ptr, max_count, value, count)
 
 
