@@ -90,12 +90,37 @@ def _window(events, window, range_name):
     xs = [e for e in events if e.get("ph") == "X"]
     if not xs:
         raise PlotError("the trace has no spans to draw (did the profile collect any work?)")
-    return min(e["ts"] for e in xs) / 1000, max(e["ts"] + e["dur"] for e in xs) / 1000
+    # the idle time at both ends (start-up before the first task, a wait after the last) is
+    # trimmed: the window is the device's work (everything, when no task ran), padded 2 %
+    work = [e for e in xs if e["pid"] != HOST_PID and e.get("cat") not in ("wait", "msproftx", "step")] or xs
+    lo, hi = min(e["ts"] for e in work) / 1000, max(e["ts"] + e["dur"] for e in work) / 1000
+    pad = (hi - lo) * 0.02 or 0.01
+    return lo - pad, hi + pad
+
+
+FORMATS = (".png", ".svg", ".pdf")
+
+
+def picture_path(out: str) -> str:
+    """The file `npurt plot` writes for `-o out`: out itself for .png, .svg or .pdf, out.png for
+    a name without an extension; PlotError for another extension (one line, before any work)."""
+    ext = os.path.splitext(out)[1].lower()
+    if not ext:
+        return out + ".png"
+    if ext not in FORMATS:
+        raise PlotError(f"cannot draw {out!r}: {ext} is not a picture format npurt plot writes "
+                        f"({', '.join(FORMATS)})")
+    return out
 
 
 def plot(path: str, out: str, *, window: tuple[float, float] | None = None, range_name: str | None = None,
          host: bool = True, title: str | None = None) -> str:
-    """Draw the trace at `path` (a profile directory or msprof.json) into the PNG `out`."""
+    """Draw the trace at `path` (a profile directory or msprof.json) into the picture `out`
+    (.png, .svg, .pdf; no extension: .png); returns the path written. The whole profile is
+    drawn with the idle time at both ends trimmed; event flows (record -> released wait) are
+    drawn as arrows only in a zoomed view (`window` or `range_name`), where they can be told
+    apart."""
+    out = picture_path(out)
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -187,9 +212,9 @@ def plot(path: str, out: str, *, window: tuple[float, float] | None = None, rang
                 ax.plot([x], [y_of[row] + 0.42], marker="v", color="#333333", markersize=5)
                 _label(ax, e["name"], x - width_ms / 30, width_ms / 15, y_of[row] + 0.45, lo, hi, width_ms, size=6,
                        colour="#333333", above=True)
-    # event record -> released wait
+    # event record -> released wait: only when zoomed (over a whole profile they are a grey fog)
     flows: dict = {}
-    for e in events:
+    for e in events if (window is not None or range_name is not None) else ():
         if e.get("cat") == "event" and e.get("ph") in ("s", "f"):
             flows.setdefault(e["id"], {})[e["ph"]] = e
     for pair in flows.values():
