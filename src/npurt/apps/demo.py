@@ -24,6 +24,7 @@ The exit status is 0 only if the scores match numpy and every bug was reported.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -31,6 +32,7 @@ import time
 
 import numpy as np
 
+from ..progress import progress as progress_of
 from ..kernel import GM, kernel
 
 ROWS, COLS = 1024, 2048          # one batch: 8 MiB of float32
@@ -40,7 +42,7 @@ BUFFERS = 3                      # device buffers in the ring
 MAX_LAYERS = 64
 CHUNK_ROWS = 64                  # the kernel works in cache-sized pieces (256 KiB)
 RTOL, ATOL = 1e-4, 1e-3
-PROGRESS_MIN = 64                # runs with at least this many batches show a progress bar
+PROGRESS_MIN = 64                # runs with at least this many batches show progress (on a terminal)
 HOST_BATCHES = 32                # distinct input batches in pinned memory (256 MiB at most)
 
 
@@ -87,23 +89,6 @@ class _Batch:
         ev = lambda: npurt.Event(enable_timing=True)  # noqa: E731
         self.copy_start, self.copy_end, self.compute_start, self.compute_end = ev(), ev(), ev(), ev()
         self.free = npurt.Event()
-
-
-class _Progress:
-    """A one-line progress bar on stderr for long runs."""
-
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.enabled, self.shown = total, enabled, -1
-
-    def __call__(self, done: int, what: str) -> None:
-        if not self.enabled:
-            return
-        filled = done * 30 // self.total
-        if filled != self.shown or done == self.total:
-            self.shown = filled
-            end = "\n" if done == self.total else ""
-            print(f"\r  [{'#' * filled}{'.' * (30 - filled)}] {done}/{self.total} batches, {what}", end=end,
-                  file=sys.stderr, flush=True)
 
 
 class _Pipeline:
@@ -287,7 +272,13 @@ def _main(npurt, n: int, quiet: bool, prof) -> int:
         layers, copy_ms, kernel_ms = pipe.balance()
     say(f"  balanced stages: a copy takes {copy_ms:.1f} ms; the kernel ({_layers_text(layers)}) takes "
         f"{kernel_ms:.1f} ms (calibrated in this run)")
-    progress = _Progress(n, enabled=not quiet and n >= PROGRESS_MIN)
+    bar = contextlib.ExitStack()
+    shown = bar.enter_context(progress_of(f"npurt demo: {n} batches", total=n)) \
+        if not quiet and n >= PROGRESS_MIN else None
+
+    def progress(done: int, what: str) -> None:
+        if shown is not None:
+            shown.update(description=f"npurt demo: batches, {what}", completed=done)
     # each round times the two variants back to back, and the speed-up is the median of the
     # rounds' ratios: a burst of load from other programs spoils one round, not the figure
     ones, twos = [], []
@@ -300,6 +291,7 @@ def _main(npurt, n: int, quiet: bool, prof) -> int:
         with rng_name(f"two streams, round {r + 1}"):
             secs, events = pipe.run(layers, progress=progress if r == ROUNDS - 1 else None)
         twos.append(secs)
+    bar.close()
 
     spans = _spans(events)
     copy_busy = sum(e - s for s, e in spans["copy"])

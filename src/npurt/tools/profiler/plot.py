@@ -14,6 +14,7 @@ import glob
 import json
 import os
 
+from ...progress import progress
 from .session import TRACE_FILE
 from .timeline import MARKER_KIND
 from .trace import HOST_PID
@@ -121,6 +122,11 @@ def plot(path: str, out: str, *, window: tuple[float, float] | None = None, rang
     drawn as arrows only in a zoomed view (`window` or `range_name`), where they can be told
     apart."""
     out = picture_path(out)
+    with progress("npurt plot: reading the trace", total=3) as shown:
+        return _plot(shown, path, out, window, range_name, host, title)
+
+
+def _plot(shown, path, out, window, range_name, host, title) -> str:
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -130,6 +136,7 @@ def plot(path: str, out: str, *, window: tuple[float, float] | None = None, rang
         raise PlotError("npurt plot needs matplotlib: pip install 'npurt[plot]'") from None
     trace_path = find_trace(path)
     events = _load(trace_path)
+    shown.advance(description=f"npurt plot: drawing {len(events)} events")
     lo, hi = _window(events, window, range_name)
     if hi <= lo:
         raise PlotError(f"the time window {lo:g}..{hi:g} ms is empty")
@@ -243,6 +250,7 @@ def plot(path: str, out: str, *, window: tuple[float, float] | None = None, rang
         fig.legend(handles=handles, loc="lower center", ncol=min(7, len(handles)), fontsize=8, frameon=False)
     ax.set_title(title or f"npurt profile: {os.path.dirname(os.path.abspath(trace_path))}", fontsize=10, loc="left")
     fig.tight_layout(rect=(0, legend_h / fig_h, 1, 1))
+    shown.advance(description=f"npurt plot: writing {os.path.basename(out)}")
     try:
         fig.savefig(out)
     except OSError as exc:
