@@ -62,6 +62,11 @@ def scenario_raise(om_path):
     raise RuntimeError("the script failed while a model ran")
 
 
+def scenario_interrupted(om_path):
+    start_async(om_path)
+    time.sleep(120)  # Ctrl-C (SIGINT from the parent) lands here while the model runs
+
+
 def scenario_unload(om_path):
     model_id, stream = start_async(om_path)
     ret = acl.mdl.unload(model_id)

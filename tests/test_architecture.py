@@ -11,7 +11,8 @@ level and inside functions alike. The findings, each one line of `allowed.txt`:
                         not those under `if TYPE_CHECKING:`)
 - ``upward: A -> B``    A imports B, which sits on a higher floor
 - ``private: A -> B``   A, outside npurt.runtime, imports B, a runtime name not in its `__all__`
-- ``lazy: A -> B``      A imports B, one of npurt's own modules, inside a function
+- ``lazy: A -> B``      A imports B, one of npurt's own modules, inside a function (except the
+                        [lazy] cases of layers.toml: B needs an optional extra, or A defers npurt)
 - ``reach: A -> X._y``  A, outside npurt.runtime, reads a private attribute of a runtime object
 - ``sysmodules: A``     A reaches an npurt module through `sys.modules` (by name, or by scanning it):
                         an import the contract cannot see (the apps floor may alias modules)
@@ -264,6 +265,14 @@ def _circle_edges(edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
     return {(a, b) for a, b in edges if component[a] == component[b] and a != b}
 
 
+def _lazy_allowed(importer: str, target: str) -> bool:
+    """A function-level import the map allows: of a module that needs an optional extra, or
+    made by a module that defers npurt until asked (layers.toml [lazy])."""
+    lazy = LAYERS.get("lazy", {})
+    return any(_inside(target, m) for m in lazy.get("extras", ())) or \
+        any(_inside(importer, m) for m in lazy.get("deferred", ()))
+
+
 def findings() -> set[str]:
     runtime = LAYERS["runtime"]["package"]
     surface = runtime_surface()
@@ -280,7 +289,7 @@ def findings() -> set[str]:
             edge = f"{name} -> {imp.target}"
             if imp.target != name and not imp.type_only:
                 runs.add((name, imp.target))
-            if imp.in_function:
+            if imp.in_function and not _lazy_allowed(name, imp.target):
                 result.add(f"lazy: {edge}")
             if floor_of(imp.target)[0] > my_floor:
                 result.add(f"upward: {edge}")

@@ -169,3 +169,11 @@ def test_the_generated_pages_hold_every_command_variable_and_example(tmp_path):
     assert (site / "getting-started" / "index.html").exists()
     pytest_page = (site / "reference" / "pytest" / "index.html").read_text()
     assert pytest_page.count("<table>") >= 3                   # fixtures, markers, options
+
+
+def test_the_architecture_page_has_one_line_per_module():
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    listed = set(re.findall(r"^\| `([\w/]+\.py)` \|", page, re.M))
+    modules = {str(p.relative_to(ROOT / "src" / "npurt")) for p in (ROOT / "src" / "npurt").rglob("*.py")}
+    assert not modules - listed, f"modules without their line in docs/architecture.md's module map: {sorted(modules - listed)}"
+    assert not listed - modules, f"docs/architecture.md lists modules that do not exist: {sorted(listed - modules)}"

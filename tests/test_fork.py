@@ -159,3 +159,35 @@ def test_multiprocessing_workers_of_a_script_under_npurt_run_can_import_acl(tmp_
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "squares [0, 1, 4, 9]" in proc.stdout
+
+
+_LOCK_SCAN = """
+import importlib, pkgutil, sys, threading
+import npurt
+from npurt.runtime import forking
+for info in pkgutil.walk_packages(npurt.__path__, "npurt."):
+    if info.name.startswith(("npurt.apps", "npurt.__main__", "npurt.pytest_plugin", "npurt.cli")):
+        continue
+    try:
+        importlib.import_module(info.name)
+    except ImportError:  # an optional extra that is not installed
+        pass
+kinds = (type(threading.Lock()), type(threading.RLock()), threading.Condition)
+registered = {id(lock) for lock in forking._LOCKS}
+print(sorted(f"{name}.{attr}" for name, module in list(sys.modules.items())
+             if module is not None and (name == "npurt" or name.startswith("npurt."))
+             for attr, value in list(vars(module).items())
+             if isinstance(value, kinds) and id(value) not in registered))
+"""
+
+
+def test_every_module_level_lock_of_npurt_is_reinitialized_in_a_forked_child():
+    """The child reinitializes the locks made by fork_safe_lock (it scans no module): so every
+    module-level lock of npurt must be one. This test is the scan (in a process of its own:
+    it imports every module)."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", _LOCK_SCAN], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", ("module-level locks not made by fork_safe_lock (a forked child "
+                                        f"may hang on them): {out.stdout}")

@@ -10,8 +10,8 @@ import pytest
 
 from npurt.runtime import constants as C
 from npurt.runtime.errors import InvalidValueError, NpuError, TaskError
-from npurt.runtime.kernel import (GM, KernelFunction, kernel, launch, launch_kernel,
-                                  launch_kernel_with_config, launch_kernel_with_host_args)
+from npurt.runtime import launch_kernel_with_config
+from npurt.runtime.kernel import GM, KernelFunction, kernel, launch, launch_kernel, launch_kernel_with_host_args
 from npurt.runtime.kernel_args import (kernel_args_append, kernel_args_append_place_holder,
                                        kernel_args_finalize, kernel_args_get_mem_size,
                                        kernel_args_get_place_holder_buffer, kernel_args_init,

@@ -31,7 +31,7 @@ def endless(tmp_path_factory):
     return M.atc(M.save(M.endless_model(), d / "endless.onnx"), d / "endless")
 
 
-def _child(scenario: str, om_path: str, signal_after_running=None):
+def _child(scenario: str, om_path: str, signal_after_running=None, killed_by=None):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "src"),
                                                         os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, str(WORKLOADS), scenario, om_path], stdout=subprocess.PIPE,
@@ -47,7 +47,8 @@ def _child(scenario: str, om_path: str, signal_after_running=None):
         proc.kill()
         out, _ = proc.communicate()
         pytest.fail(f"{scenario}: hung (no exit within {CHILD_TIMEOUT_S} s)\n{out[-3000:]}")
-    assert proc.returncode >= 0, f"{scenario}: died with signal {-proc.returncode}\n{out[-3000:]}"
+    if killed_by is None or proc.returncode != -killed_by:
+        assert proc.returncode >= 0, f"{scenario}: died with signal {-proc.returncode}\n{out[-3000:]}"
     return proc.returncode, out
 
 
@@ -60,6 +61,12 @@ def test_a_script_that_ends_while_a_model_runs_exits_cleanly(endless):
 def test_a_script_that_raises_while_a_model_runs_exits_with_its_traceback_not_an_abort(endless):
     code, out = _child("raise", endless)
     assert code == 1 and "RuntimeError: the script failed while a model ran" in out, out[-3000:]
+
+
+def test_a_script_interrupted_while_a_model_runs_ends_as_interrupted_not_aborted(endless):
+    # an uncaught KeyboardInterrupt ends Python by SIGINT (status -2), after the exit hooks
+    code, out = _child("interrupted", endless, signal_after_running=signal.SIGINT, killed_by=signal.SIGINT)
+    assert code == -signal.SIGINT and "KeyboardInterrupt" in out, (code, out[-3000:])
 
 
 def test_unload_while_the_model_runs_stops_it_and_the_stream_reports_it(endless):
@@ -133,3 +140,26 @@ def test_an_execute_v2_stream_timeout_stops_the_model_and_returns_the_sync_timeo
     assert acl.mdl.unload(model_id) == OK
     for p in ptrs:
         acl.rt.free(p)
+
+
+def test_finished_executions_do_not_stay_on_the_deadline_heap():
+    # every execution is watched until the op execute timeout (1091 s by default): finished
+    # ones must not pile up (nor keep their tasks, and the datasets they hold, alive)
+    import gc
+    import weakref
+    from npurt.ge.deadlines import Deadlines
+
+    class Task:
+        def expire(self):
+            raise AssertionError("not due")
+
+    deadlines, refs = Deadlines(), []
+    for _ in range(10_000):
+        task = Task()
+        refs.append(weakref.ref(task))
+        deadlines.watch(task, time.monotonic() + 1000)
+        deadlines.unwatch(task)
+    del task
+    gc.collect()
+    assert len(deadlines._heap) < 100
+    assert sum(r() is not None for r in refs) < 100

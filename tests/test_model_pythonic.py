@@ -86,3 +86,16 @@ def test_a_failing_execution_raises_at_synchronize(fresh_runtime, tmp_path):
         model(np.arange(4, dtype=np.float32), np.array([0, 8], np.int64), stream=s)
         with pytest.raises(npurt.TaskError, match="Gather"):
             s.synchronize()
+
+
+@pytest.mark.npurt_schedules(6)
+def test_numpy_inputs_are_ordered_before_the_execution_under_every_schedule(npurt_schedule_seed, fresh_runtime,
+                                                                           tmp_path):
+    # found by a controlled schedule: the upload went to the current stream, the execution to
+    # `stream`, with nothing ordering them (the execution could read the indices before they landed)
+    path = M.atc(M.save(M.gather_model(), tmp_path / "g.onnx"), tmp_path / "g")
+    s = npurt.Stream()
+    with npurt.Model(path) as model:
+        model(np.arange(4, dtype=np.float32), np.array([0, 8], np.int64), stream=s)
+        with pytest.raises(npurt.TaskError, match="Gather"):
+            s.synchronize()

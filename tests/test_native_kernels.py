@@ -281,7 +281,7 @@ def test_blocks_run_in_parallel_with_the_gil_released(rt, binary):
         pytest.skip("one host core: the core pool runs one block at a time")
     blocks = 2
     out = to_device(rt, np.zeros(1 + blocks, np.int64))
-    launch_sync(rt, rt.binary_get_function(binary, "rendezvous"), blocks, (out, 1 << 31))  # a bound, not a wait
+    launch_sync(rt, rt.binary_get_function(binary, "rendezvous"), blocks, (out, 1 << 34))  # a bound (seconds), not a wait
     assert from_device(rt, out, np.zeros(1 + blocks, np.int64)).tolist() == [blocks] + [1] * blocks
 
 

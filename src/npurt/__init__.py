@@ -17,6 +17,8 @@ pyACL-compatible facade over the same runtime; `npurt.runtime` is the runtime la
 """
 from ._version import __version__  # noqa: F401
 
+import sys as _sys
+
 from .devices import (DeviceProperties, current_device, device, device_count, empty_cache,  # noqa: F401
                        get_device_name, get_device_properties, is_available, max_memory_allocated,
                        max_memory_reserved, mem_get_info, memory_allocated, memory_reserved, memory_stats,
@@ -37,7 +39,16 @@ from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, D
                          OutOfMemoryError, ParamInvalidError, ResourceExhaustedError,
                          StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError)
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+from .graphs import CaptureError, Graph, graph, is_capturing  # noqa: F401,E402
 from . import faults  # noqa: F401,E402 - npurt.faults: fault injection and controlled schedules
+from .runtime import API_SURFACES as _API_SURFACES  # noqa: E402
+
+# the Pythonic API's functions and methods, offered to tools that time API calls (profiler spans)
+for _owner, _prefix in ((_sys.modules[__name__], "npurt"), (ops, "npurt.ops"), (Stream, "npurt.Stream"),
+                        (Event, "npurt.Event"), (DeviceArray, "npurt.DeviceArray"),
+                        (Graph, "npurt.Graph")):
+    _API_SURFACES.offer("npurt", _owner, _prefix)
+del _owner, _prefix
 
 # loaded on first use: the pyACL face, the profiler, the model runner, the sanitizer and the
 # collectives pull in more than the core needs

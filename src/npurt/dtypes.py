@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .runtime import InvalidValueError, dtypes
+
 float16 = half = np.dtype(np.float16)
 float32 = np.dtype(np.float32)
 float64 = double = np.dtype(np.float64)
@@ -21,8 +23,7 @@ NAMES = ("float16", "half", "float32", "float64", "double", "int8", "int16", "in
 def __getattr__(name: str):
     if name in ("bfloat16", "bf16"):
         try:
-            import ml_dtypes
-        except ImportError:
-            raise AttributeError("npurt.bfloat16 needs the ml_dtypes package: pip install 'npurt[ops]'") from None
-        return np.dtype(ml_dtypes.bfloat16)
+            return dtypes.bfloat16("npurt.bfloat16")  # the runtime's dtype table
+        except InvalidValueError as exc:
+            raise AttributeError(str(exc)) from None
     raise AttributeError(f"module 'npurt.dtypes' has no attribute {name!r}")

@@ -102,7 +102,7 @@ class Model:
         if stream is not None and not isinstance(stream, _streams.Stream):
             raise InvalidValueError(f"stream must be an npurt.Stream or None, got {type(stream).__name__}")
         keep = []
-        arrays = [self._device_array(a, s, keep) for a in arrays]
+        arrays = [self._device_array(a, stream, keep) for a in arrays]
         ins, outs = Dataset(), Dataset()
         for index, io in enumerate(mdef.inputs):
             if io.role == ROLE_MBATCH:
@@ -144,8 +144,8 @@ class Model:
             if not a.is_contiguous():
                 a = a.contiguous()
             return a
-        if isinstance(a, np.ndarray):
-            return to_device(np.ascontiguousarray(a), device=self.device)
+        if isinstance(a, np.ndarray):  # uploaded on the execution's stream: ordered before it
+            return to_device(np.ascontiguousarray(a), stream=stream, device=self.device)
         raise InvalidValueError(f"model inputs are DeviceArrays (or numpy arrays), got {type(a).__name__}")
 
     def _check(self, io, a: DeviceArray, index: int) -> None:

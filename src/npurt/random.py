@@ -7,15 +7,15 @@ arrays are drawn in float32 and rounded.
 """
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 
+from .runtime import fork_safe_lock
 from .array.core import DeviceArray, as_dtype
 from .array.creation import _size, to_device
 from .exceptions import InvalidValueError
 
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 _generator = np.random.default_rng()
 
 

@@ -49,6 +49,8 @@ def test_kernels_binaries_and_launches_from_c(cann_home, tmp_path):
     out = res.stdout
     assert "freed pointer refused: npurtLaunchNativeKernel: kernel 'iadd'" in out and "use after free" in out
     assert "aclrtLaunchKernelV2 (device args, config): ok" in out
+    assert "aclrtLaunchKernelWithArgsArray (handle): ok" in out
+    assert "aclrtLaunchKernelWithArgsArray (kernel address): ok" in out
     assert "timeout: 507014" in out
     assert "trap: 507035, exception callback: 507035" in out
     assert "a Python kernel file from C: ok" in out

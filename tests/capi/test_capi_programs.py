@@ -29,6 +29,7 @@ def test_a_program_runs_with_only_set_env_sh(build_c):
 def test_streams_and_events(build_c):
     res = run_ok(build_c("streams_events.c"), "streams_events")
     assert "stale event: 107017" in res.stdout
+    assert "stub: 207000 aclrtCreateLabel: not supported by npurt: labels are not simulated" in res.stdout
 
 
 def test_callbacks_and_host_functions_run_on_the_right_threads(build_c):
@@ -100,3 +101,19 @@ def test_un_evented_streams_sharing_a_buffer_are_reported_by_the_sanitizer(build
                          capture_output=True, text=True, env=env, timeout=180)
     assert res.returncode == 86, res.stdout + res.stderr
     assert "race" in res.stderr.lower()
+
+
+def test_reduce_random_numbers_and_stream_values(build_c):
+    run_ok(build_c("builtin_tasks.c"), "builtin_tasks")
+
+
+def test_notifies_order_two_streams_and_time_out(build_c):
+    res = run_ok(build_c("notify.c"), "notify")
+    assert "timed out: 107019" in res.stdout
+
+
+def test_acl_graph_capture_and_replay(build_c):
+    res = run_ok(build_c("graph.c"), "graph")
+    assert "synchronize during capture: 107027" in res.stdout
+    assert "end after invalidation: 507903" in res.stdout
+    assert "synchronous copy in GLOBAL mode: 107030" in res.stdout

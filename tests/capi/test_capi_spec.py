@@ -131,3 +131,21 @@ def test_the_c_face_implements_what_the_python_face_implements():
             gaps.add(c)
     assert gaps - KNOWN_GAPS == set(), "implemented in acl.rt, a stub in C"
     assert KNOWN_GAPS - gaps == set(), "implemented in C now: remove from KNOWN_GAPS"
+
+
+def test_a_python_without_a_shared_libpython_is_refused_with_what_to_do(monkeypatch):
+    import sysconfig
+
+    from npurt.capi import build
+    real = sysconfig.get_config_var
+    monkeypatch.setattr(sysconfig, "get_config_var", lambda name: 0 if name == "Py_ENABLE_SHARED" else real(name))
+    with pytest.raises(RuntimeError, match="without a shared libpython.*--enable-shared"):
+        build.python_ldflags()
+
+
+def test_runtime_messages_are_rewritten_in_c_terms():
+    from npurt.capi.errors import c_terms
+    assert c_terms("count (32) is larger than dest_max (16)", ("destMax",)) == "count (32) is larger than destMax (16)"
+    assert (c_terms("call set_device(device_id) or set_context(context) first", ())
+            == "call aclrtSetDevice(deviceId) or aclrtSetCurrentContext(context) first")
+    assert c_terms("see numpy.copyto(out) and not_a_call(x)", ()) == "see numpy.copyto(out) and not_a_call(x)"

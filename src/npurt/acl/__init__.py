@@ -28,8 +28,25 @@ No function raises: every failure is a return code and is recorded for
 """
 from __future__ import annotations
 
+import sys as _sys
+import types as _types
+
+from ..runtime import API_SURFACES as _API_SURFACES
 from . import constants, mdl, media, op, prof, rt, util
 from ._namespaces import blas, fv, get_cann_version, himpi
 from ._other import *  # noqa: F401,F403 - init, finalize, get_soc_name, ...
 from ._tensor import *  # noqa: F401,F403 - data buffers, tensor descs
 from .constants import *  # noqa: F401,F403
+
+
+def _offer_api_spans() -> None:
+    """Offer the facade's namespaces to tools that time API calls (the profiler's API spans)."""
+    package = _sys.modules[__name__]
+    groups = [m for m in vars(package).values() if isinstance(m, _types.ModuleType)
+              and m.__name__.startswith(__name__ + ".") and not m.__name__.rsplit(".", 1)[-1].startswith("_")
+              and m.__name__ not in (f"{__name__}.constants", f"{__name__}.prof")]
+    for module in sorted([package, *groups], key=lambda m: m.__name__):
+        _API_SURFACES.offer("acl", module, module.__name__[len("npurt."):])
+
+
+_offer_api_spans()

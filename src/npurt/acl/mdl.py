@@ -19,6 +19,7 @@ from ..runtime import (InvalidValueError as _InvalidValueError, NpuError as _Npu
 from . import _handles as H
 from ._args import Api as _Api
 from ._wrap import stream_of as _stream_of
+from ..ge import failures
 
 mdl = _Api("acl.mdl", bang=True)
 _datasets, _buffers, _descs, _tdescs = H.datasets, H.buffers, H.model_descs, H.tensor_descs
@@ -586,7 +587,6 @@ def create_and_get_op_desc(device_id, stream_id, task_id, op_name_len):
     and I/O descs (arrays; index them with acl.get_tensor_desc_by_index)."""
     if op_name_len > 4096:
         raise _InvalidValueError("op_name_len must not exceed 4096")
-    from ..ge import failures
     name, ins, outs = failures.lookup(device_id, stream_id, task_id)
     return (name[:op_name_len], _desc_array(ins), len(ins), _desc_array(outs), len(outs))
 

@@ -25,6 +25,7 @@ from . import _handles as H
 from ._args import Api as _Api, ArgTypeError as _ArgTypeError, ArgValueError as _ArgValueError
 from ._args import handle_list as _handle_list
 from ._wrap import stream_of as _stream_of
+from ..ge.ops import registry
 
 op = _Api("acl.op")
 _log = logging.getLogger("npurt.acl.op")
@@ -222,7 +223,6 @@ def destroy_handle(handle):
 def _cast_attr(dst_desc, truncate) -> _OpAttr:
     """The attributes aclopCast builds: dst_type, and truncate once a registered Cast model
     has that attribute (cast_op.cpp, GetIfCastHasTruncateAttr)."""
-    from ..ge.ops import registry
     attr = _OpAttr()
     if registry.cast_has_truncate:
         attr.set("truncate", "bool", bool(truncate))

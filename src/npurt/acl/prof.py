@@ -50,6 +50,7 @@ from .constants import (ACL_AICORE_ARITHMETIC_UTILIZATION, ACL_AICORE_MEMORY_ACC
                         ACL_PROF_RUNTIME_API, ACL_PROF_STORAGE_LIMIT, ACL_PROF_TASK_MEMORY, ACL_PROF_TASK_TIME,
                         ACL_PROF_TASK_TIME_L0, ACL_PROF_TASK_TIME_L2, ACL_PROF_TASK_TIME_L3,
                         ACL_PROF_TRAINING_TRACE, ACL_STEP_END, ACL_STEP_START, ACL_SUBSCRIBE_OP)
+from ..ge import model as ge_model
 
 __all__ = ["init", "finalize", "start", "stop", "create_config", "destroy_config", "set_config",
            "create_stamp", "destroy_stamp", "set_stamp_trace_message", "mark", "mark_ex", "push", "pop",
@@ -532,7 +533,6 @@ class _SubscribeConfig:
 
 def _loaded_model(model_id: int):
     """The loaded model `model_id` (npurt.ge), or None."""
-    from ..ge import model as ge_model
     return ge_model._models.get(model_id)
 
 

@@ -5,6 +5,8 @@ The ranks are started by the MPI launcher (`mpiexec`, from the `mpich` wheel of 
 (so `import acl` works too) with the variables torchrun and mpirun users expect:
 
     RANK, WORLD_SIZE         this process's rank and the number of ranks
+    MASTER_ADDR, MASTER_PORT where torch.distributed's env:// rendezvous meets (rank 0's host,
+                             a free port), unless set
     LOCAL_RANK, LOCAL_WORLD_SIZE   its rank on its host and the ranks per host
     NPURT_DEVICE_COUNT       8 simulated devices per host (like an 8-NPU server), more if a
                              host runs more ranks (at most 16); an explicit value is kept
@@ -28,6 +30,7 @@ import argparse
 import importlib.util
 import os
 import shutil
+import socket
 import signal
 import subprocess
 import sys
@@ -131,6 +134,10 @@ def main(argv: list[str]) -> int:
                          "(each rank uses device LOCAL_RANK); unset it or raise it")
     else:
         env["NPURT_DEVICE_COUNT"] = str(max(8, min(local, n)))
+    # torch.distributed's env:// rendezvous (init_process_group), as torchrun sets it up
+    if "MASTER_ADDR" not in env:
+        env["MASTER_ADDR"] = "127.0.0.1" if hostfile is None else _first_host(hostfile)
+    env.setdefault("MASTER_PORT", str(_free_port()))
     if importlib.util.find_spec("mpi4py") is None:
         return _fail("needs mpi4py and an MPI library: pip install 'npurt[dist]'")
     mpiexec = find_mpiexec()
@@ -153,6 +160,23 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         return _fail(f"could not run {mpiexec}: {exc}")
     return wait_for(child)
+
+
+def _free_port() -> int:
+    """A TCP port free on this host now (the rendezvous store of rank 0 listens on it)."""
+    with socket.socket() as sock:
+        sock.bind(("", 0))
+        return sock.getsockname()[1]
+
+
+def _first_host(hostfile: str) -> str:
+    """The host of the hostfile's first line (rank 0 runs there)."""
+    with open(hostfile) as f:
+        for line in f:
+            line = line.split("#")[0].strip()
+            if line:
+                return line.split(":")[0].split()[0]
+    return "127.0.0.1"
 
 
 def wait_for(child: subprocess.Popen) -> int:

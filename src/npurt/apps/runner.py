@@ -22,7 +22,8 @@ SEED` runs the device under a controlled schedule (NPURT_SCHEDULE); `--schedules
 program under seeds 1..N in child processes and reports the failing seeds with the command that
 replays one (exit status 0 when all passed); `--schedules all --max-steps K` enumerates the
 interleavings of the first K steps. With `--sanitize`, a race report is followed by a seed under
-which the program's own check fails, if one of `--race-seeds N` (16) does.
+which the program's own check fails, if one of `--race-seeds N` does (without it, the report says
+how to look).
 """
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ def install_acl_alias() -> list[str]:
     return sorted(made)
 
 
-TORCH_NPU_SUBMODULES = ("optim", "profiler", "formats", "ops")
+TORCH_NPU_SUBMODULES = ("optim", "profiler", "formats", "ops", "utils", "utils.collect_env", "_C", "_inductor")
+TORCH_NPU_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_npu_path")  # children's torch_npu
 
 
 def install_torch_npu_alias() -> list[str]:
@@ -74,6 +76,8 @@ def install_torch_npu_alias() -> list[str]:
             "torch_npu.npu.amp": sys.modules["torch.npu.amp"]}
     for sub in TORCH_NPU_SUBMODULES:
         made[f"torch_npu.{sub}"] = sys.modules[f"npurt.torch.shim.{sub}"]
+    made["torch_npu.npu.utils"] = made["torch.npu.utils"] = sys.modules["npurt.torch.shim.npu_utils"]
+    made["torch_npu.npu.memory"] = sys.modules["npurt.torch.npu_memory"]
     sys.modules.update(made)
     return sorted(made)
 
@@ -127,9 +131,9 @@ def parser() -> CommandParser:
                    help="--schedules all: at most M runs (default 1000)")
     p.add_argument("--jobs", metavar="J", type=int, default=os.cpu_count() or 1,
                    help="--schedules: runs at a time (default: the number of cores)")
-    p.add_argument("--race-seeds", metavar="N", type=int, default=16,
+    p.add_argument("--race-seeds", metavar="N", type=int, default=0,
                    help="--sanitize: when it reports a race, try the program under up to N controlled schedules "
-                        "and name a seed under which the program's own check fails (0: do not try; default 16)")
+                        "and name a seed under which the program's own check fails (default 0: only say how)")
     p.add_argument("--timeout", metavar="S", type=float, default=60.0,
                    help="--schedules: a run longer than S seconds is a hang (default 60)")
     target = p.add_mutually_exclusive_group()
@@ -314,14 +318,15 @@ def main(argv: list[str], uncaught: list | None = None) -> int:
               f"{len(settings.visible_devices)} device(s)", file=sys.stderr)
 
     saved_pythonpath = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [ACL_PATH, saved_pythonpath]))
+    child_paths = [ACL_PATH, TORCH_NPU_PATH] if args.torch_npu else [ACL_PATH]
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [*child_paths, saved_pythonpath]))
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     sys.argv = [argv0, *args.args]
     if sys.path:
         sys.path[0] = path0
     else:
         sys.path.insert(0, path0)
-    sys.path.insert(1, ACL_PATH)  # 'spawn' workers take sys.path from the parent, not PYTHONPATH
+    sys.path[1:1] = child_paths  # 'spawn' workers take sys.path from the parent, not PYTHONPATH
     status = 0
     saved_main = sys.modules.get("__main__")
     saved_env = {k: os.environ.get(k) for k in ("NPURT_FAULTS", "NPURT_SCHEDULE")}
@@ -369,8 +374,13 @@ def main(argv: list[str], uncaught: list | None = None) -> int:
             sanitizer.disable()  # the end-of-run checks, the error summary, the JSON report
             if sanitizer.errors:
                 status = SANITIZER_EXIT
-            if args.race_seeds and args.schedule is None and any(r.tool == "racecheck" for r in sanitizer.reports):
-                _show_that_the_race_matters(args)
+            if args.schedule is None and any(r.tool == "racecheck" for r in sanitizer.reports):
+                if args.race_seeds:
+                    _show_that_the_race_matters(args)
+                else:
+                    print("npurt run: to see whether the race makes the program fail, add --race-seeds N: it "
+                          "tries N controlled schedules and names one under which the program's check fails",
+                          file=sys.stderr)
         if profile is not None and profile.running:
             profile.stop()
             print(f"\n{profile.report()}npurt run: profile of {len(profile.timeline.tasks)} tasks and "
@@ -386,8 +396,9 @@ def main(argv: list[str], uncaught: list | None = None) -> int:
         for alias in aliases:  # leave sys.modules as it was (matters when called in-process)
             sys.modules.pop(alias, None)
         sys.modules.update(before)
-        if ACL_PATH in sys.path:
-            sys.path.remove(ACL_PATH)
+        for path in child_paths:
+            if path in sys.path:
+                sys.path.remove(path)
         if saved_path0 is not None and sys.path and sys.path[0] == path0:
             sys.path[0] = saved_path0
         sys.stdout.flush()

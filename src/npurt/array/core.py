@@ -33,8 +33,10 @@ from .. import devices as _devices
 from .. import runtime as rt
 from .. import streams as _streams
 from ..exceptions import ArrayIndexError, HostConversionError, InvalidValueError
-from ..runtime import HOOKS, RUNTIME, Task, address, record_use, resolve
 from ..runtime import constants as C
+from .allocation import Allocation
+from .layout import LAYOUTS, as_dtype, c_strides, ints, layout_of, normalize_axes, permuted_contiguous, shape_of
+from .strided import strided_copy
 
 H2D, D2H, D2D = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_MEMCPY_DEVICE_TO_DEVICE
 # numpy functions with a device counterpart in npurt.ops (named in the "copy it first" error)
@@ -42,169 +44,6 @@ _UFUNC_OPS = {"add": "add", "subtract": "sub", "multiply": "mul", "divide": "div
               "maximum": "maximum", "matmul": "matmul"}
 _DEVICE_OPS = {"add", "subtract", "multiply", "divide", "maximum", "matmul", "sum", "max", "mean", "transpose",
                "amax"}
-
-
-# ---------------------------------------------------------------- dtypes
-def as_dtype(dtype) -> np.dtype:
-    """np.dtype of `dtype`; "bfloat16" (and ml_dtypes.bfloat16) need the ml_dtypes package."""
-    if type(dtype) is np.dtype and dtype.kind in "biuf" and dtype.isnative:
-        return dtype  # the common case
-    if isinstance(dtype, str) and dtype.lower() == "bfloat16":
-        try:
-            import ml_dtypes
-        except ImportError:
-            raise InvalidValueError("bfloat16 needs the ml_dtypes package (pip install 'npurt[ops]')") from None
-        return np.dtype(ml_dtypes.bfloat16)
-    try:
-        dt = np.dtype(dtype)
-    except TypeError as exc:
-        raise InvalidValueError(f"{dtype!r} is not a dtype ({exc})") from None
-    if dt.hasobject or dt.kind in "OSUMm" or dt.type is np.void or dt.names or dt.subdtype:  # ml_dtypes are "V"
-        raise InvalidValueError(f"device arrays hold numbers; dtype {dt} is not supported")
-    if not dt.isnative:  # device memory is little-endian: kernels view it in native order
-        dt = dt.newbyteorder("=")
-    return dt
-
-
-def _ints(values, what: str) -> list[int]:
-    """A sequence of ints (numpy ints included), or an InvalidValueError naming `what`."""
-    try:
-        return [operator.index(v) for v in values]
-    except TypeError:
-        raise InvalidValueError(f"{what} must be ints, got {values!r}") from None
-
-
-def _shape(shape) -> tuple[int, ...]:
-    if type(shape) is tuple and all(type(n) is int and n >= 0 for n in shape):
-        return shape  # the common case
-    if isinstance(shape, numbers.Integral):
-        shape = (shape,)
-    shape = tuple(_ints(shape, "shape entries"))
-    if any(n < 0 for n in shape):
-        raise InvalidValueError(f"negative dimension in shape {shape}")
-    return shape
-
-
-# (shape argument, dtype argument) -> (shape, dtype, nbytes, strides): the checks and
-# arithmetic of a new array, done once per distinct layout (an array made per step of a
-# loop costs a dict look-up). Keys are exact ints or tuples of exact ints (a float that
-# equals an int would hash alike, so other shapes take the checked path every time).
-_LAYOUTS: dict = {}
-_LAYOUTS_MAX = 4096
-
-
-def _layout(shape, dtype) -> tuple:
-    if type(shape) is int or (type(shape) is tuple and all(type(n) is int for n in shape)):
-        try:
-            return _LAYOUTS[shape, dtype]
-        except (KeyError, TypeError):  # new, or an unhashable dtype argument
-            pass
-    shp, dt = _shape(shape), as_dtype(dtype)
-    layout = (shp, dt, math.prod(shp) * dt.itemsize, c_strides(shp, dt.itemsize))
-    if type(shape) is int or type(shape) is tuple:
-        if len(_LAYOUTS) >= _LAYOUTS_MAX:
-            _LAYOUTS.clear()
-        try:
-            _LAYOUTS[shape if type(shape) is int else shp, dtype] = layout
-        except TypeError:
-            pass
-    return layout
-
-
-def c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
-# ---------------------------------------------------------------- memory
-class _Allocation:
-    """One device allocation; freed (stream-ordered, by the runtime) when garbage-collected."""
-
-    __slots__ = ("ptr", "nbytes", "device", "block")
-
-    def __init__(self, nbytes: int, device):
-        memory = device.memory
-        if HOOKS.active:
-            self.ptr = ptr = rt.malloc_on(device, nbytes or 1, managed=True)
-        else:  # the hot path: the pool itself
-            self.ptr = ptr = memory.malloc(nbytes or 1)
-        self.device = device
-        self.nbytes = nbytes
-        self.block = memory.live.get(ptr)
-
-    def __del__(self) -> None:
-        # Free only the allocation we made: after a device reset or a finalize (which empty
-        # the live table) and a new init the same address may belong to someone else; the
-        # pool's Block objects are new then, so identity tells.
-        try:
-            memory = self.device.memory
-            if memory.live.get(self.ptr) is self.block:
-                if HOOKS.active:
-                    rt.free(self.ptr, managed=True)
-                else:
-                    memory.free(self.ptr)
-        except Exception:  # noqa: BLE001 - interpreter shutdown, or a runtime torn down
-            pass
-
-
-class StridedCopyTask(Task):
-    """A strided copy between two device regions (the DMA engine's gather/scatter): element
-    i of `shape` goes from src + sum(i*src_strides) to dst + sum(i*dst_strides)."""
-
-    __slots__ = ("dst", "dst_strides", "src", "src_strides", "shape", "dtype", "dst_span", "src_span")
-    kind = "strided_copy"
-    error_code = C.ACL_ERROR_RT_SYS_DMA
-
-    def __init__(self, dst: "DeviceArray", src: "DeviceArray"):
-        self.dst, self.dst_strides = dst._ptr, dst.strides
-        self.src, self.src_strides = src._ptr, src.strides
-        self.shape, self.dtype = dst.shape, dst.dtype
-        self.dst_span = _byte_span(dst.shape, dst.strides, dst.dtype.itemsize)
-        self.src_span = _byte_span(src.shape, src.strides, src.dtype.itemsize)
-
-    def run(self) -> None:
-        np.copyto(self._view(self.dst, self.dst_strides, self.dst_span),
-                  self._view(self.src, self.src_strides, self.src_span))
-
-    def _view(self, ptr: int, strides, span) -> np.ndarray:
-        lo, hi = span
-        raw = address.view(ptr + lo, hi - lo)
-        return np.ndarray(self.shape, self.dtype, buffer=raw, offset=-lo, strides=strides)
-
-    def accesses(self) -> tuple:
-        (slo, shi), (dlo, dhi) = self.src_span, self.dst_span  # the spans the strides cover
-        return (self.src + slo, shi - slo, "r"), (self.dst + dlo, dhi - dlo, "w")
-
-    def describe(self) -> str:
-        return f"strided copy {self.shape} {self.dtype} 0x{self.src:x} -> 0x{self.dst:x}"
-
-    def details(self) -> dict:
-        return {"bytes": int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize}
-
-
-def _byte_span(shape, strides, itemsize) -> tuple[int, int]:
-    """(lowest, highest + itemsize) byte offsets a strided array touches, relative to its start."""
-    lo = hi = 0
-    for n, st in zip(shape, strides):
-        if n > 1:
-            if st < 0:
-                lo += st * (n - 1)
-            else:
-                hi += st * (n - 1)
-    return lo, hi + itemsize
-
-
-def _strided_copy(dst: "DeviceArray", src: "DeviceArray", stream) -> int:
-    task = StridedCopyTask(dst, src)
-    dspan = resolve(RUNTIME, dst._ptr + task.dst_span[0], task.dst_span[1] - task.dst_span[0], "destination")
-    sspan = resolve(RUNTIME, src._ptr + task.src_span[0], task.src_span[1] - task.src_span[0], "source")
-    seq = rt.enqueue(stream, task)
-    record_use(dspan, stream, seq)
-    record_use(sspan, stream, seq)
-    return seq
 
 
 def _rt_stream(stream, device_id: int):
@@ -244,8 +83,8 @@ class DeviceArray:
     __array_priority__ = 1000
 
     def __init__(self, shape, dtype="float32", device: int | None = None):
-        shape, dtype, nbytes, strides = _layout(shape, dtype)
-        mem = self._mem = _Allocation(nbytes, _devices.current_runtime_device() if device is None
+        shape, dtype, nbytes, strides = layout_of(shape, dtype)
+        mem = self._mem = Allocation(nbytes, _devices.current_runtime_device() if device is None
                                       else _devices.runtime_device(device))
         self._ptr = mem.ptr
         self.shape, self.dtype, self.strides = shape, dtype, strides
@@ -254,11 +93,11 @@ class DeviceArray:
     def _new(cls, shape: tuple, dtype: np.dtype, device) -> "DeviceArray":
         """A new contiguous array of a checked shape and dtype on a runtime Device."""
         try:
-            shape, dtype, nbytes, strides = _LAYOUTS[shape, dtype]  # canonical already: no checks
+            shape, dtype, nbytes, strides = LAYOUTS[shape, dtype]  # canonical already: no checks
         except KeyError:
-            shape, dtype, nbytes, strides = _layout(shape, dtype)
+            shape, dtype, nbytes, strides = layout_of(shape, dtype)
         obj = cls.__new__(cls)
-        mem = obj._mem = _Allocation(nbytes, device)
+        mem = obj._mem = Allocation(nbytes, device)
         obj._ptr = mem.ptr
         obj.shape, obj.dtype, obj.strides = shape, dtype, strides
         return obj
@@ -473,14 +312,14 @@ class DeviceArray:
         """self if C-contiguous, else a contiguous copy (queued on the stream)."""
         if self.is_contiguous():
             return self
-        perm = _permuted_contiguous(self)
+        perm = permuted_contiguous(self)
         if perm is not None:
             base_shape, axes = perm
             base = DeviceArray._view(self, self._ptr, base_shape, c_strides(base_shape, self.itemsize))
             return _ops.transpose(base, axes, stream=stream)
         out = DeviceArray(self.shape, self.dtype, self.device)
         if out.size:
-            _strided_copy(out, self, _rt_stream(stream, self.device))
+            strided_copy(out, self, _rt_stream(stream, self.device))
         return out
 
     def to(self, device: int | None = None, dtype=None, stream=None) -> "DeviceArray":
@@ -534,7 +373,7 @@ class DeviceArray:
         non-contiguous array is copied first."""
         if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
             shape = shape[0]
-        shape = _ints(shape, "reshape sizes")
+        shape = ints(shape, "reshape sizes")
         if shape.count(-1) > 1:
             raise InvalidValueError("reshape: only one dimension can be -1")
         known = math.prod(n for n in shape if n != -1)
@@ -542,7 +381,7 @@ class DeviceArray:
             if known == 0 or self.size % known:
                 raise InvalidValueError(f"cannot reshape an array of size {self.size} into shape {tuple(shape)}")
             shape[shape.index(-1)] = self.size // known
-        shape = _shape(shape)
+        shape = shape_of(shape)
         if math.prod(shape) != self.size:
             raise InvalidValueError(f"cannot reshape an array of size {self.size} into shape {shape}")
         src = self.contiguous()
@@ -560,7 +399,7 @@ class DeviceArray:
         that take it make it contiguous first (the transpose kernel)."""
         if len(axes) == 1 and not isinstance(axes[0], numbers.Integral):
             axes = axes[0]
-        axes = _normalize_axes(axes, self.ndim)
+        axes = normalize_axes(axes, self.ndim)
         return DeviceArray._view(self, self._ptr, [self.shape[a] for a in axes], [self.strides[a] for a in axes])
 
     @property
@@ -706,32 +545,6 @@ def _operand(other, scalar_ok: bool = True):
     raise InvalidValueError(f"unsupported operand of type {type(other).__name__} for a DeviceArray")
 
 
-def _normalize_axes(axes, ndim: int) -> list[int]:
-    if axes is None or axes == ():
-        return list(range(ndim))[::-1]
-    axes = _ints(axes, "axes")
-    axes = [a + ndim if a < 0 else a for a in axes]
-    if sorted(axes) != list(range(ndim)):
-        raise InvalidValueError(f"axes {tuple(axes)} are not a permutation of the {ndim} axes")
-    return axes
-
-
-def _permuted_contiguous(x: DeviceArray):
-    """(base_shape, axes) if x is a permutation of a C-contiguous block starting at x.ptr
-    (so transpose(base, axes) rebuilds it contiguously); else None."""
-    if any(st < 0 for st in x.strides):
-        return None
-    order = sorted(range(x.ndim), key=lambda a: (-x.strides[a], a))
-    expect = x.itemsize
-    for a in reversed(order):
-        if x.shape[a] != 1 and x.strides[a] != expect:
-            return None
-        expect *= x.shape[a]
-    base_shape = tuple(x.shape[a] for a in order)
-    axes = tuple(order.index(i) for i in range(x.ndim))
-    return base_shape, axes
-
-
 def _index(x: DeviceArray, key):
     """Basic indexing: ints, slices, Ellipsis, None. Returns (ptr, shape, strides)."""
     if not isinstance(key, tuple):
@@ -780,7 +593,7 @@ def _index(x: DeviceArray, key):
 
 def broadcast_to(x: DeviceArray, shape) -> DeviceArray:
     """A read-only view of `x` broadcast to `shape` (numpy rules; stride 0 on new axes)."""
-    shape = _shape(shape)
+    shape = shape_of(shape)
     if len(shape) < x.ndim:
         raise InvalidValueError(f"cannot broadcast shape {x.shape} to {shape}")
     pad = len(shape) - x.ndim
@@ -810,7 +623,7 @@ def _copy_into(dst: DeviceArray, src: DeviceArray, stream) -> None:
     if dst.is_contiguous() and src.is_contiguous():
         rt.memcpy_async(dst._ptr, dst.nbytes, src._ptr, dst.nbytes, D2D, s, require_aligned=False)
     else:
-        _strided_copy(dst, src, s)
+        strided_copy(dst, src, s)
 
 
 def _uploaded(host: np.ndarray, device: int, stream) -> DeviceArray:

@@ -12,7 +12,7 @@ import numpy as np
 from .. import devices as _devices
 from .. import runtime as rt
 from ..runtime import RUNTIME
-from .core import _shape, as_dtype
+from .layout import as_dtype, shape_of
 
 
 class _PinnedBuffer:
@@ -41,7 +41,7 @@ class _PinnedBuffer:
 def empty_pinned(shape, dtype="float32") -> np.ndarray:
     """An uninitialized numpy array in page-locked host memory (malloc_host): copies to and
     from it are truly asynchronous. Freed when the array (and every view) is collected."""
-    shape, dtype = _shape(shape), as_dtype(dtype)
+    shape, dtype = shape_of(shape), as_dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     raw = np.asarray(_PinnedBuffer(nbytes))   # base: the owner
     return raw[:nbytes].view(dtype).reshape(shape)

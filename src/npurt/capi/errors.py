@@ -14,6 +14,7 @@ import re
 
 from .._cstyle.retcode import CodeSpace, fail as _fail, record as _record
 from ..runtime import NpuError, constants as C
+from .spec import load
 
 _SNAKE = re.compile(r"(?<!^)(?=[A-Z])")
 
@@ -27,12 +28,34 @@ def snake(name: str) -> str:
     return _SNAKE.sub("_", name).lower()
 
 
+# runtime operations whose C function is not aclrt + their name in CamelCase
+_C_NAMES = {"set_context": "aclrtSetCurrentContext", "get_context": "aclrtGetCurrentContext",
+            "init": "aclInit", "finalize": "aclFinalize", "unsubscribe_report": "aclrtUnSubscribeReport"}
+_CALL = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)*)\(([a-z0-9_, ]*)\)")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def _c_call(m: re.Match) -> str:
+    """`set_device(device_id)` -> `aclrtSetDevice(deviceId)` when that C function exists."""
+    name, args = m.group(1), m.group(2)
+    cname = _C_NAMES.get(name) or "aclrt" + "".join(w[:1].upper() + w[1:] for w in name.split("_"))
+    if cname not in load().functions:
+        return m.group(0)
+    return f"{cname}({', '.join(_camel(a.strip()) for a in args.split(',')) if args.strip() else ''})"
+
+
 def c_terms(message: str, cparams: tuple[str, ...]) -> str:
+    """The runtime's message with the C names: the C function's parameters, and runtime
+    operations written as calls (`set_device(device_id)`) as their C functions."""
     for p in cparams:
         s = snake(p)
         if s != p:
             message = re.sub(rf"\b{s}\b", p, message)
-    return message
+    return _CALL.sub(_c_call, message)
 
 
 def code_space(cname: str, cparams: tuple[str, ...]) -> CodeSpace:

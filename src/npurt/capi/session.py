@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 
+from ..runtime import fork_safe_lock
 from ..profiler import Profile
 from ..sanitizer import Sanitizer
 
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 _running: dict[str, object] = {}
 
 

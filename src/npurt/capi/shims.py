@@ -46,6 +46,120 @@ def _wire_params(spec: Spec, fn: dict) -> list[tuple[str, str, str]]:
     return out
 
 
+# The fast path (npurt.capi.fast): C function -> (its output parameter or None, the parameters
+# passed to Python). Only aclError functions whose inputs are integers, addresses or handles.
+FAST = {
+    "aclrtMalloc": ("devPtr", ("size", "policy")),
+    "aclrtFree": (None, ("devPtr",)),
+    "aclrtMemcpy": (None, ("dst", "destMax", "src", "count", "kind")),
+    "aclrtMemcpyAsync": (None, ("dst", "destMax", "src", "count", "kind", "stream")),
+    "aclrtSynchronizeStream": (None, ("stream",)),
+    "aclrtGetDevice": ("deviceId", ()),
+}
+
+_FAST_C = """
+/* ---- the fast path of the hot functions (npurt.capi.fast) ---- */
+static PyObject *npurt_fast_fn[NPURT_NFAST];
+static PyObject *npurt_fast_fail_fn;
+static int npurt_fast_ready;
+static __thread int npurt_thread_bound;
+
+static void npurt_load_fast(void)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *m = PyImport_ImportModule("npurt.capi.fast");
+    int ok = m != NULL;
+    for (int i = 0; ok && i < NPURT_NFAST; i++) {
+        npurt_fast_fn[i] = PyObject_GetAttrString(m, npurt_fast_names[i]);
+        ok = npurt_fast_fn[i] != NULL;
+    }
+    if (ok) {
+        npurt_fast_fail_fn = PyObject_GetAttrString(m, "fail");
+        ok = npurt_fast_fail_fn != NULL;
+    }
+    Py_XDECREF(m);
+    if (!ok)
+        PyErr_Clear();      /* the cffi path serves every call */
+    npurt_fast_ready = ok;
+    PyGILState_Release(g);
+}
+
+/* A C thread's first call goes through cffi, which gives the thread one Python thread state
+ * for its life (npurt's current context lives there); only then may it take the GIL itself. */
+static int npurt_bind_thread(void)
+{
+    if (!npurt_thread_bound) {
+        if (npurt_py_ready() != 1)
+            return 0;
+        npurt_thread_bound = 1;
+    }
+    return 1;
+}
+
+static aclError npurt_fast_error(int k)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (value != NULL && tb != NULL)
+        PyException_SetTraceback(value, tb);
+    PyObject *name = PyUnicode_FromString(npurt_fast_names[k]);
+    PyObject *args[2] = {value ? value : Py_None, name};
+    PyObject *r = name ? PyObject_Vectorcall(npurt_fast_fail_fn, args, 2, NULL) : NULL;
+    long code = r ? PyLong_AsLong(r) : 500000L;
+    Py_XDECREF(r);
+    Py_XDECREF(name);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+    return (aclError)code;
+}
+"""
+
+
+def _fast_arg(spec: Spec, p: dict) -> str:
+    ctype = spec.param_type(p)
+    kind = spec.kind(ctype)
+    name = p["name"]
+    if kind == "ptr":
+        return f"PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t){name})"
+    r = spec.resolve(ctype)
+    if kind == "int" and (r.startswith("uint") or r in ("size_t", "unsigned int", "unsigned")):
+        return f"PyLong_FromUnsignedLongLong((unsigned long long){name})"
+    return f"PyLong_FromLongLong((long long){name})"
+
+
+def _fast_body(spec: Spec, fn: dict, k: int) -> list[str]:
+    out_name, names = FAST[fn["name"]]
+    params = {p["name"]: p for p in fn["params"]}
+    n = len(names)
+    cond = "npurt_fast_ready" + (f" && {out_name}" if out_name else "") + " && npurt_bind_thread()"
+    lines = [f"    if ({cond}) {{", "        PyGILState_STATE g_ = PyGILState_Ensure();"]
+    if n:
+        lines.append(f"        PyObject *a_[{n}];")
+        lines.append("        int ok_ = 1;")
+        for i, pname in enumerate(names):
+            lines.append(f"        a_[{i}] = {_fast_arg(spec, params[pname])}; ok_ = ok_ && a_[{i}];")
+        lines.append(f"        PyObject *r_ = ok_ ? PyObject_Vectorcall(npurt_fast_fn[{k}], a_, {n}, NULL) : NULL;")
+        lines.extend(f"        Py_XDECREF(a_[{i}]);" for i in range(n))
+    else:
+        lines.append(f"        PyObject *r_ = PyObject_Vectorcall(npurt_fast_fn[{k}], NULL, 0, NULL);")
+    lines.append("        aclError ret_ = ACL_SUCCESS;")
+    lines.append(f"        if (r_ == NULL) ret_ = npurt_fast_error({k});")
+    if out_name:
+        out_type = spec.resolve(spec.param_type(params[out_name]))
+        if out_type.endswith("**"):
+            store = f"*{out_name} = (void *)(uintptr_t)PyLong_AsUnsignedLongLong(r_);"
+        else:
+            store = f"*{out_name} = ({out_type[:-1]})PyLong_AsLongLong(r_);"
+        lines.append(f"        else {{ {store} Py_DECREF(r_); if (PyErr_Occurred()) ret_ = npurt_fast_error({k}); }}")
+    else:
+        lines.append("        else Py_DECREF(r_);")
+    lines += ["        PyGILState_Release(g_);", "        return ret_;", "    }"]
+    return lines
+
+
 def _ret_wire(spec: Spec, fn: dict) -> str:
     return spec.wire(fn["ret"])
 
@@ -79,7 +193,11 @@ def c_source(spec: Spec, includes: list[str], runtime_c: str) -> str:
     out = ["#include <stdarg.h>", "#include <stdio.h>", "#include <stdint.h>"]
     out += [f'#include "{h}"' for h in includes]
     out.append(python_api(spec))  # prototypes: cffi defines these after this source
+    fast = [n for n in FAST if n in spec.functions]
+    out.append(f"#define NPURT_NFAST {max(len(fast), 1)}")
+    out.append("static const char *npurt_fast_names[NPURT_NFAST] = {" + ", ".join(f'"{n}"' for n in fast) + "};")
     out.append(runtime_c)
+    out.append(_FAST_C)
     out.append(f'const char *npurt_interface_digest(void) {{ return "{interface_digest(spec)}"; }}\n')
     for name, fn in sorted(spec.functions.items()):
         params = ", ".join(p["decl"] for p in fn["params"]) or "void"
@@ -91,6 +209,8 @@ def c_source(spec: Spec, includes: list[str], runtime_c: str) -> str:
         if name == "aclGetRecentErrMsg":
             body = ["    if (npurt_state != 1 && !npurt_ensure_started()) {", "        return npurt_start_error;",
                     "    }"]
+        if name in FAST and name in fast:
+            body += _fast_body(spec, fn, fast.index(name))
         if fn["params"] and fn["params"][-1]["decl"] == "...":
             fmt = wires[-1][1]
             body += ["    char npurt_formatted[4096];", "    va_list npurt_ap;", f"    va_start(npurt_ap, {fmt});",

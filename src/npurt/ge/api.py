@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import threading
 
-from ..runtime import SyncTimeoutError
-from ..runtime import constants as C
-from ..runtime import stream_of
-from ..runtime import HOOKS, InvalidValueError, NpuError, RUNTIME, address, host_bytes, resolve as locate
+from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, SyncTimeoutError, address, constants as C,
+                       fork_safe_lock, host_bytes, resolve as locate, stream_of)
 from . import aipp as A
 from . import constants as G
 from . import model as M
@@ -76,20 +74,22 @@ def execute(model_id: int, inputs: Dataset, outputs: Dataset) -> None:
     execution fails, the model and its stream stay usable, the KeyboardInterrupt goes on."""
     model = M.model_of(model_id)
     stream = model.stream
+    own: list = []  # this call's sequence number, once enqueue returned it
 
-    def stop():  # what is enqueued on the model's stream by now, this execution included
-        model.cancel(stream, stream.enqueued_seq, C.ACL_ERROR_RT_MODEL_EXECUTE, "was interrupted (Ctrl-C)")
+    def stop():  # SIGINT while the main thread is inside ONNX Runtime: stop what it runs
+        M.stop_runs(model, C.ACL_ERROR_RT_MODEL_EXECUTE, "was interrupted (Ctrl-C)", threading.main_thread().ident)
 
     try:
         with stopping_on_ctrl_c(stop):
-            seq = model.enqueue(inputs, outputs, stream, allocate=True, inline=True)  # runs here if idle
-            stream.synchronize(seq)
+            own.append(model.enqueue(inputs, outputs, stream, allocate=True, inline=True))  # runs here if idle
+            stream.synchronize(own[0])
     except KeyboardInterrupt:
-        stop()
-        try:
-            stream.synchronize(timeout_ms=int(M.EXIT_WAIT_S * 1000), report_errors=False)
-        except NpuError:
-            pass
+        if own:  # queued behind other threads' executions, or running on a worker: stop it
+            model.cancel(stream, own[0], C.ACL_ERROR_RT_MODEL_EXECUTE, "was interrupted (Ctrl-C)")
+            try:
+                stream.synchronize(own[0], timeout_ms=int(M.EXIT_WAIT_S * 1000), report_errors=False)
+            except NpuError:
+                pass
         raise
 
 
@@ -271,7 +271,7 @@ def _write_aipp(model, dataset: Dataset, param_index: int, image, params: A.Dyna
 _bundles: dict[int, list[int]] = {}
 _bundled: dict[int, int] = {}
 _bundle_ids = iter(range(1, 1 << 31))
-_bundle_lock = threading.Lock()
+_bundle_lock = fork_safe_lock()
 
 
 def bundle_load(data: bytes) -> int:

@@ -27,6 +27,7 @@ import sys
 from . import om
 from .converter import ConversionError, convert
 from .engine import MissingExtraError
+from .ops.compile import compile_ops
 
 FLAGS = {"model", "weight", "framework", "output", "soc_version", "mode", "om", "json", "input_shape",
          "input_shape_range", "input_format", "dynamic_batch_size", "dynamic_image_size", "dynamic_dims",
@@ -162,7 +163,6 @@ def _run(opts: dict[str, str]) -> None:
     if mode not in ("0", "3"):
         raise UsageError(f"--mode={mode} is not supported (0 convert, 1 om -> JSON, 3 check only, 6 display an om)")
     if "singleop" in opts:
-        from .ops.compile import compile_ops
         written = compile_ops(opts["singleop"], opts.get("output"), opts.get("soc_version"), check_only=mode == "3")
         for path in written:
             log.info("wrote %s", path)

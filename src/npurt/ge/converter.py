@@ -34,6 +34,7 @@ from .dtypes import ACL_TO_ONNX, FORMATS, ONNX_TO_ACL, OUTPUT_TYPES, type_size
 from .engine import import_onnx, import_ort
 from .modeldef import ROLE_AIPP_DATA, ROLE_DATA, ROLE_MBATCH, IODef
 from ..runtime import constants as R
+from .dtypes import to_numpy
 
 MAX_GEARS = 100
 ALIGN = 512
@@ -229,7 +230,6 @@ def _ort_shapes(session, model_inputs: dict[str, tuple[list[int], int]]) -> list
 
 
 def _np_of(onnx_type: int):
-    from .dtypes import to_numpy
     return to_numpy(ONNX_TO_ACL[onnx_type])
 
 

@@ -71,9 +71,9 @@ def stopping_on_ctrl_c(stop):
         signal.set_wakeup_fd(old)
         yield
         return
-    WATCHER.stop = stop
+    outer, WATCHER.stop = WATCHER.stop, stop  # a nested call (old == fd) restores the outer one
     try:
         yield
     finally:
-        WATCHER.stop = None
-        signal.set_wakeup_fd(-1)
+        WATCHER.stop = outer
+        signal.set_wakeup_fd(old if old == fd else -1)

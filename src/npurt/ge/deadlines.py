@@ -5,7 +5,10 @@ A model execution runs inside one ONNX Runtime call that Python cannot interrupt
 a run whose RunOptions has `terminate` set at its next node (a Loop checks it every
 iteration), so the thread here sets it on the run's task (`task.expire()`) at the deadline.
 `watch(task, deadline)` costs a heap push and, when the new deadline is the earliest, a
-notify; `unwatch` marks the entry done (it is dropped when it comes due).
+notify; `unwatch` marks the entry done. Done entries are dropped when they come due, or when
+they outnumber the live ones (the heap is rebuilt then), so a program running many short
+executions under a long timeout (the default is 1091 s) keeps a heap of its running ones,
+not of every execution of the last 18 minutes.
 """
 from __future__ import annotations
 
@@ -31,6 +34,10 @@ class Deadlines:
         """Call task.expire() at time.monotonic() `deadline` unless unwatch(task) comes first."""
         with self._cond:
             self._live[task] = deadline
+            if len(self._heap) > 2 * len(self._live) + 64:  # mostly done entries: keep the live ones
+                live = self._live
+                self._heap = [e for e in self._heap if live.get(e[2]) == e[0]]
+                heapq.heapify(self._heap)
             heapq.heappush(self._heap, (deadline, next(self._ties), task))
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, daemon=True, name="npurt-model-deadlines")

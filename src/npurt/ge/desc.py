@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..runtime import InvalidValueError, NpuError, constants as C
 from . import constants as G
 from .modeldef import ModelDef
+from .model import _models
 
 NAME_LIMIT = G.ACL_MAX_TENSOR_NAME_LEN - 1
 
@@ -78,7 +79,6 @@ class ModelDesc:
         io = self._io(index, True)
         gear = None
         if self.model_id:
-            from .model import _models
             model = _models.get(self.model_id)
             if model is not None:
                 gear = model.cur_gear

@@ -3,14 +3,13 @@ stream id, task id) as the exception-info callback names them. npurt's "operator
 model task is the model itself: its name and its input / output tensor descs."""
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 
-from ..runtime import NpuError, constants as C
+from ..runtime import NpuError, constants as C, fork_safe_lock
 from .tensor import TensorDesc
 
 _failed: OrderedDict = OrderedDict()
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 LIMIT = 256
 
 

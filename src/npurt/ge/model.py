@@ -29,14 +29,17 @@ An execution runs inside one ONNX Runtime call with its own RunOptions, and stop
   engine is never torn down under a thread still inside it).
 Unloading a model stops its executions in flight (107022) before its session goes away.
 
-A payload the loader cannot use is ACL_ERROR_GE_PARAM_INVALID (145000), what GE's
-ModelHelper::LoadModel returns for model content it cannot parse: a description that is not
-the converter's (fields missing or of the wrong type: see modeldef.check_meta), a graph
-protobuf cannot parse, a tensor with negative dims or data that does not match them, and any
-tensor whose data lives outside the .om ("external data": a path the loader would resolve
-against the process's working directory, so a model file could read the files there). A
-converted model's weights always live inside the .om (`npurt atc` reads an ONNX model's
-external data from the model's own directory and embeds it).
+A payload the loader cannot use gets the code GE's ModelHelper (base/common/helper/
+model_helper.cc) gives at the same stage: content it cannot parse or will not load is
+ACL_ERROR_GE_PARAM_INVALID (145000): a description that is not the converter's (fields
+missing or of the wrong type: see modeldef.check_meta), and any tensor whose data lives
+outside the .om ("external data": a path the loader would resolve against the process's
+working directory, so a model file could read the files there; a converted model's weights
+always live inside the .om: `npurt atc` reads an ONNX model's external data from the model's
+own directory and embeds it). A model partition that does not load (the graph protobuf
+cannot parse, a tensor with negative dims or data that does not match them) is
+ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED (545002), as GenerateGeModel returns when
+LoadModelData fails.
 """
 from __future__ import annotations
 
@@ -51,6 +54,7 @@ from math import prod
 import numpy as np
 
 from ..progress import progress
+from ..runtime import fork_safe_lock
 from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, Task, address, constants as C,
                        current_context, free, malloc_on, resolve as locate)
 from . import aipp as A
@@ -60,16 +64,21 @@ from .deadlines import DEADLINES
 from .dataset import Dataset
 from .modeldef import ROLE_AIPP_DATA, ROLE_DATA, ROLE_MBATCH, IODef, ModelDef, ModelDefError
 from .tensor import TensorDesc
+from .dtypes import ONNX_TO_ACL, type_size
+from .dtypes import to_numpy
+from . import failures
 
 WEIGHT_ALIGN = 64
 BAD_MODEL = C.ACL_ERROR_GE_PARAM_INVALID  # GE ModelHelper::LoadModel: content it cannot parse
+BAD_PARTITION = C.ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED  # GE GenerateGeModel: LoadModelData failed
 _CORRUPT = (ModelDefError, KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError)
 _log = logging.getLogger("npurt.ge")
 _models: dict[int, "Model"] = {}
 _running: dict["ModelTask", "Model"] = {}  # executions inside ONNX Runtime now
 EXIT_WAIT_S = 30.0  # at interpreter exit: how long stopped runs may take to leave ORT
+_exiting: list = []  # non-empty once the interpreter exits: executions that start then stop at once
 _ids = itertools.count(1)
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def model_of(model_id) -> "Model":
@@ -94,7 +103,6 @@ def weight_layout(initializers) -> tuple[list[int], int]:
 
 
 def _itemsize(t) -> int:
-    from .dtypes import ONNX_TO_ACL, type_size
     return type_size(ONNX_TO_ACL.get(t.data_type, C.ACL_FLOAT))
 
 
@@ -119,27 +127,27 @@ def parse_graph(graph: bytes):
         proto.ParseFromString(graph)
     except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and its warnings as errors)
         raise NpuError(f"the graph in this .om cannot be parsed ({exc}): the file is corrupt, convert the "
-                       "model again", BAD_MODEL) from None
-    problem = _tensor_problem(proto.graph, onnx.TensorProto.EXTERNAL)
+                       "model again", BAD_PARTITION) from None
+    problem, code = _tensor_problem(proto.graph, onnx.TensorProto.EXTERNAL) or (None, 0)
     if problem:
-        raise NpuError(f"this .om cannot be loaded: {problem}", BAD_MODEL)
+        raise NpuError(f"this .om cannot be loaded: {problem}", code)
     return proto
 
 
-def _tensor_problem(graph, external: int, depth: int = 0) -> str | None:
-    """Why a tensor of `graph` (initializers, constants in node attributes, subgraphs) cannot
-    be loaded, or None."""
-    def tensor(t, where: str) -> str | None:
+def _tensor_problem(graph, external: int, depth: int = 0) -> tuple[str, int] | None:
+    """(why, code) if a tensor of `graph` (initializers, constants in node attributes,
+    subgraphs) cannot be loaded, or None."""
+    def tensor(t, where: str) -> tuple[str, int] | None:
         if t.data_location == external or len(t.external_data):
             location = next((e.value for e in t.external_data if e.key == "location"), "?")
             return (f"{where} {t.name!r} names external weight data ({location!r}); a loaded model's weights "
-                    "must live inside the .om (npurt atc embeds them)")
+                    "must live inside the .om (npurt atc embeds them)", BAD_MODEL)
         if any(d < 0 for d in t.dims):
-            return f"{where} {t.name!r} has negative dims {list(t.dims)}: the file is corrupt"
+            return f"{where} {t.name!r} has negative dims {list(t.dims)}: the file is corrupt", BAD_PARTITION
         return None
 
     if depth > 64:
-        return "its graph nests subgraphs more than 64 deep"
+        return "its graph nests subgraphs more than 64 deep", BAD_PARTITION
     for t in graph.initializer:
         why = tensor(t, "initializer")
         if why:
@@ -201,9 +209,11 @@ def _release_device(device, reason) -> None:
         m.release(quiet=True)
 
 
-def stop_runs(model: "Model | None", code: int, why: str) -> list["ModelTask"]:
-    """Stop the executions inside ONNX Runtime (of `model`, or all); returns them."""
-    tasks = [t for t, m in list(_running.items()) if model is None or m is model]
+def stop_runs(model: "Model | None", code: int, why: str, thread: int | None = None) -> list["ModelTask"]:
+    """Stop the executions inside ONNX Runtime (of `model`, or all; with `thread`, those that
+    thread runs); returns them."""
+    tasks = [t for t, m in list(_running.items())
+             if (model is None or m is model) and (thread is None or t.runner == thread)]
     for t in tasks:
         t.expire(code, why)
     return tasks
@@ -212,6 +222,7 @@ def stop_runs(model: "Model | None", code: int, why: str) -> list["ModelTask"]:
 def _stop_at_exit() -> None:
     """atexit: no thread may be inside ONNX Runtime when the interpreter tears it down (a
     daemon worker still running a model made the process die with SIGABRT)."""
+    _exiting.append(True)  # first: a run registering after the snapshot below sees it
     if not stop_runs(None, C.ACL_ERROR_RT_DEVICE_TASK_ABORT, "was stopped: the interpreter is exiting"):
         return
     deadline = time.monotonic() + EXIT_WAIT_S
@@ -253,7 +264,7 @@ class Model:
         self._plans: dict = {}
         self._warned: set = set()  # (input index, size) warned of a buffer bigger than the input
         self._no_dims = (None,) * len(mdef.inputs)
-        self.cancelled: dict = {}  # stream -> (seq, code, why): its executions up to seq fail unrun
+        self.cancelled: dict = {}  # (stream, seq) -> (code, why): that execution fails (unrun if queued)
         spec = self.device.spec
         if mdef.soc != spec.name:
             raise NpuError(f"this model was converted for {mdef.soc} (--soc_version) but device {self.device.id} "
@@ -261,12 +272,13 @@ class Model:
                            f"NPURT_SOC={mdef.soc}", C.ACL_ERROR_GE_LOAD_MODEL)
 
     def cancel(self, stream, seq: int, code: int, why: str) -> None:
-        """Its executions on `stream` up to `seq` fail with `code`: stopped if running, unrun
-        if still queued (Ctrl-C in a synchronous execute, an execute_v2 stream timeout)."""
-        old = self.cancelled.get(stream)
-        if old is None or old[0] < seq:
-            self.cancelled[stream] = (seq, code, why)
-        for t in [t for t, m in list(_running.items()) if m is self and t.stream is stream and t.seq <= seq]:
+        """Execution `seq` on `stream` fails with `code`: stopped if it runs, unrun if still
+        queued (Ctrl-C in a synchronous execute, an execute_v2 stream timeout). Only that one:
+        other threads' executions on the same stream go on."""
+        if len(self.cancelled) > 1024:  # entries of executions that had run already
+            self.cancelled.clear()
+        self.cancelled[(stream, seq)] = (code, why)
+        for t in [t for t, m in list(_running.items()) if m is self and t.stream is stream and t.seq == seq]:
             t.expire(code, why)
 
     def __repr__(self) -> str:
@@ -293,7 +305,7 @@ class Model:
                     arr = numpy_helper.to_array(t)
                 except _CORRUPT as exc:
                     raise NpuError(f"initializer {t.name!r} of this .om is corrupt ({exc}): convert the model "
-                                   "again", BAD_MODEL) from None
+                                   "again", BAD_PARTITION) from None
                 nbytes = arr.nbytes
                 view = self.device.backend.view(self.weight_ptr + off, nbytes)
                 typed = view.view(arr.dtype).reshape(arr.shape)
@@ -576,15 +588,18 @@ class Model:
                 self._bindings[key] = binding
                 if len(self._bindings) > 16:
                     self._bindings.popitem(last=False)
-            cancel = self.cancelled.get(task.stream)
-            if cancel is not None and task.seq <= cancel[0]:
-                raise NpuError(f"model {self.id} ({self.mdef.name}) execution {cancel[2]} before it ran", cancel[1])
+            cancel = self.cancelled.pop((task.stream, task.seq), None) if self.cancelled else None
+            if cancel is not None:
+                raise NpuError(f"model {self.id} ({self.mdef.name}) execution {cancel[1]} before it ran", cancel[0])
+            task.runner = threading.get_ident()
             options = task.options = engine.run_options()
             if task.stop is not None:  # stopped before it started
                 options.terminate = True
-            _running[task] = self
-            DEADLINES.watch(task, time.monotonic() + effective_op_execute_timeout_us() / 1e6)
             try:
+                _running[task] = self
+                if _exiting:
+                    task.expire(C.ACL_ERROR_RT_DEVICE_TASK_ABORT, "was stopped: the interpreter is exiting")
+                DEADLINES.watch(task, time.monotonic() + effective_op_execute_timeout_us() / 1e6)
                 session.run_with_iobinding(binding, options)
             except Exception as exc:  # noqa: BLE001 - ORT's message names the failing node
                 stop = task.stop
@@ -687,7 +702,6 @@ _NO_PLAN = object()
 
 
 def io_numpy(dtype: int) -> np.dtype:
-    from .dtypes import to_numpy
     return to_numpy(dtype)
 
 
@@ -738,7 +752,7 @@ def _externalise(onnx, t, offset: int, length: int) -> None:
 class ModelTask(Task):
     """One model execution on a stream."""
 
-    __slots__ = ("model", "ins", "outs", "gear", "in_dims", "out_ds", "options", "stop")
+    __slots__ = ("model", "ins", "outs", "gear", "in_dims", "out_ds", "options", "stop", "runner")
     kind = "model_execute"
     error_code = C.ACL_ERROR_RT_MODEL_EXECUTE
 
@@ -746,6 +760,7 @@ class ModelTask(Task):
         self.model, self.ins, self.outs, self.gear, self.in_dims, self.out_ds = model, ins, outs, gear, in_dims, out_ds
         self.options = None      # its ORT RunOptions while it runs
         self.stop = None         # (code, message) once it was told to stop
+        self.runner = 0          # the thread running it
 
     def expire(self, code: int = C.ACL_ERROR_RT_AICORE_TIMEOUT, why: str = "") -> bool:
         """Stop this execution (its deadline, a device reset, an interrupt, exit): ORT leaves
@@ -766,7 +781,6 @@ class ModelTask(Task):
         try:
             self.model.run(self)
         except BaseException:
-            from . import failures
             s = self.stream
             failures.record(s.device.id, s.stream_id, self.seq, self.model)
             raise

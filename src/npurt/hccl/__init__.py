@@ -20,13 +20,7 @@ from __future__ import annotations
 from .api import *  # noqa: F401,F403
 from .types import *  # noqa: F401,F403
 from .types import HcclError  # noqa: F401
-from .world import World, spawn  # noqa: F401
+from .communicator import Communicator  # noqa: F401
+from .ranks import spawn  # noqa: F401
+from .world import World  # noqa: F401
 from .world import current as current_world  # noqa: F401
-
-
-def __getattr__(name: str):
-    if name == "Communicator":  # pulls in the Pythonic API (DeviceArray); loaded on first use
-        from .communicator import Communicator
-        globals()[name] = Communicator
-        return Communicator
-    raise AttributeError(f"module 'npurt.hccl' has no attribute {name!r}")

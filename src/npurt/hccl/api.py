@@ -21,6 +21,7 @@ from ..runtime import RUNTIME, NpuError, handle_table, peek_context
 from . import config, local, rank_table, world
 from . import types as T
 from .comm import HcclComm
+from . import mpi
 
 COMMS = handle_table("hccl comm")
 _MAGIC = b"NPURT-HCCL\x01"
@@ -116,7 +117,6 @@ def join(key: bytes, kind: bytes, n_ranks: int, rank: int, device, name: str) ->
     comm = HcclComm(rank, n_ranks, device, name)
     exec_s, connect_s = config.exec_timeout(), config.connect_timeout()
     if kind == _MPI:  # even a rank alone takes part: creation is collective over the MPI world
-        from . import mpi
         mpi.init(key, comm, connect_s, exec_s)
     else:
         local.join(key, comm, connect_s, exec_s)

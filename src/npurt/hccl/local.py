@@ -21,7 +21,7 @@ import weakref
 
 import numpy as np
 
-from ..runtime import RUNTIME, WATCHDOG, address
+from ..runtime import RUNTIME, WATCHDOG, address, fork_safe_lock
 from . import types as T
 from . import world
 from .ops import COLLECTIVES, Op, check_agreement
@@ -29,7 +29,7 @@ from .reduction import reduce_many
 
 PARALLEL_BYTES = 4 << 20  # operations moving more than this are split over the cores
 
-_REGISTRY_LOCK = threading.Lock()
+_REGISTRY_LOCK = fork_safe_lock()
 _JOINING: dict[bytes, "LocalGroup"] = {}
 _SPAWNED: dict[bytes, weakref.WeakSet] = {}  # spawn key -> groups made by its rank threads
 

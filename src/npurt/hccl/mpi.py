@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from ..runtime import address
+from ..runtime import address, fork_safe_lock
 from . import algorithms
 from . import types as T
 from .local import unusable
@@ -45,7 +45,7 @@ _MPI = None
 _base = None
 _init_seq = 0
 _transports: list["MpiTransport"] = []
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def mpi():

@@ -1,4 +1,4 @@
-"""Where this process stands in a distributed job, and `spawn` to run a function on every rank.
+"""Where this process stands in a distributed job (`spawn`, in ranks.py, runs a function on every rank).
 
 A process started by `npurt launch` has RANK, LOCAL_RANK and WORLD_SIZE (and LOCAL_WORLD_SIZE)
 set, as torchrun sets them; one started by `mpiexec`/`mpirun` directly has its MPI
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import threading
-import uuid
 from dataclasses import dataclass, field
 
 # (rank, size, local rank, local size) variables, in the order they are looked for
@@ -87,49 +86,7 @@ def current() -> World:
     return _process
 
 
-def spawn(fn, nranks: int | None = None, args: tuple = ()) -> list:
-    """Run `fn(rank, *args)` on every rank and return the results in rank order.
+def run_as(world: World | None) -> None:
+    """Make `world` the calling thread's (spawn's rank threads); None: the process's again."""
+    _thread.world = world
 
-    Launched as several processes (`npurt launch`, `mpirun`): this process's rank only, after
-    making device LOCAL_RANK current. In a single process: `nranks` threads (default: every
-    visible device), thread i on device i; an exception on any rank fails the collectives
-    the others wait in (instead of letting them wait for HCCL_EXEC_TIMEOUT) and is raised
-    here, noting the rank."""
-    import npurt
-
-    world = current()
-    if world.kind == "mpi":
-        npurt.set_device(world.local_rank)
-        return [fn(world.rank, *args)]
-    n = npurt.device_count() if nranks is None else nranks
-    if type(n) is not int or not 1 <= n <= npurt.device_count():
-        raise ValueError(f"spawn: nranks must be 1..{npurt.device_count()} (one simulated device per rank; "
-                         f"set NPURT_DEVICE_COUNT for more), got {nranks!r}")
-    key = b"spawn:" + uuid.uuid4().bytes
-    results: list = [None] * n
-    errors: list = []  # (rank, exception) in the order they were raised: the first is the cause
-    lock = threading.Lock()
-
-    def body(rank: int) -> None:
-        _thread.world = World(rank, n, rank, n, "threads", key)
-        try:
-            npurt.set_device(rank)
-            results[rank] = fn(rank, *args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            with lock:
-                errors.append((rank, exc))
-            from . import local
-            local.abort(key, f"rank {rank} raised {type(exc).__name__}: {exc}")
-        finally:
-            _thread.world = None
-
-    threads = [threading.Thread(target=body, args=(r,), name=f"npurt-rank{r}") for r in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        rank, exc = errors[0]
-        exc.add_note(f"(raised on rank {rank} of {n}; the other ranks' collectives were failed)")
-        raise exc
-    return results

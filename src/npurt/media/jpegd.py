@@ -35,6 +35,8 @@ from .channel import ChannelDesc
 from .descs import PicDesc
 from .layout import LAYOUTS, Planes, align_up, format_name, write
 from .task import DvppTask, enqueue
+from .geometry import FormatError
+from .vpc import _stream_and_channel
 
 MIN_SIZE, MAX_SIZE = 32, 8192
 OUTPUT_FORMATS = {F.PIXEL_FORMAT_YUV_SEMIPLANAR_420, F.PIXEL_FORMAT_YVU_SEMIPLANAR_420,
@@ -205,7 +207,6 @@ def predict_dec_size(data, size, fmt: int) -> int:
 
 
 def _format_error(fmt: int):
-    from .geometry import FormatError
     names = ", ".join(format_name(f) for f in sorted(OUTPUT_FORMATS))
     return FormatError(f"JPEGD cannot output {format_name(fmt)}; it outputs {names}")
 
@@ -221,13 +222,11 @@ def _target_format(info: JpegInfo, fmt: int) -> int:
     if fmt in (F.PIXEL_FORMAT_YUV_SEMIPLANAR_420, F.PIXEL_FORMAT_YVU_SEMIPLANAR_420):
         return fmt
     if not info.subsampling:
-        from .geometry import FormatError
         raise FormatError(f"the JPEG's {info.colour} components have a subsampling JPEGD cannot keep; "
                           "decode it to YUV_SEMIPLANAR_420 or YVU_SEMIPLANAR_420")
     native = _NATIVE[info.subsampling][1]
     if fmt == F.PIXEL_FORMAT_UNKNOWN or fmt == native:
         return native
-    from .geometry import FormatError
     raise FormatError(f"a {info.subsampling} JPEG decodes to YUV/YVU 4:2:0 or to its own subsampling "
                       f"({format_name(native)}), not to {format_name(fmt)}")
 
@@ -314,7 +313,6 @@ HARDWARE_STRIDE_SOCS = {"Ascend310P3", "Ascend910B3"}
 
 def decode(channel: ChannelDesc, data, size, out: PicDesc, stream=None) -> int:
     """Queue the decoding of the `size`-byte JPEG at `data` (DVPP memory) into `out`."""
-    from .vpc import _stream_and_channel
     s = _stream_and_channel(channel, stream, F.DVPP_CHNMODE_JPEGD)
     size = as_int(size, "the JPEG size")
     if size <= 0:

@@ -23,6 +23,7 @@ from .channel import ChannelDesc
 from .descs import JpegeConfig, PicDesc
 from .layout import align_up, read
 from .task import DvppTask, enqueue
+from .vpc import _stream_and_channel
 
 MIN_SIZE, MAX_SIZE = 32, 8192
 INPUT_FORMATS = {F.PIXEL_FORMAT_YUV_SEMIPLANAR_420, F.PIXEL_FORMAT_YVU_SEMIPLANAR_420,
@@ -77,7 +78,6 @@ def encode_planes(pic, sub: tuple[int, int], level: int) -> bytes:
 
 def encode(channel: ChannelDesc, desc: PicDesc, data, size_ptr, cfg: JpegeConfig, stream=None) -> int:
     """Queue the encoding of `desc` into the DVPP buffer `data`."""
-    from .vpc import _stream_and_channel
     s = _stream_and_channel(channel, stream, F.DVPP_CHNMODE_JPEGE)
     if cfg is None:
         raise InvalidValueError("the JPEGE config is null")

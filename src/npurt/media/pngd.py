@@ -36,6 +36,7 @@ from .descs import PicDesc
 from .geometry import FormatError
 from .jpegd import _queue, host_bytes, store
 from .layout import Planes, format_name
+from .vpc import _stream_and_channel
 
 MIN_SIZE, MAX_SIZE = 32, 4096
 MAX_OUTPUT = 4096 * 4096 * 4 * 2
@@ -96,7 +97,6 @@ def _check_size(info: PngInfo) -> None:
 
 def decode(channel: ChannelDesc, data, size, out: PicDesc, stream=None) -> int:
     """Queue the decoding of the `size`-byte PNG at `data` (DVPP memory) into `out`."""
-    from .vpc import _stream_and_channel
     s = _stream_and_channel(channel, stream, F.DVPP_CHNMODE_PNGD)
     size = as_int(size, "the PNG size")
     if size <= 0:

@@ -22,7 +22,8 @@ import numbers
 import numpy as np
 
 from .. import devices as _devices
-from ..array.core import DeviceArray, _copy_into, _ints, _rt_stream, as_dtype, broadcast_to
+from ..array.core import DeviceArray, _copy_into, _rt_stream, broadcast_to
+from ..array.layout import as_dtype, ints
 from ..array.creation import _default_dtype, full
 from ..exceptions import InvalidValueError
 from ..runtime import peek_context
@@ -582,7 +583,7 @@ def transpose(x: DeviceArray, axes=None, stream=None) -> DeviceArray:
     """A contiguous array with x's axes permuted (reversed by default): the transpose kernel.
     (`x.T` / `x.transpose()` are views; this one moves the data.)"""
     (x,) = _arrays("transpose", x)
-    axes = list(range(x.ndim))[::-1] if axes is None else [a % x.ndim if x.ndim else a for a in _ints(axes, "axes")]
+    axes = list(range(x.ndim))[::-1] if axes is None else [a % x.ndim if x.ndim else a for a in ints(axes, "axes")]
     if sorted(axes) != list(range(x.ndim)):
         raise InvalidValueError(f"npurt.ops.transpose: axes {tuple(axes)} are not a permutation of {x.ndim} axes")
     s = _stream(stream, x.device)

@@ -29,15 +29,21 @@ from .memory import LIVE as BLOCK_LIVE, note_use, note_uses
 from .memops import KIND_NAMES as MEMCPY_KIND_NAMES
 from .warn import HangWarning, LeakWarning
 from .watchdog import WATCHDOG
+from .forking import fork_safe_lock, on_fork_child
 from .handles import HandleTable, table as handle_table
 from .memory import DeviceMemory as _DeviceMemory
 from .schedule import SCHEDULE, ScheduleSpecError
 from .schedule import parse as parse_schedule
-from .observers import HOOKS
+from .observers import API_SURFACES, HOOKS
 from .runtime import RUNTIME
 from .scheduler import Blocker, task_error
 from .stream import Stream
 from .tasks import HostFuncTask, Task
+from . import graph
+from .graph import (CaptureError, Graph, capture_begin, capture_end, capture_info, destroy_graph, execute,
+                    execute_async, graph_of)
+from .notify import (Notify, create_notify, destroy_notify, notify_of, record_notify, value_wait, value_write,
+                     wait_and_reset_notify)
 
 # The surface: everything above the runtime (faces, clients, tools, the Pythonic API) imports
 # only these names, from `npurt.runtime` itself (tests/test_architecture.py holds it).
@@ -53,11 +59,13 @@ __all__ = [
     # the current stream per thread and device
     'current_stream_on', 'current_streams', 'set_current_stream',
     # observers; fault injection (faults.py) and controlled schedules (schedule.py)
-    'HOOKS', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
+    'HOOKS', 'API_SURFACES', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # settings
     'ENV_VARIABLES', 'Settings',
     # stream-ordered use of memory (what a task holds, retired with it), the watchdog's timers
     'note_use', 'note_uses', 'WATCHDOG', 'BLOCK_LIVE', 'MEMCPY_KIND_NAMES',
+    # processes: module-level locks a forked child gets back unlocked, handlers run in the child
+    'fork_safe_lock', 'on_fork_child',
     # errors and warnings; as_int: the runtime's exact-int argument check
     'HangWarning', 'LeakWarning', 'MemcpyKindWarning', 'as_int', 'register_code_names',
     'AddressUnalignedError', 'ContextError', 'DeadlockError', 'EventError',
@@ -72,9 +80,15 @@ __all__ = [
     'kernel_args_append', 'kernel_args_append_place_holder', 'kernel_args_finalize',
     'kernel_args_get_handle_mem_size', 'kernel_args_get_mem_size', 'kernel_args_get_place_holder_buffer',
     'kernel_args_init', 'kernel_args_init_by_user_mem', 'kernel_args_para_update', 'launch', 'launch_kernel',
-    'launch_kernel_with_config', 'launch_kernel_with_host_args', 'launch_native',
+    'launch_kernel_with_config', 'launch_kernel_with_host_args', 'launch_native', 'native_kernel_at',
     'enqueue_launch', 'host_bytes', 'kernel_function', 'launch_function', 'resolve_dtype',
     'register_cpu_func', 'reduce_async',
+    # ACL graphs: capture as a stream mode, replay (graph.py; `graph` is the module: modes, THREAD, exchange_mode)
+    'graph', 'CaptureError', 'Graph', 'capture_begin', 'capture_end', 'capture_info', 'destroy_graph', 'execute',
+    'execute_async', 'graph_of',
+    # notifies and value waits (notify.py)
+    'Notify', 'create_notify', 'destroy_notify', 'notify_of', 'record_notify', 'wait_and_reset_notify',
+    'value_write', 'value_wait',
     # operations (api/, one module per ACL group)
     'AllocatorDesc', 'allocator_create_desc', 'allocator_destroy_desc', 'allocator_of',
     'allocator_register', 'allocator_set', 'allocator_unregister', 'check_device_id',
@@ -111,9 +125,9 @@ __all__ = [
 # `kernel_function` is the @kernel decorator: `kernel` names the module.
 _BY_MODULE = {
     "kernel": ("GM", "KernelFunction", "enqueue_launch", "function_handle", "function_of", "host_bytes",
-               "launch", "launch_kernel", "launch_kernel_with_config", "launch_kernel_with_host_args",
+               "launch", "launch_kernel", "launch_kernel_with_host_args",
                "resolve_dtype"),
-    "native": ("KernelTrap", "NativeKernel", "launch_native"),
+    "native": ("KernelTrap", "NativeKernel", "launch_native", "native_kernel_at"),
     "binary": ("binary_get_function", "binary_load", "binary_load_from_data", "binary_load_from_file",
                "binary_of", "binary_unload", "create_binary", "destroy_binary", "get_function_addr",
                "get_function_name", "register_cpu_func"),
@@ -121,7 +135,7 @@ _BY_MODULE = {
     "kernel_args": ("kernel_args_append", "kernel_args_append_place_holder", "kernel_args_finalize",
                     "kernel_args_get_handle_mem_size", "kernel_args_get_mem_size",
                     "kernel_args_get_place_holder_buffer", "kernel_args_init", "kernel_args_init_by_user_mem",
-                    "kernel_args_para_update"),
+                    "kernel_args_para_update", "launch_kernel_with_config"),
 }
 _LAZY = {name: (module, name) for module, names in _BY_MODULE.items() for name in names}
 _LAZY.update(kernel_function=("kernel", "kernel"), launch_function=("kernel", "launch"))

@@ -294,3 +294,26 @@ resolve = locate
 def record_use(span: Span, stream: "Stream", seq: int) -> None:
     """note_use for a located address (stream-ordered free of what it lies in)."""
     note_use(span.block, stream, seq)
+
+
+# ---------------------------------------------------------------- host data
+def host_bytes(data, size, what: str) -> bytes:
+    """A copy of `size` bytes of host data given as a host address or a bytes-like object."""
+    if isinstance(data, (bytes, bytearray, memoryview, np.ndarray)):
+        if isinstance(data, np.ndarray):
+            data = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        raw = memoryview(data).cast("B")
+        if size is None:
+            size = len(raw)
+        if type(size) is not int or not 0 <= size <= len(raw):
+            raise InvalidValueError(f"{what}: size {size!r} exceeds the {len(raw)} bytes given")
+        return bytes(raw[:size])
+    if type(data) is not int or isinstance(data, bool):
+        raise InvalidValueError(f"{what} must be a host address int or bytes, got {type(data).__name__}")
+    if type(size) is not int or size < 0:
+        raise InvalidValueError(f"{what}: size must be a non-negative int, got {size!r}")
+    if data >= VA_BASE:
+        raise InvalidValueError(f"{what} 0x{data:x} is a device address; host memory is expected here")
+    if size and (data <= 0 or not host_readable(data, size)):
+        raise InvalidValueError(f"{what} 0x{data:x} (+{size} bytes) is not readable host memory")
+    return host_view(data, size).tobytes() if size else b""

@@ -26,7 +26,8 @@ import types
 
 from . import constants as C
 from .errors import FeatureNotSupportedError, InvalidHandleError, InvalidValueError, NpuError
-from .kernel import KernelFunction, function_handle, function_of, host_bytes
+from .address import host_bytes
+from .kernel import KernelFunction, function_handle, function_of
 from .native import load_elf
 from .runtime import RUNTIME
 

@@ -51,19 +51,31 @@ PER_THREAD = ThreadState()
 _thread = PER_THREAD
 
 
+def _no_fallback(ctx: Context | None) -> Context | None:
+    return None
+
+
+# What a thread without a live context gets before the error: installed by the operations
+# (api/devices.py: the runtime starts, and acl.init's default device is set for the thread).
+# A hook, so that this module needs nothing above it.
+_fallback = _no_fallback
+
+
+def set_fallback(fn) -> None:
+    """Install fn(ctx) -> Context | None, asked when the thread has no live context (ctx: the
+    dead one, or None); None from it means the error below."""
+    global _fallback
+    _fallback = fn
+
+
 def current_context() -> Context:
     """The calling thread's current context; a clear error if there is none."""
     ctx = _thread.context
     if ctx is not None and ctx.alive:
         return ctx
-    from .runtime import RUNTIME
-    RUNTIME.ensure_initialized()
-    if ctx is None and RUNTIME.default_device is not None:
-        # acl.init's config {"defaultDevice": {"default_device": "<id>"}}: a thread that never
-        # chose a device uses that one (an explicit set_device still wins)
-        from .api import set_device
-        set_device(RUNTIME.default_device)
-        return _thread.context
+    made = _fallback(ctx)
+    if made is not None:
+        return made
     if ctx is None:
         raise ContextError("this thread has no current context: call set_device(device_id) or "
                            "set_context(context) first (every new thread starts without one)")

@@ -26,7 +26,7 @@ the `npurt_faults` pytest marker) is a list of entries separated by `;`::
                oom 207001, aicore 507015, vector 507035, trap 507016, uce 507053 (uncorrectable
                memory error), timeout 507014 (AI-core timeout), lost 507010, hang (the task never
                finishes: a synchronize with a timeout returns 507046; an abort, destroy or reset
-               ends it)
+               ends it, with no failure of its own)
     option  := stream=ID | device=ID (tasks), budget=BYTES (alloc: fail once this many bytes
                would be live on the device; K/M/G suffixes), seed=INT (an entry of its own)
 
@@ -375,7 +375,8 @@ class Faults:
         calling thread's current context and how to load the operations it loads on first use
         (kernels, binaries): once, at import (this module sits below all of them)."""
         self.thread_context = thread_context
-        self._eager = operations
+        self._eager = {n: f for n, f in operations.items()
+                       if isinstance(f, types.FunctionType) and not f.__code__.co_freevars}
         self._more = more_operations
         self.memory_class = memory_class
 
@@ -391,14 +392,23 @@ class Faults:
                                 if isinstance(f, types.FunctionType) and not f.__code__.co_freevars}
         return self._operations
 
+    def _parse(self, spec: str):
+        """Names are looked up among the operations loaded at import first; the kernel model's
+        (loaded on first use) only when one is not found there, so that arming a spec of API
+        faults keeps `import npurt` as light as it is."""
+        try:
+            return parse(spec, self._eager)
+        except FaultSpecError:
+            return parse(spec, self.operations)
+
     def check(self, spec: str) -> list[Fault]:
         """Parse `spec` without arming it (raises FaultSpecError)."""
-        return parse(spec, self.operations)[0]
+        return self._parse(spec)[0]
 
     def arm(self, spec: str, seed: int | None = None) -> list[Fault]:
         """Replace the armed faults by those of `spec` (validated first: a bad spec changes
         nothing). Returns the faults."""
-        faults, spec_seed = parse(spec, self.operations)
+        faults, spec_seed = self._parse(spec)
         self.disarm()
         with self.lock:
             self.spec = spec
@@ -447,15 +457,16 @@ class Faults:
             return out
 
     def _print_summary(self) -> None:
+        """At exit, when anything was injected (a spec that never fired leaves the output alone)."""
         counts = self.summary()
-        if counts:
-            total = sum(counts.values())
+        total = sum(counts.values())
+        if total:
             parts = ", ".join(f"{k}: {v}" for k, v in counts.items())
             print(f"npurt: faults injected: {total} ({parts})", file=sys.stderr)
 
     # ------------------------------------------------------------ gates
     def _gate(self, name: str) -> None:
-        fn = self.operations[name]
+        fn = self._eager.get(name) or self.operations[name]
         if fn in self._gated:
             return
         original = fn.__code__
@@ -558,6 +569,7 @@ class Faults:
                     task.seq, fired.text)
         if fired.code == HANG:
             self._hang(task, fired)
+            return
         code = fired.code if fired.code is not None else task.error_code
         raise InjectedTaskFault(f"injected fault {fired.text!r} ({error_name(code)})", code)
 
@@ -589,16 +601,15 @@ class Faults:
                                 C.ACL_ERROR_RT_LOST_HEARTBEAT)
 
     def _hang(self, task, fault: Fault) -> None:
-        """Never finish, as a hung kernel: until the stream is aborted or destroyed, its device
-        reset or the runtime finalized (then the task fails with an AI-core timeout)."""
+        """Never finish, as a hung kernel, until the stream is aborted or destroyed, its device
+        reset or the runtime finalized: then the task ends as an aborted one does, with no
+        failure of its own (the abort is what the program did about it)."""
         stream = task.stream
         epoch = stream.abort_epoch
         device = stream.device
         while (stream.abort_epoch == epoch and not stream.destroyed and not stream.closing
                and device.runtime.initialized):
             time.sleep(0.005)
-        raise InjectedTaskFault(f"injected hang {fault.text!r} ended: the stream was aborted, destroyed or "
-                                "its device reset", C.ACL_ERROR_RT_AICORE_TIMEOUT)
 
     def on_reset(self, device_id: int) -> None:
         """reset_device: a lost device works again."""

@@ -4,9 +4,11 @@ A forked child has one thread (the one that forked): the parent's device workers
 and core-pool threads do not exist in it, and a lock one of them held at the fork stays held
 forever. Using the parent's runtime there would hang. So, in the child (`os.register_at_fork`):
 
-* every lock and condition at module level in npurt (the runtime's, and those of its clients:
-  the graph engine, collectives, tools) is reinitialized, as CPython does for its own;
-* the runtime forgets the parent's devices, contexts, streams, events and memory: the
+* every module-level lock of npurt (the runtime's, and those of its clients: the graph
+  engine, collectives, tools, faces) is reinitialized, as CPython does for its own: each
+  is made by `fork_safe_lock()`, which keeps a list of them (tests/test_fork.py holds every
+  module of npurt to it);
+* the runtime (which registered with `on_fork_child`) forgets the parent's devices, contexts, streams, events and memory: the
   parent's objects are marked destroyed and its handles are stale, so using them is a clear
   error (ACL_ERROR_RT_INVALID_HANDLE, or not initialized) that names the fork and the
   'spawn' start method, never a hang;
@@ -20,31 +22,39 @@ which needs none of this.
 from __future__ import annotations
 
 import os
-import sys
 import threading
+from typing import Callable
 
 from . import errors
 
-_SYNC_TYPES = (type(threading.Lock()), type(threading.RLock()), threading.Condition, threading.Event,
-               threading.Semaphore)
+_LOCKS: list = []                  # every fork_safe_lock() made
+_IN_CHILD: list[Callable[[], None]] = []   # on_fork_child handlers, in registration order
+
+
+def fork_safe_lock(kind=threading.Lock):
+    """A module-level lock (or RLock, Condition) that a forked child gets back unlocked."""
+    lock = kind()
+    _LOCKS.append(lock)
+    return lock
+
+
+def on_fork_child(fn: Callable[[], None]) -> None:
+    """Run fn() in the child of every later os.fork(), after the locks are reinitialized."""
+    _IN_CHILD.append(fn)
 
 
 def reinit_module_locks() -> None:
-    """Reinitialize every module-level lock of npurt's modules (held or not)."""
-    for name, module in list(sys.modules.items()):
-        if module is None or not (name == "npurt" or name.startswith("npurt.")):
-            continue
-        for value in list(vars(module).values()):
-            if isinstance(value, _SYNC_TYPES):
-                value._at_fork_reinit()
+    """Reinitialize every lock made by fork_safe_lock (held or not)."""
+    for lock in _LOCKS:
+        lock._at_fork_reinit()
 
 
 def _after_fork_in_child() -> None:
-    from .runtime import RUNTIME
     parent = os.getppid()
     reinit_module_locks()
     errors.FORKED_FROM = parent
-    RUNTIME.reset_after_fork()
+    for fn in _IN_CHILD:
+        fn()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -22,7 +22,9 @@ import numpy as np
 
 from . import address
 from .errors import InvalidHandleError, InvalidValueError
-from .kernel import GM, SLOT, KernelFunction, function_of, host_bytes
+from .address import host_bytes
+from .api import stream_of
+from .kernel import GM, SLOT, KernelFunction, enqueue_launch, free_staged, function_of, stage_on_device
 from .runtime import RUNTIME
 
 HANDLE_MEM_SIZE = 64         # bytes of user memory kernel_args_init_by_user_mem needs for a handle
@@ -169,6 +171,9 @@ def forget_user_mem() -> None:
     _by_user_mem.clear()
 
 
+RUNTIME.forget_hooks.append(forget_user_mem)
+
+
 def kernel_args_append(args, param, param_size: int | None = None) -> int:
     """Append the next parameter's value (host address + size, or bytes); its param handle."""
     a = args_of(args)
@@ -242,3 +247,27 @@ def _next_slot(a: KernelArgs) -> int:
         raise InvalidValueError(f"kernel {a.func.name!r} takes {len(a.func.params)} parameters; all are "
                                 "appended already (use kernel_args_para_update to change one)")
     return a.appended
+
+
+# ---------------------------------------------------------------- launching with built args
+def launch_kernel_with_config(func, num_blocks: int, stream, cfg, args, reserve=None) -> int:
+    """acl.rt.launch_kernel_with_config: launch with a finalized kernel_args_* block."""
+    f = function_of(func)
+    s = stream_of(stream)
+    if reserve not in (None, 0):
+        raise InvalidValueError("launch_kernel_with_config: reserve must be 0")
+    a = args_of(args)
+    if a.func is not f:
+        raise InvalidValueError(f"these kernel args were built for kernel {a.func.name!r}, not {f.name!r}")
+    raw, holders = a.launch_image()
+    if not holders:
+        return enqueue_launch(f, num_blocks, s, f.struct.unpack(raw), cfg=cfg)
+    addr, offsets = stage_on_device(s, [data for _, data in holders])
+    try:
+        values = list(f.struct.unpack(raw))
+        for (slot, _), off in zip(holders, offsets):
+            values[slot] = addr + off
+        staged = s.device.memory.live[addr]
+        return enqueue_launch(f, num_blocks, s, tuple(values), extra_blocks=[staged], cfg=cfg)
+    finally:
+        free_staged(s, addr)

@@ -48,12 +48,12 @@ import ctypes
 import inspect
 import os
 import tempfile
-import threading
 
 import numpy as np
 
 from . import address
 from . import constants as C
+from .forking import fork_safe_lock
 from .errors import InvalidValueError, NpuError
 from .kernel import GM, KernelFunction, enqueue_launch
 from .memory import LIVE, usable_size
@@ -116,6 +116,7 @@ class NativeKernel(KernelFunction):
                for i, k in enumerate(kinds)])
         super().__init__(fn, name)
         self.binary = binary
+        _BY_ADDRESS[kernel_addr] = self
 
     def __repr__(self) -> str:
         return f"<npurt native kernel {self.name}({self.kinds}) at 0x{self.kernel_addr:x}>"
@@ -161,7 +162,14 @@ def _extent(device, ptr: int) -> int:
 
 # ------------------------------------------------------------------ <<<>>> launches
 _LAUNCHED: dict[tuple, NativeKernel] = {}
-_lock = threading.Lock()
+_BY_ADDRESS: dict[int, NativeKernel] = {}  # kernel address -> the newest NativeKernel made for it
+
+
+def native_kernel_at(kernel_addr: int) -> NativeKernel | None:
+    """The native kernel whose code is at `kernel_addr`, if npurt has met it (a <<<>>> launch
+    of it, or a loaded kernel binary holding it); None otherwise."""
+    return _BY_ADDRESS.get(kernel_addr)
+_lock = fork_safe_lock()
 
 
 def native_kernel(name: str, kernel_addr: int, trampoline_addr: int, kinds: str) -> NativeKernel:

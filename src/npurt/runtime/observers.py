@@ -75,3 +75,32 @@ class Hooks:
 
 
 HOOKS = Hooks()
+
+
+class ApiSurfaces:
+    """The front ends' public functions, for tools that time host API calls (the profiler's
+    API spans). Each face offers its namespaces (modules) and classes when it is imported:
+    `offer(level, owner, prefix)`, level "acl" or "npurt", prefix the name calls are shown
+    under ("acl.rt", "npurt", "npurt.DeviceArray"). A tool reads `entries` and may `listen`
+    for owners offered later (a face imported while a profile runs). Nothing below the faces
+    knows them: they come to the tool through here."""
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, object, str]] = []
+        self._listeners: list[Callable[[tuple], None]] = []
+
+    def offer(self, level: str, owner, prefix: str) -> None:
+        entry = (level, owner, prefix)
+        self.entries.append(entry)
+        for fn in list(self._listeners):
+            fn(entry)
+
+    def listen(self, fn: Callable[[tuple], None]) -> None:
+        self._listeners.append(fn)
+
+    def unlisten(self, fn: Callable[[tuple], None]) -> None:
+        self._listeners = [f for f in self._listeners if f is not fn]
+
+
+API_SURFACES = ApiSurfaces()
+

@@ -20,11 +20,13 @@ from .config import Settings
 from .context import Context, bind
 from .device import Device
 from .faults import FAULTS
+from .forking import on_fork_child
 from .errors import (InvalidDeviceError, InvalidValueError, NpuError,
                      SubscriptionError, SyncTimeoutError)
 from .handles import table
 from .hostmem import HostMemory
 from .observers import HOOKS
+from .scheduler import Scheduler
 from .watchdog import WATCHDOG
 from .warn import LeakWarning, warn_user
 
@@ -51,6 +53,10 @@ class ReportQueue:
         self.items: deque = deque()
         self.cond = threading.Condition()
         self.streams: set = set()
+
+
+OP_TIMEOUT_INTERVAL_US = 4_294_967  # A2: 254 intervals = the 1091 s default AI Core timeout
+OP_TIMEOUT_MAX_INTERVALS = 254
 
 
 class Runtime:
@@ -84,6 +90,9 @@ class Runtime:
         # clients holding device resources (the graph engine's loaded models) release them
         # here, before a device is reset or the runtime finalized: hook(device, reason)
         self.release_hooks: list = []
+        # fn() run when the runtime forgets everything (finalize, a forked child): modules that
+        # keep state of their own about runtime objects register here (kernel args in user memory)
+        self.forget_hooks: list = []
 
     # ------------------------------------------------------------ lifecycle
     # Two flags, as CANN has two layers: `initialized` says the runtime is up (it starts
@@ -123,6 +132,7 @@ class Runtime:
                 "simulate less memory per device with NPURT_HBM_SIZE (e.g. NPURT_HBM_SIZE=2G) or fewer "
                 "devices with NPURT_DEVICE_COUNT=1", C.ACL_ERROR_BAD_ALLOC) from None
         self.settings = settings
+        Scheduler.hang_warning_s = settings.hang_warning_s  # the scheduler's waits warn after it
         self.config = {}
         self.default_device = None
         self.driver = driver
@@ -142,6 +152,17 @@ class Runtime:
                     self._start()
 
     check_initialized = ensure_initialized  # the runtime has no init gate: it starts lazily
+
+    def effective_op_execute_timeout_us(self) -> int:
+        """The op execute timeout in effect, in microseconds: the setting rounded up to whole
+        intervals, capped at 254 intervals; 0 (not set) means the maximum. A kernel launched
+        without its own timeout that runs longer fails with ACL_ERROR_RT_AICORE_TIMEOUT."""
+        self.ensure_initialized()
+        limit = OP_TIMEOUT_INTERVAL_US * OP_TIMEOUT_MAX_INTERVALS
+        wanted = self.op_execute_timeout_us
+        if wanted == 0:
+            return limit
+        return min(-(-wanted // OP_TIMEOUT_INTERVAL_US) * OP_TIMEOUT_INTERVAL_US, limit)
 
     @property
     def acl_initialized(self) -> bool:
@@ -175,9 +196,8 @@ class Runtime:
         address.backends.clear()
         for binary in self.binaries.values():  # loaded kernel binaries are modules
             sys.modules.pop(getattr(getattr(binary, "module", None), "__name__", ""), None)
-        kernel_args = sys.modules.get("npurt.runtime.kernel_args")
-        if kernel_args is not None:
-            kernel_args.forget_user_mem()
+        for hook in list(self.forget_hooks):
+            hook()
         for tbl in (self.contexts, self.streams, self.events, self.binaries, self.functions,
                     self.args, self.exception_infos, self.allocator_descs):
             tbl.clear()
@@ -212,6 +232,7 @@ class Runtime:
         self.host = HostMemory()  # the parent's pinned buffers stay mapped while referenced
         self.driver = None
         self.settings = None
+        Scheduler.hang_warning_s = 0.0
         WATCHDOG.__init__()  # its thread is gone; a new one starts on first use
         self._forget()
 
@@ -402,4 +423,4 @@ def _read_config(path) -> dict:
 
 RUNTIME = Runtime()
 
-from . import forking  # noqa: E402,F401 - registers the fork handlers (it imports RUNTIME lazily)
+on_fork_child(RUNTIME.reset_after_fork)  # a forked child starts with a fresh, uninitialized runtime

@@ -79,6 +79,7 @@ class Controlled:
         self.busy = False
         self.result = False
         self.token = None                 # the device thread's owner token
+        self.closed = False               # the schedule ended: the device thread leaves
         self.thread = threading.Thread(target=self._loop, name="npurt-schedule", daemon=True)
         self.thread.start()
 
@@ -132,8 +133,10 @@ class Controlled:
         TLS.token = self.token = Worker()
         while True:
             with self.cv:
-                while self.request is None:
+                while self.request is None and not self.closed:
                     self.cv.wait()
+                if self.request is None:
+                    return
                 done, max_steps = self.request
                 self.request = None
             result = False
@@ -152,6 +155,11 @@ class Controlled:
                 break
             ran += 1
         return ran > 0
+
+    def close(self) -> None:
+        with self.cv:
+            self.closed = True
+            self.cv.notify_all()
 
     def candidates(self) -> list:
         found, seen = [], set()
@@ -244,6 +252,7 @@ class Schedule:
             return
         Scheduler.controlled = None
         self.controlled = None
+        ctl.close()
         for sch in list(Scheduler.instances):
             if any(sch.ready):
                 sch.wake_any()

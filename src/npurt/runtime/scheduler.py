@@ -161,6 +161,8 @@ class Scheduler:
     # workers stand aside; None otherwise (the one check it costs a hand-off)
     controlled = None
     instances: "weakref.WeakSet[Scheduler]" = weakref.WeakSet()
+    # NPURT_HANG_WARNING_S, handed down by the runtime when it starts (0: never warn)
+    hang_warning_s = 0.0
 
     def __init__(self, device: "Device", workers: int):
         Scheduler.instances.add(self)
@@ -550,8 +552,7 @@ def wait_until(cond: threading.Condition, done, timeout_s: float | None, what) -
     controlled = Scheduler.controlled
     if controlled is not None:
         return controlled.wait(cond, done, timeout_s, what)
-    from .runtime import RUNTIME  # late: the runtime module imports this one
-    warn_after = RUNTIME.settings.hang_warning_s if RUNTIME.settings else 0
+    warn_after = Scheduler.hang_warning_s
     start = time.monotonic()
     warned = False
     while not done():

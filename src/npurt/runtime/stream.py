@@ -14,6 +14,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
+from .forking import fork_safe_lock
 from . import constants as C
 from .errors import (FeatureNotSupportedError, InvalidHandleError, InvalidValueError, StreamAbortedError,
                      SyncTimeoutError, TaskError, set_last_error)
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("npurt")
 
 LOWEST_PRIORITY, HIGHEST_PRIORITY = 7, 0  # ACL: 0 is the highest priority
-_COND_LOCK = threading.Lock()
+_COND_LOCK = fork_safe_lock()
 
 
 class Stream:
@@ -40,7 +41,7 @@ class Stream:
                  "queue", "enq_lock", "ticket", "state", "runner", "current", "enqueued_seq", "completed_seq",
                  "dropped_upto", "_cond", "waiters", "lock", "watchers", "parked_on", "error", "stopped", "stop_seen",
                  "failure_mode_set", "_failure_mode", "abort_epoch", "destroyed", "closing", "_attributes",
-                 "subscriber", "_task_stacks", "_launch_blocking", "__weakref__")
+                 "subscriber", "_task_stacks", "_launch_blocking", "capture", "__weakref__")
 
     def __init__(self, context: "Context", priority: int = 0, flags: int = 0, is_default: bool = False):
         device = context.device
@@ -77,6 +78,7 @@ class Stream:
         self.closing = False                 # destroy_stream in progress (one destroyer wins)
         self._attributes = None              # set_stream_attribute values, made on first use
         self.subscriber = None               # report thread id for launch_callback
+        self.capture = None                  # the graph capture (graph.Capture) recording our work
         settings = device.runtime.settings
         self._task_stacks = settings.task_stacks
         self._launch_blocking = settings.launch_blocking
@@ -129,7 +131,10 @@ class Stream:
         `on_seq(seq)` runs once the sequence number is known and before any thread can run
         the task. `inline`: for a caller that will wait for the task anyway (a synchronous
         call): if the stream was idle, run it now in this thread instead of handing it to a
-        worker (the hand-off costs more than small work)."""
+        worker (the hand-off costs more than small work). While the stream is being captured
+        (graph.py) the task is recorded into the graph instead, and nothing runs."""
+        if self.capture is not None:
+            return self.capture.take(self, task, on_seq, holders)
         task.stream = self
         if self._task_stacks:
             task.capture_stack()
@@ -250,7 +255,10 @@ class Stream:
     # ------------------------------------------------------------ host side
     def synchronize(self, until: int | None = None, timeout_ms: int = -1, report_errors: bool = True) -> None:
         """Block until task `until` (default: everything enqueued so far) has finished,
-        running READY work inline; then raise the stream's pending failure, if any."""
+        running READY work inline; then raise the stream's pending failure, if any. A
+        capturing stream runs nothing: waiting for it is refused (graph.py, 107027)."""
+        if self.capture is not None:
+            self.capture.refuse_wait(self)
         if until is None:
             until = self.enqueued_seq
         if self.completed_seq >= until and not HOOKS.active:  # done already: nothing to wait for

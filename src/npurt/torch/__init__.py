@@ -44,9 +44,14 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("npurt.torch needs PyTorch >= 2.9, its CPU build is enough: pip install torch --index-url "
                       f"https://download.pytorch.org/whl/cpu [{exc}]") from exc
 
-from . import amp, aten, autocast, npu, patches  # noqa: E402 - after the check that torch is PyTorch
+from . import amp, aten, autocast, comm, npu, patches  # noqa: E402 - after the check that torch is PyTorch
 from .fallback import fallback  # noqa: E402
 from .fastpath import kernels_for_all  # noqa: E402
+
+if torch.distributed.is_available():  # builds without distributed support lack ProcessGroup
+    from . import distributed  # noqa: E402
+else:  # pragma: no cover
+    distributed = None
 
 MIN_TORCH = (2, 9)
 _LIBS: list = []          # the torch.library objects: registrations live as long as they do
@@ -118,6 +123,9 @@ def register() -> None:
     autocast.register(impl, every)
     _LIBS.extend([impl, every, hooks, guard])
     patches.apply()
+    comm.install()
+    if distributed is not None:
+        distributed.register()
     _registered = True
 
 

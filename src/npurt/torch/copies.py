@@ -18,8 +18,8 @@ import numpy as np
 import torch
 
 from ..array import pinned as _pinned
-from .. import devices as _devices
-from ..runtime import RUNTIME, create_event, destroy_event, memcpy_async, record_event, stream_wait_event
+from .. import streams as _np_streams
+from ..runtime import RUNTIME, memcpy_async
 from ..runtime import constants as C
 from . import storage
 from .optask import current_stream, launch
@@ -134,13 +134,7 @@ def _overlap(a, b) -> bool:
 
 def _stream_waits(waiter, on) -> None:
     """Future work on runtime stream `waiter` waits for what `on` has queued so far."""
-    with _devices.on_device(on.device.id):
-        ev = create_event()
-    try:
-        record_event(ev, on)
-        stream_wait_event(waiter, ev)
-    finally:
-        destroy_event(ev)
+    _np_streams.Stream._wrap(waiter).wait_stream(_np_streams.Stream._wrap(on))
 
 
 def copy_from_and_resize(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:

@@ -8,9 +8,12 @@ the current stream of *that* device.
 """
 from __future__ import annotations
 
+import uuid
+
 import torch
 
 from .. import devices as _devices
+from ..runtime import device_get_uuid
 
 
 def index_of(device, optional: bool = True) -> int:
@@ -76,8 +79,34 @@ def get_device_name(device=None) -> str:
     return _devices.get_device_name(index_of(device))
 
 
-def get_device_properties(device=None):
-    return _devices.get_device_properties(index_of(device))
+class NPUDeviceProperties:
+    """`torch.npu.get_device_properties(d)`: the fields of torch_npu's _NPUDeviceProperties
+    (torch_npu/csrc/npu/Module.cpp): name (the SoC), total_memory (bytes), cube_core_num (AI
+    cores), vector_core_num, L2_cache_size (bytes), multi_processor_count (the vector cores, as
+    torch_npu sets it for DataParallel's balance check), uuid; the CUDA-only fields torch_npu
+    leaves unset (major, minor, warp_size, ...) are None, as there."""
+
+    major = minor = is_multi_gpu_board = is_integrated = None
+    max_threads_per_multi_processor = warp_size = regs_per_multiprocessor = gcnArchName = None
+
+    def __init__(self, index: int):
+        p = _devices.get_device_properties(index)
+        self.name, self.total_memory = p.name, p.total_memory
+        self.cube_core_num, self.vector_core_num = p.multi_processor_count, p.vector_core_count
+        self.L2_cache_size = p.l2_cache_size
+        self.multi_processor_count = self.vector_core_num or self.cube_core_num
+        raw = bytes(b & 0xFF for b in device_get_uuid(index)["bytes"])
+        self.uuid = uuid.UUID(bytes=raw)
+
+    def __repr__(self) -> str:
+        mb = 1024 * 1024
+        return (f"_NPUDeviceProperties(name='{self.name}', total_memory={self.total_memory // mb}MB, "
+                f"cube_core_num={self.cube_core_num}, vector_core_num={self.vector_core_num}, uuid={self.uuid}, "
+                f"L2_cache_size={self.L2_cache_size // mb}MB)")
+
+
+def get_device_properties(device=None) -> NPUDeviceProperties:
+    return NPUDeviceProperties(index_of(device))
 
 
 def get_device_capability(device=None) -> tuple[int, int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ..runtime import RUNTIME, note_uses
+from ..runtime import RUNTIME
 from .fallback import Call
 from .optask import OpTask, current_stream
 from .plan import CPU_KEYSET, FUNCTIONAL, INPLACE, META, SYNC_PATH, VIEW, Plan, plan_of, scalar_key
@@ -128,11 +128,10 @@ def fast_kernel(plan: Plan):
                 base = inf.view_of(dt)
             r = (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
             writes.append(r)
-            seq = stream.enqueue(OpTask(run_out, hargs, {single_out: r}, name, reads, writes))
+            stream.enqueue(OpTask(run_out, hargs, {single_out: r}, name, reads, writes), holders=blocks)
         else:
-            seq = stream.enqueue(OpTask(op, hargs, None, name, reads, writes))
+            stream.enqueue(OpTask(op, hargs, None, name, reads, writes), holders=blocks)
             out = args[rets[0]] if len(rets) == 1 and rets[0] is not None else Call(plan, args, kwargs).aliased_returns()
-        note_uses(blocks, stream, seq)
         return out
     return kernel
 

@@ -6,14 +6,28 @@ events, memory statistics of npurt's caching pool, the per-device random generat
 """
 from __future__ import annotations
 
+import sys
+import time
+
 import torch
+from torch._utils import _get_device_index as _torch_get_device_index
 
 from .. import devices as _devices
+from ..runtime import launch_host_func
 from . import random as _random
 from .device import (current_device, device, device_count, device_of, get_device_capability,  # noqa: F401
                      get_device_name, get_device_properties, index_of, is_available, set_device,
                      synchronize)
+from .options import (conv, get_mm_bmm_format_nd, matmul, set_mm_bmm_format_nd,  # noqa: F401
+                      set_option)
+from .storage import OutOfMemoryError  # noqa: F401
+from .typed import TYPED
+from . import npu_memory as memory  # torch.npu.memory
+from .npu_memory import (caching_allocator_alloc, caching_allocator_delete,  # noqa: F401
+                         get_per_process_memory_fraction, host_empty_cache, set_per_process_memory_fraction)
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+from .graphs import (NPUGraph, graph, graph_pool_handle, is_current_stream_capturing,  # noqa: F401
+                     make_graphed_callables)
 
 
 _initialized = True  # torch.utils.checkpoint saves device RNG states only when this is set
@@ -173,5 +187,47 @@ def utilization(device=None) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- torch_npu's stream helpers
+SLEEP_CYCLES_PER_MS = 1_000_000
+"""The simulated device's clock for `_sleep`: torch_npu's test harness measures it
+(get_cycles_per_ms) the same way, with events around `_sleep`."""
+
+
+def _sleep(cycles: int) -> None:
+    """Queue a task on the current stream that keeps it busy for `cycles` device cycles (as
+    torch_npu's spin kernel does; here SLEEP_CYCLES_PER_MS cycles are a millisecond)."""
+    seconds = max(0, int(cycles)) / SLEEP_CYCLES_PER_MS / 1000.0
+    launch_host_func(current_stream().npurt_stream.runtime_stream, time.sleep, seconds, name="npu _sleep")
+
+
+def _get_device_index(device, optional: bool = False, allow_cpu: bool = False) -> int:
+    """The device index of `device` (torch.device, str, int or None), as torch_npu's helper
+    (torch_npu/npu/utils.py); torch_npu.npu.utils has it too."""
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        device = torch.device(device)
+    if isinstance(device, torch.device):
+        if allow_cpu:
+            if device.type not in ("npu", "cpu"):
+                raise ValueError(f"Expected a npu or cpu device, but got: {device}")
+        elif device.type != "npu":
+            raise ValueError(f"Expected a npu device, but got: {device}")
+    if isinstance(device, globals()["device"]):
+        return device.idx
+    return _torch_get_device_index(device, optional, allow_cpu)
+
+
+# ---------------------------------------------------------------- legacy typed constructors
+globals().update(TYPED)  # FloatTensor, HalfTensor, LongTensor, ... (npurt/torch/typed.py)
+
 # set by npurt.torch.register(): torch.npu.amp
 amp = None
+
+
+# torch.npu.memory holds the memory functions too, as torch_npu's npu/memory.py does
+for _name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+              "memory_cached", "max_memory_cached", "reset_peak_memory_stats", "reset_max_memory_allocated",
+              "reset_max_memory_cached", "empty_cache", "mem_get_info", "memory_stats", "memory_summary"):
+    setattr(memory, _name, globals()[_name])
+sys.modules["torch.npu.memory"] = memory

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 
 from .. import streams as _streams
-from ..runtime import Task, current_stream_on, note_uses
+from ..runtime import Task, current_stream_on
 from ..runtime import constants as C
 from .refs import info_of, read_view, span, write_view
 
@@ -98,9 +98,8 @@ def launch(index: int, fn, args, kwargs, name: str, reads: list, writes: list, b
            post=None) -> int:
     """Queue fn(*args, **kwargs) on npu:`index`'s current stream; record the use of `blocks`."""
     stream = current_stream(index)
-    seq = stream.enqueue(OpTask(fn, args, kwargs, name, reads, writes, post))
-    note_uses(blocks, stream, seq)
-    return seq
+    # holders=: the uses are recorded with the task (a graph capture keeps them for its replays)
+    return stream.enqueue(OpTask(fn, args, kwargs, name, reads, writes, post), holders=blocks)
 
 
 def run_sync(index: int, fn, args, kwargs, name: str, reads, writes, blocks):

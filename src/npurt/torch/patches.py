@@ -28,6 +28,7 @@ import sys
 import torch
 import torch._compile
 
+from .. import devices as _devices
 from ..runtime import RUNTIME, current_streams
 from . import optask
 
@@ -57,6 +58,12 @@ def _engine_run_backward(*args, **kwargs):
     saved = dict(optask.BACKWARD_STREAMS)
     optask.BACKWARD_STREAMS.update(current_streams())
     try:
+        if _devices.device_count() > 1:
+            # the engine has one device queue per device the Python guard reports, and torch fixes
+            # that count at 1: a graph with nodes on npu:1 and up (a rank's device, DataParallel's
+            # replicas) fails its assertion, so with several npus backward runs in the calling thread
+            with torch.autograd.set_multithreading_enabled(False):
+                return _orig_engine(*args, **kwargs)
         return _orig_engine(*args, **kwargs)
     finally:
         optask.BACKWARD_STREAMS.clear()

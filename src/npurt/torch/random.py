@@ -10,13 +10,14 @@ backend's generator); a CPU generator passed explicitly is used as given.
 """
 from __future__ import annotations
 
-import threading
 
 import torch
 
+from ..runtime import fork_safe_lock
+
 DEFAULT_SEED = 67280421310721  # c10's default_rng_seed_val, the CUDA default
 _MASK = (1 << 64) - 1
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 _state: dict[int, list[int]] = {}   # device index -> [seed, offset]
 
 

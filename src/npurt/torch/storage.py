@@ -18,6 +18,7 @@ import torch
 
 from .. import devices as _devices
 from ..runtime import HOOKS, RUNTIME, dead_address_message, free, malloc_on
+from ..runtime import OutOfMemoryError as NpuOutOfMemory
 from . import _dlpack
 
 ITEMSIZE: dict[torch.dtype, int] = {}
@@ -46,7 +47,7 @@ class DeviceInfo:
     """What ops need of one npurt device, looked up once: its memory, address base and the
     arena's host views per dtype."""
 
-    __slots__ = ("index", "device", "devs", "memory", "live", "va_base", "views", "_u8")
+    __slots__ = ("index", "device", "devs", "memory", "live", "va_base", "views", "_u8", "limit")
 
     def __init__(self, device):
         self.index = device.id
@@ -55,6 +56,9 @@ class DeviceInfo:
         self.memory = device.memory
         self.live = device.memory.live
         self.va_base = device.backend.va_base
+        # bytes: torch.npu.set_per_process_memory_fraction's cap on the memory npu tensors hold
+        fraction = FRACTIONS.get(self.index)
+        self.limit = None if fraction is None else int(fraction * device.backend.usable)
         host = device.backend.host_buffer()  # the driver contract: the whole memory as one host array
         if host is None:
             raise RuntimeError(f"npu:{self.index}: this driver gives no host view of device memory, which "
@@ -71,6 +75,16 @@ class DeviceInfo:
 
 
 INFOS: dict[int, DeviceInfo] = {}
+
+
+FRACTIONS: dict[int, float] = {}  # device index -> torch.npu.set_per_process_memory_fraction's fraction
+
+
+def set_fraction(index: int, fraction: float) -> None:
+    FRACTIONS[index] = fraction
+    inf = INFOS.get(index)
+    if inf is not None:  # DeviceInfos made later read FRACTIONS
+        inf.limit = int(fraction * inf.device.backend.usable)
 
 
 def info(index: int | None) -> DeviceInfo:
@@ -133,13 +147,30 @@ def empty_strided(shape, stride, dtype: torch.dtype, index: int | None) -> torch
     return alloc(inf, shape, stride, dtype, span_bytes(shape, stride, itemsize(dtype)))
 
 
+class OutOfMemoryError(torch.OutOfMemoryError, NpuOutOfMemory):
+    """torch.npu.OutOfMemoryError: an npu allocation failed. A torch.OutOfMemoryError (a
+    RuntimeError, what torch_npu raises and code checks for) and an npurt.OutOfMemoryError
+    (ACL_ERROR_RT_MEMORY_ALLOCATION)."""
+
+    def __init__(self, message: str, code: int | None = None):
+        NpuOutOfMemory.__init__(self, message, code)
+
+
 def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> torch.Tensor:
     """A new npu tensor of `nbytes` on the device of `inf` (the hot path of every op)."""
     mem = inf.memory
-    if HOOKS.active:
-        ptr = malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
-    else:
-        ptr = mem.malloc(nbytes or 1, 0)
+    if inf.limit is not None and mem.allocated + nbytes > inf.limit:
+        raise OutOfMemoryError(f"NPU out of memory. Tried to allocate {nbytes} bytes (NPU {inf.index}; "
+                               f"{mem.allocated} bytes already allocated; this process is allowed {inf.limit} "
+                               "bytes by set_per_process_memory_fraction)", 207001)
+    try:
+        if HOOKS.active:
+            ptr = malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
+        else:
+            ptr = mem.malloc(nbytes or 1, 0)
+    except NpuOutOfMemory as exc:
+        raise OutOfMemoryError(f"NPU out of memory. Tried to allocate {nbytes} bytes (NPU {inf.index}): "
+                               f"{exc.message}", exc.code) from None
     return _dlpack.tensor_at(ptr, shape, stride, dtype, inf.index, (release, mem, ptr, mem.live[ptr]))
 
 

@@ -96,6 +96,11 @@ class Stream(torch.Stream):
     def native_handle(self) -> int:
         return self._npurt.runtime_stream.handle
 
+    @property
+    def npu_stream(self) -> int:
+        """The raw aclrtStream handle, as torch_npu's Stream.npu_stream (torch.cuda's cuda_stream)."""
+        return self.native_handle
+
     def __enter__(self) -> "Stream":
         self._ctx = stream(self)
         self._ctx.__enter__()

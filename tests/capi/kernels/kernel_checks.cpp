@@ -9,6 +9,8 @@
 
 uint32_t launch_iadd(uint32_t blocks, void *stream, int32_t *x, int32_t *y, int32_t *z, uint32_t n);
 uint32_t launch_trapping(void *stream);
+// the kernel itself, compiled into the program's kernel library (for aclrtLaunchKernelWithArgsArray)
+extern "C" void iadd(const int32_t *x, const int32_t *y, int32_t *z, uint32_t n);
 
 #define CHECK(call)                                                                                      \
     do {                                                                                                 \
@@ -78,16 +80,16 @@ int main(int argc, char **argv)
     aclrtBinHandle bin = nullptr;
     EXPECT(aclrtBinaryLoadFromFile("/nonexistent/kernels.o", nullptr, &bin) == ACL_ERROR_INVALID_FILE, "no file");
     CHECK(aclrtBinaryLoadFromFile(KERNEL_BINARY, nullptr, &bin));
-    aclrtFuncHandle iadd = nullptr, iscale = nullptr, spin = nullptr;
-    EXPECT(aclrtBinaryGetFunction(bin, "no_such_kernel", &iadd) == ACL_ERROR_KERNEL_NOT_FOUND, "unknown kernel");
-    CHECK(aclrtBinaryGetFunction(bin, "iadd", &iadd));
+    aclrtFuncHandle iadd_fn = nullptr, iscale = nullptr, spin = nullptr;
+    EXPECT(aclrtBinaryGetFunction(bin, "no_such_kernel", &iadd_fn) == ACL_ERROR_KERNEL_NOT_FOUND, "unknown kernel");
+    CHECK(aclrtBinaryGetFunction(bin, "iadd", &iadd_fn));
     CHECK(aclrtBinaryGetFunction(bin, "iscale", &iscale));
     CHECK(aclrtBinaryGetFunction(bin, "spin", &spin));
     char name[64] = {0};
-    CHECK(aclrtGetFunctionName(iadd, sizeof(name), name));
+    CHECK(aclrtGetFunctionName(iadd_fn, sizeof(name), name));
     EXPECT(std::strcmp(name, "iadd") == 0, "name %s", name);
     aclrtBinHandle owner = nullptr;
-    CHECK(aclrtFunctionGetBinary(iadd, &owner));
+    CHECK(aclrtFunctionGetBinary(iadd_fn, &owner));
     EXPECT(owner == bin, "aclrtFunctionGetBinary gave another binary");
 
     // aclrtLaunchKernel: the packed arguments (8 bytes each) in device memory
@@ -98,17 +100,29 @@ int main(int argc, char **argv)
     CHECK(aclrtMalloc(&dargs, sizeof(packed), ACL_MEM_MALLOC_HUGE_FIRST));
     CHECK(aclrtMemcpy(dargs, sizeof(packed), &packed, sizeof(packed), ACL_MEMCPY_HOST_TO_DEVICE));
     CHECK(aclrtMemset(dz, bytes, 0, bytes));
-    CHECK(aclrtLaunchKernel(iadd, 2, dargs, sizeof(packed), stream));
+    CHECK(aclrtLaunchKernel(iadd_fn, 2, dargs, sizeof(packed), stream));
     CHECK(aclrtSynchronizeStream(stream));
     if (expect_sum("aclrtLaunchKernel (device args)", dz, x, y)) return 1;
-    EXPECT(aclrtLaunchKernel(iadd, 2, dargs, sizeof(packed) - 8, stream) == ACL_ERROR_INVALID_PARAM, "args size");
+    EXPECT(aclrtLaunchKernel(iadd_fn, 2, dargs, sizeof(packed) - 8, stream) == ACL_ERROR_INVALID_PARAM, "args size");
+    // aclrtLaunchKernelWithArgsArray: one host pointer per argument; by handle, then by the
+    // kernel's own address (npurt met it at the <<<>>> launch above)
+    void *array_args[4] = {&dx, &dy, &dz, const_cast<uint32_t *>(&n)};
+    CHECK(aclrtMemset(dz, bytes, 0, bytes));
+    CHECK(aclrtLaunchKernelWithArgsArray(iadd_fn, 2, stream, nullptr, array_args));
+    CHECK(aclrtSynchronizeStream(stream));
+    if (expect_sum("aclrtLaunchKernelWithArgsArray (handle)", dz, x, y)) return 1;
+    CHECK(aclrtMemset(dz, bytes, 0, bytes));
+    CHECK(aclrtLaunchKernelWithArgsArray(reinterpret_cast<void *>(&iadd), 2, stream, nullptr, array_args));
+    CHECK(aclrtSynchronizeStream(stream));
+    if (expect_sum("aclrtLaunchKernelWithArgsArray (kernel address)", dz, x, y)) return 1;
+
     // aclrtLaunchKernelV2: device args and a launch config (a block offset of 0, prefetch on)
     aclrtLaunchKernelAttr v2attr;
     v2attr.id = ACL_RT_LAUNCH_KERNEL_ATTR_BLOCK_TASK_PREFETCH;
     v2attr.value.isBlockTaskPrefetch = 1;
     aclrtLaunchKernelCfg v2cfg = {&v2attr, 1};
     CHECK(aclrtMemset(dz, bytes, 0, bytes));
-    CHECK(aclrtLaunchKernelV2(iadd, 4, dargs, sizeof(packed), &v2cfg, stream));
+    CHECK(aclrtLaunchKernelV2(iadd_fn, 4, dargs, sizeof(packed), &v2cfg, stream));
     CHECK(aclrtSynchronizeStream(stream));
     if (expect_sum("aclrtLaunchKernelV2 (device args, config)", dz, x, y)) return 1;
 

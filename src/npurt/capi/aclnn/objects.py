@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import ctypes
 import math
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 
+from ...runtime import fork_safe_lock
 from ...runtime import dtypes as _dtypes
 from ...runtime import NpuError, handle_table
 
@@ -121,7 +121,7 @@ class Array:
 TENSORS = handle_table("aclnn tensor")
 SCALARS = handle_table("aclnn scalar")
 ARRAYS = handle_table("aclnn array")
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def _add(table, obj) -> int:

@@ -15,11 +15,11 @@ Helper kernels (Python kernels on the simulated AI cores):
 """
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ...runtime import fork_safe_lock
 from ...ops import kernels as K
 from ... import GM, kernel
 from ...runtime import RUNTIME, InvalidValueError, NpuError, handle_table, launch, resolve
@@ -88,7 +88,7 @@ class Plan:
 
 
 EXECUTORS = handle_table("aclnn executor")
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def new_executor(plan: Plan) -> int:

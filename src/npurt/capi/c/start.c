@@ -170,6 +170,8 @@ static void npurt_install_fault_handler(void)
     sigaction(SIGBUS, &sa, &npurt_old_bus);
 }
 
+static void npurt_load_fast(void);   /* the fast path (npurt.capi.shims), after this file */
+
 static void npurt_start_once(void)
 {
     npurt_locate_config();
@@ -183,6 +185,7 @@ static void npurt_start_once(void)
     if (npurt_state == 1) {
         atexit(npurt_at_exit);
         npurt_install_fault_handler();
+        npurt_load_fast();
     } else {
         fprintf(stderr, "%s\n", npurt_start_error);
     }

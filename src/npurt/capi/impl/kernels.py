@@ -13,6 +13,8 @@ from __future__ import annotations
 import ctypes
 import struct
 
+import numpy as np
+
 from ... import runtime as rt
 from ..cstructs import c_string, launch_cfg, load_options, place_holders
 from ..registry import c_function
@@ -151,6 +153,39 @@ def aclrtLaunchKernelWithHostArgs(funcHandle, numBlocks, stream, cfg, hostArgs, 
     holders = place_holders(placeHolderArray, placeHolderNum)
     rt.launch_kernel_with_host_args(funcHandle, numBlocks, _stream(stream), launch_cfg(cfg), hostArgs, argsSize,
                                     holders, len(holders))
+    return 0
+
+
+def _slot_size(annotation) -> int:
+    if annotation is rt.GM:
+        return 8
+    if annotation in (int, float):
+        return 8
+    if annotation is bool:
+        return 1
+    return np.dtype(annotation).itemsize
+
+
+@c_function("aclrtLaunchKernelWithArgsArray")
+def aclrtLaunchKernelWithArgsArray(func, numBlocks, stream, cfg, args):
+    """`func`: a function handle, or the address of a native kernel npurt has met (a <<<>>>
+    launch of it, or a loaded binary holding it); `args`: one host pointer per parameter."""
+    kernel = rt.RUNTIME.functions.lookup(func) if func else None
+    if kernel is None:
+        kernel = rt.native_kernel_at(func) if func else None
+    if kernel is None:
+        raise rt.InvalidValueError(f"func 0x{func:x} is neither a function handle (aclrtBinaryGetFunction) nor a "
+                                   "kernel npurt has met (launch it once with <<<>>>, or load its binary)")
+    params = kernel.params
+    if params and not args:
+        raise null("args")
+    raw = b""
+    for i, (name, annotation) in enumerate(params):  # args: void ** arrives as a uintptr_t *
+        pointer = args[i]
+        if not pointer:
+            raise null(f"args[{i}] ({name})")
+        raw += ctypes.string_at(pointer, _slot_size(annotation)).ljust(8, b"\0")
+    rt.launch(kernel, numBlocks, raw, _stream(stream), cfg=launch_cfg(cfg))
     return 0
 
 

@@ -9,8 +9,8 @@ without a profiler attached.
 """
 from __future__ import annotations
 
-import threading
 
+from ...runtime import fork_safe_lock
 from ... import runtime as rt
 from ...acl import prof as acl_prof
 from .. import cdata
@@ -172,7 +172,7 @@ def aclprofGetOpDescSize(opDescSize):
 _domains: dict[int, tuple[str, object]] = {}
 _ranges: dict[int, int] = {}       # mstx range id -> the profiler's range id
 _ids = iter(range(1, 1 << 62))
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def _stamped(message: int):

@@ -8,8 +8,8 @@ CalculateVersionNum: major * 10000000 + minor * 100000 + patch * 1000).
 from __future__ import annotations
 
 import re
-import threading
 
+from ...runtime import fork_safe_lock
 from ... import runtime as rt
 from ..._version import __version__
 from ...runtime import NpuError, constants as C
@@ -123,7 +123,7 @@ def aclrtGetErrorVerbose(deviceId, errorInfo):
 
 # ---------------------------------------------------------------- data buffers
 _buffers: dict[int, tuple] = {}   # address of the C struct -> (cdata keeping it alive,)
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 @c_function("aclCreateDataBuffer")

@@ -18,8 +18,8 @@ registered 100029; engine types other than ACL_ENGINE_AICORE / ACL_ENGINE_VECTOR
 from __future__ import annotations
 
 import struct
-import threading
 
+from ...runtime import fork_safe_lock
 from ...runtime import (InvalidValueError, NpuError, binary_get_function, binary_load_from_data, constants as
                         C, free, launch_function as launch, malloc_on, stream_of)
 from .. import constants as G
@@ -27,7 +27,7 @@ from .. import constants as G
 _selectors: dict[str, object] = {}
 _kernels: dict[tuple[str, str], object] = {}
 _chosen: dict[tuple, "KernelDesc"] = {}
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 MAX_WORKSPACES = 16
 
 

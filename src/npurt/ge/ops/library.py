@@ -27,6 +27,8 @@ from typing import Callable
 import numpy as np
 
 from .. import constants as G
+from ..dtypes import to_numpy
+from .attrs import ge_to_acl_type
 
 HALF = ("float16", "bfloat16")
 _GELU = math.sqrt(8.0 / math.pi)
@@ -315,8 +317,6 @@ def _bias_add(xs, attrs):
 
 
 def _cast(xs, attrs):
-    from ..dtypes import to_numpy
-    from .attrs import ge_to_acl_type
     (x,) = xs
     return [x.astype(to_numpy(ge_to_acl_type(attrs["dst_type"])))]
 
@@ -325,8 +325,6 @@ def _arg_max(dimension_attr: bool):
     """ArgMaxV2 (the axis is input `dimension`) / ArgMaxD (attribute `dimension`): index of
     the first maximum along the axis, in the `dtype` attribute's type (int32 by default)."""
     def compute(xs, attrs):
-        from ..dtypes import to_numpy
-        from .attrs import ge_to_acl_type
         x = xs[0]
         axis = attrs["dimension"] if dimension_attr else np.ravel(xs[1])
         if not dimension_attr and axis.size != 1:

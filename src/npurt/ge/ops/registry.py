@@ -11,16 +11,15 @@ cached by the call's key. The cache holds at most `max_queue` entries (set_max_o
 from __future__ import annotations
 
 import os
-import threading
 from collections import OrderedDict
 
-from ...runtime import InvalidValueError, NpuError, constants as C
+from ...runtime import InvalidValueError, NpuError, constants as C, fork_safe_lock
 from .. import om
 from .opmodel import OpModel
 
 _models: list[OpModel] = []
 _cache: OrderedDict = OrderedDict()
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 _dir_set = False
 max_queue = 20000
 MAX_DEPTH = 3

@@ -8,12 +8,14 @@ context's default stream. One module per group of the ACL runtime API:
 | module | operations |
 | --- | --- |
 | lifecycle | init, finalize, finalize_reference |
-| devices | devices, contexts, peer access, device queries and settings |
+| devices | devices, peer access, device queries and settings |
+| contexts | explicit contexts, the primary context, per-context options |
 | streams | streams and host-function tasks |
 | events | events |
-| memory | device and host memory, copies and sets |
+| memory | device and host memory (configured allocation too), copies and sets, range checks |
 | control | host callbacks, op timeouts, exception info |
 """
+from .contexts import *  # noqa: F401,F403
 from .control import *  # noqa: F401,F403
 from .devices import *  # noqa: F401,F403
 from .events import *  # noqa: F401,F403

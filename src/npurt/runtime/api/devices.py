@@ -1,18 +1,17 @@
-"""Devices and contexts: selection, reset, peer access, device queries and settings."""
+"""Devices: selection, reset, peer access, device queries and settings (contexts: contexts.py)."""
 from __future__ import annotations
 
 import time
 
-from .. import address, memops
+from .. import address
 from .. import constants as C
-from ..context import Context, bind, current_context, peek_context
+from ..context import bind, current_context, peek_context, set_fallback
 from ..device import Device
-from ..errors import (ContextError, InvalidDeviceError, InvalidHandleError, InvalidValueError, NpuError,
-                      ParamInvalidError, SyncTimeoutError)
+from ..errors import InvalidDeviceError, InvalidValueError, NpuError, ParamInvalidError, SyncTimeoutError
 from ..observers import HOOKS
 from ..runtime import RUNTIME
 from ..stream import Stream
-from .memory import malloc, malloc_host, memset_async
+from .memory import memset_async
 from .streams import _check_timeout, stream_of
 
 rt = RUNTIME
@@ -32,6 +31,20 @@ def set_device(device_id: int) -> None:
     with device.lock:
         device.set_count += 1
     bind(ctx)
+
+
+def _thread_without_context(ctx):
+    """current_context's fallback: start the runtime; a thread that never chose a device uses
+    acl.init's config {"defaultDevice": {"default_device": "<id>"}} when there is one (an
+    explicit set_device still wins)."""
+    rt.ensure_initialized()
+    if ctx is None and rt.default_device is not None:
+        set_device(rt.default_device)
+        return peek_context()
+    return None
+
+
+set_fallback(_thread_without_context)
 
 
 def get_device() -> int:
@@ -153,7 +166,6 @@ def device_enable_peer_access(peer_id: int, flag: int = 0) -> None:
     if peer is device:
         raise InvalidValueError("device_enable_peer_access: the peer must differ from the current device")
     if _link(device, peer) == C.ACL_RT_DEVS_TOPOLOGY_SYS:
-        from ..errors import FeatureNotSupportedError
         raise FeatureNotSupportedError(
             f"device {device.id} cannot access device {peer.id}: they are in different HCCS modules of the "
             f"simulated server (get_devices_topo is ACL_RT_DEVS_TOPOLOGY_SYS); copy through host memory, "
@@ -175,61 +187,11 @@ def device_peer_access_status(device_id: int, peer_id: int) -> int:
     return int(rt.device(peer_id).id in rt.device(device_id).peer_access)
 
 
-# ================================================================ contexts
-def create_context(device_id: int) -> Context:
-    """An explicit context on `device_id`, made current for the calling thread."""
-    device = rt.device(device_id)
-    ctx = Context(device, is_default=False)
-    ctx.handle = rt.contexts.add(ctx)
-    with device.lock:
-        device.contexts.add(ctx)
-    bind(ctx)
-    return ctx
-
-
-def destroy_context(ctx: Context) -> None:
-    if ctx.is_default:
-        raise InvalidValueError("the default context of a device cannot be destroyed; use reset_device")
-    device = ctx.device
-    with device.lock:  # from here on no stream can be created in it, and one destroyer wins
-        if not ctx.alive or ctx.closing:
-            raise InvalidHandleError("this context was already destroyed")
-        ctx.closing = True
-        streams = [ctx.default_stream, *ctx.streams]
-    for stream in streams:
-        try:
-            stream.synchronize(report_errors=False)
-        except NpuError:
-            stream.abort()
-        device.release_stream(stream)
-    ctx.alive = False
-    with device.lock:
-        device.contexts.discard(ctx)
-    rt.contexts.remove(ctx.handle)
-    if peek_context() is None:
-        bind(None)
-
-
-def set_context(ctx: Context) -> None:
-    if not ctx.alive:
-        raise ContextError(f"cannot set a destroyed context (device {ctx.device.id}); create a new one")
-    bind(ctx)
-
-
-def get_context() -> Context:
-    return current_context()
-
-
-def get_primary_ctx_state(device_id: int) -> tuple[int, int]:
-    """(active, flags) of the device's default context."""
-    ctx = rt.device(device_id).default_context
-    return int(ctx is not None and ctx.alive), 0
-
-
 # ================================================================ device queries and settings
 # (added for the pyACL facade: queries and process/context settings that do no device work)
-OP_TIMEOUT_INTERVAL_US = 4_294_967  # A2: 254 intervals = the 1091 s default AI Core timeout
-OP_TIMEOUT_MAX_INTERVALS = 254
+from ..runtime import OP_TIMEOUT_INTERVAL_US, OP_TIMEOUT_MAX_INTERVALS  # noqa: E402,F401 - the rule's home
+from ..errors import FeatureNotSupportedError
+from ..stream import HIGHEST_PRIORITY, LOWEST_PRIORITY
 
 
 def set_ts_device(ts_id: int) -> None:
@@ -293,7 +255,6 @@ def get_device_sat_mode() -> int:
 def device_get_stream_priority_range() -> tuple[int, int]:
     """(least, greatest) stream priority: 7 and 0."""
     rt.check_initialized()
-    from ..stream import HIGHEST_PRIORITY, LOWEST_PRIORITY
     return LOWEST_PRIORITY, HIGHEST_PRIORITY
 
 
@@ -407,7 +368,6 @@ def device_get_limit(limit: int) -> int:
 def _device_limit(limit):
     if limit in (C.ACL_RT_DEV_LIMIT_SIMT_STACK_SIZE, C.ACL_RT_DEV_LIMIT_SIMT_DVG_WARP_STACK_SIZE,
                  C.ACL_RT_DEV_LIMIT_SIMT_PRINTF_FIFO_SIZE):
-        from ..errors import FeatureNotSupportedError
         raise FeatureNotSupportedError(f"device limit {limit} is a SIMT limit; the simulated SoC has no SIMT units")
     spec = _DEVICE_LIMITS.get(limit) if type(limit) is int else None
     if spec is None:
@@ -440,23 +400,6 @@ def get_sys_param_opt(opt: int) -> int:
     return rt.sys_params.get(opt, 0)
 
 
-def ctx_set_sys_param_opt(opt: int, value: int) -> None:
-    """Option of the current context (last call wins)."""
-    ctx = current_context()
-    _check_sys_param(opt, value)
-    ctx.sys_params[opt] = value
-
-
-def ctx_get_sys_param_opt(opt: int) -> int:
-    """The current context's option; SYSPARAMOPT_NOT_SET (107021) when never set there."""
-    ctx = current_context()
-    _check_sys_param(opt)
-    if opt not in ctx.sys_params:
-        raise NpuError(f"system parameter option {opt} was never set in this context "
-                       "(ctx_set_sys_param_opt first)", C.ACL_ERROR_RT_SYSPARAMOPT_NOT_SET)
-    return ctx.sys_params[opt]
-
-
 def get_op_timeout_interval() -> int:
     """Granule of op execute timeouts, in microseconds. Needs a current context
     (ApiImpl::GetOpTimeOutInterval)."""
@@ -469,12 +412,7 @@ def effective_op_execute_timeout_us() -> int:
     intervals, capped at 254 intervals; 0 (not set) means the maximum. A kernel launched
     without its own timeout that runs longer fails with ACL_ERROR_RT_AICORE_TIMEOUT once it
     has finished (a running kernel body is Python code and cannot be preempted)."""
-    rt.check_initialized()
-    limit = OP_TIMEOUT_INTERVAL_US * OP_TIMEOUT_MAX_INTERVALS
-    wanted = rt.op_execute_timeout_us
-    if wanted == 0:
-        return limit
-    return min(-(-wanted // OP_TIMEOUT_INTERVAL_US) * OP_TIMEOUT_INTERVAL_US, limit)
+    return rt.effective_op_execute_timeout_us()
 
 
 def get_overflow_status(output_addr: int, output_size: int, stream: Stream | None) -> int:
@@ -491,55 +429,3 @@ def reset_overflow_status(stream: Stream | None) -> None:
     stream_of(stream)  # nothing to clear: the status is always zero (see get_overflow_status)
 
 
-def check_device_range(ptr: int, size: int, call: str) -> None:
-    """A clear error unless [ptr, ptr + size) lies in one live allocation (mem_flush, cmo)."""
-    rt.check_initialized()
-    if type(size) is not int or size <= 0:
-        raise InvalidValueError(f"{call}: size must be a positive int, got {size!r}")
-    if type(ptr) is not int or not address.is_device(ptr):
-        raise InvalidValueError(f"{call}: expects a device address from malloc, got {ptr!r}")
-    memops.locate(rt, ptr, size, call)
-
-
-def cmo_async(src: int, size: int, cmo_type: int, stream: Stream | None) -> None:
-    """Cache prefetch hint: validated, and a no-op (the simulated device has no cache to warm)."""
-    stream_of(stream)  # validates the stream
-    if cmo_type != C.ACL_RT_CMO_TYPE_PREFETCH:
-        raise InvalidValueError(f"cmo_async supports only ACL_RT_CMO_TYPE_PREFETCH (0), got {cmo_type!r}")
-    check_device_range(src, size, "cmo_async")
-
-
-def check_malloc_config(cfg, host: bool = False) -> None:
-    """Validate an aclrtMallocConfig dict ({} or {"attrs": [{"attr", "value"}], "numAttrs"})."""
-    if cfg is None or cfg == {}:
-        return
-    if not isinstance(cfg, dict):
-        raise InvalidValueError(f"the malloc config must be a dict (aclrtMallocConfig), got {type(cfg).__name__}")
-    attrs = cfg.get("attrs", [])
-    if not isinstance(attrs, list) or not all(isinstance(a, dict) for a in attrs):
-        raise InvalidValueError("malloc config 'attrs' must be a list of {'attr': ..., 'value': {...}} dicts")
-    if "numAttrs" in cfg and cfg["numAttrs"] != len(attrs):
-        raise InvalidValueError(f"malloc config numAttrs ({cfg['numAttrs']!r}) does not match the "
-                                f"{len(attrs)} attrs given")
-    for item in attrs:
-        attr, value = item.get("attr"), item.get("value", {})
-        if attr not in (C.ACL_RT_MEM_ATTR_RSV, C.ACL_RT_MEM_ATTR_MODULE_ID, C.ACL_RT_MEM_ATTR_DEVICE_ID,
-                        C.ACL_RT_MEM_ATTR_VA_FLAG):
-            raise InvalidValueError(f"unknown malloc attribute {attr!r} (see aclrtMallocAttrType)")
-        if attr == C.ACL_RT_MEM_ATTR_DEVICE_ID and not host:
-            dev = value.get("deviceId") if isinstance(value, dict) else None
-            if dev != current_context().device.id:
-                raise InvalidValueError(f"malloc config deviceId {dev!r} must be the current device "
-                                        f"({current_context().device.id})")
-
-
-def malloc_with_cfg(size: int, policy: int, cfg) -> int:
-    current_context()
-    check_malloc_config(cfg)
-    return malloc(size, policy)
-
-
-def malloc_host_with_cfg(size: int, cfg) -> int:
-    rt.check_initialized()
-    check_malloc_config(cfg, host=True)
-    return malloc_host(size)

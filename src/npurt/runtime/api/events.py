@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import constants as C
+from .. import graph
 from ..context import current_context
 from ..errors import (FeatureNotSupportedError, InvalidHandleError, ParamInvalidError,
                       ResourceExhaustedError)
@@ -110,6 +111,10 @@ def record_event(event: Event, stream: Stream | None) -> int:
 
 def stream_wait_event(stream: Stream | None, event: Event) -> int:
     s = stream_of(stream)
+    capture = s.capture or getattr(event, "captured", None)
+    if capture is not None:  # a wait inside a capture, or a stream joining one (graph.py)
+        _host_usable(event, "stream_wait_event")
+        return capture.wait(s, event)
     seq = _host_usable(event, "stream_wait_event").wait_on(s)
     if HOOKS.active:
         HOOKS.emit("event_wait", event=event, stream=s, seq=seq)

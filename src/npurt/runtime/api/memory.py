@@ -1,7 +1,7 @@
 """Memory: device and host allocation, pointer attributes, copies and sets."""
 from __future__ import annotations
 
-from .. import address, memops
+from .. import address, graph, memops
 from .. import constants as C
 from ..context import _thread, current_context
 from ..device import Device
@@ -216,6 +216,8 @@ def host_get_device_pointer(ptr: int, flag: int = 0) -> int:
 # ================================================================ copies and sets
 def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> None:
     rt.check_initialized()
+    if graph._active:  # a synchronous copy during a capture (ApiImpl::MemCopySync)
+        graph.check_capture_safe("a synchronous memory copy (memcpy)")
     memops.memcpy(rt, dst, dest_max, src, count, kind)
 
 
@@ -237,6 +239,8 @@ def copy_array_async(dev: int, arr, stream: Stream | None, to_device: bool = Tru
 
 def memcpy2d(dst, dpitch, src, spitch, width, height, kind) -> None:
     rt.check_initialized()
+    if graph._active:
+        graph.check_capture_safe("a synchronous 2D memory copy (memcpy2d)")
     memops.memcpy2d(rt, dst, dpitch, src, spitch, width, height, kind)
 
 
@@ -248,6 +252,8 @@ def memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream: Stream
 
 def memset(ptr: int, max_count: int, value: int, count: int) -> None:
     rt.check_initialized()
+    if graph._active:
+        graph.check_capture_safe("a synchronous memory set (memset)")
     memops.memset(rt, ptr, max_count, value, count)
 
 
@@ -332,3 +338,58 @@ def allocator_of(stream: int) -> AllocatorDesc | None:
     """The description registered for a stream handle (a copy taken at registration), or None."""
     entry = rt.stream_allocators.get(stream)
     return None if entry is None else entry[1]
+
+
+# ================================================================ configured allocation and range checks
+def check_device_range(ptr: int, size: int, call: str) -> None:
+    """A clear error unless [ptr, ptr + size) lies in one live allocation (mem_flush, cmo)."""
+    rt.check_initialized()
+    if type(size) is not int or size <= 0:
+        raise InvalidValueError(f"{call}: size must be a positive int, got {size!r}")
+    if type(ptr) is not int or not address.is_device(ptr):
+        raise InvalidValueError(f"{call}: expects a device address from malloc, got {ptr!r}")
+    memops.locate(rt, ptr, size, call)
+
+
+def cmo_async(src: int, size: int, cmo_type: int, stream: Stream | None) -> None:
+    """Cache prefetch hint: validated, and a no-op (the simulated device has no cache to warm)."""
+    stream_of(stream)  # validates the stream
+    if cmo_type != C.ACL_RT_CMO_TYPE_PREFETCH:
+        raise InvalidValueError(f"cmo_async supports only ACL_RT_CMO_TYPE_PREFETCH (0), got {cmo_type!r}")
+    check_device_range(src, size, "cmo_async")
+
+
+def check_malloc_config(cfg, host: bool = False) -> None:
+    """Validate an aclrtMallocConfig dict ({} or {"attrs": [{"attr", "value"}], "numAttrs"})."""
+    if cfg is None or cfg == {}:
+        return
+    if not isinstance(cfg, dict):
+        raise InvalidValueError(f"the malloc config must be a dict (aclrtMallocConfig), got {type(cfg).__name__}")
+    attrs = cfg.get("attrs", [])
+    if not isinstance(attrs, list) or not all(isinstance(a, dict) for a in attrs):
+        raise InvalidValueError("malloc config 'attrs' must be a list of {'attr': ..., 'value': {...}} dicts")
+    if "numAttrs" in cfg and cfg["numAttrs"] != len(attrs):
+        raise InvalidValueError(f"malloc config numAttrs ({cfg['numAttrs']!r}) does not match the "
+                                f"{len(attrs)} attrs given")
+    for item in attrs:
+        attr, value = item.get("attr"), item.get("value", {})
+        if attr not in (C.ACL_RT_MEM_ATTR_RSV, C.ACL_RT_MEM_ATTR_MODULE_ID, C.ACL_RT_MEM_ATTR_DEVICE_ID,
+                        C.ACL_RT_MEM_ATTR_VA_FLAG):
+            raise InvalidValueError(f"unknown malloc attribute {attr!r} (see aclrtMallocAttrType)")
+        if attr == C.ACL_RT_MEM_ATTR_DEVICE_ID and not host:
+            dev = value.get("deviceId") if isinstance(value, dict) else None
+            if dev != current_context().device.id:
+                raise InvalidValueError(f"malloc config deviceId {dev!r} must be the current device "
+                                        f"({current_context().device.id})")
+
+
+def malloc_with_cfg(size: int, policy: int, cfg) -> int:
+    current_context()
+    check_malloc_config(cfg)
+    return malloc(size, policy)
+
+
+def malloc_host_with_cfg(size: int, cfg) -> int:
+    rt.check_initialized()
+    check_malloc_config(cfg, host=True)
+    return malloc_host(size)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import constants as C
+from .. import graph
 from ..context import current_context, peek_context
 from ..errors import ContextError, DeadlockError, InvalidHandleError, InvalidValueError, ParamInvalidError
 from ..observers import HOOKS
@@ -42,6 +43,8 @@ def destroy_stream(stream: Stream, force: bool = False) -> None:
         raise InvalidHandleError(f"expected a stream, got {type(stream).__name__}")
     if stream.is_default:
         raise InvalidValueError("a default stream cannot be destroyed; it lives as long as its context")
+    if stream.capture is not None:
+        graph.refuse_if_capturing(stream, "destroy_stream")
     ctx = peek_context()
     if ctx is not stream.context and not stream.destroyed:
         raise ContextError(f"stream {stream.stream_id} belongs to another context; make that context "
@@ -68,6 +71,8 @@ def synchronize_stream(stream: Stream | None, timeout_ms: int = -1) -> None:
     if timeout_ms != -1 or type(timeout_ms) is not int:
         _check_timeout(timeout_ms)
     s = stream if type(stream) is Stream and not stream.destroyed else stream_of(stream)
+    if s.capture is not None:
+        graph.refuse_if_capturing(s, "synchronize_stream")
     if HOOKS.active:
         HOOKS.emit("host_sync", what="stream", obj=s)
     s.synchronize(timeout_ms=timeout_ms)
@@ -75,7 +80,10 @@ def synchronize_stream(stream: Stream | None, timeout_ms: int = -1) -> None:
 
 def stream_query(stream: Stream | None) -> int:
     """ACL_STREAM_STATUS_COMPLETE (0) or ACL_STREAM_STATUS_NOT_READY (1)."""
-    done = stream_of(stream).query()
+    s = stream_of(stream)
+    if s.capture is not None:
+        graph.refuse_if_capturing(s, "stream_query")
+    done = s.query()
     return C.ACL_STREAM_STATUS_COMPLETE if done else C.ACL_STREAM_STATUS_NOT_READY
 
 

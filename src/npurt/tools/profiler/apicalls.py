@@ -1,9 +1,9 @@
 """Host API call spans: the front ends' public functions, wrapped only while a profile runs.
 
-`install(sink)` replaces each public function of the pyACL facade (`acl`, `acl.rt`,
-`acl.util` and any other loaded `npurt.acl.*` group except `acl.prof`) and of the Pythonic
-API (`npurt.*`, `npurt.ops.*`, the methods and operators of Stream, Event and DeviceArray)
-with a wrapper that appends (thread, level, name, t0, t1) to `sink`; `uninstall()` puts the
+`install(sink)` replaces each public function the front ends offer in the runtime's
+`API_SURFACES` (the pyACL facade: `acl`, `acl.rt`, `acl.util` and its other groups except
+`acl.prof`; the Pythonic API: `npurt.*`, `npurt.ops.*`, the methods and operators of Stream,
+Event and DeviceArray) with a wrapper that appends (thread, level, name, t0, t1) to `sink`; `uninstall()` puts the
 originals back. With no profile running nothing is wrapped, so the API costs nothing extra.
 
 Only the outermost call on a thread is recorded (DeviceArray.__matmul__ calling
@@ -13,10 +13,11 @@ original and is not seen.
 """
 from __future__ import annotations
 
-import sys
 import threading
 import types
 from time import perf_counter_ns
+
+from ...runtime import API_SURFACES
 
 _ident = threading.get_ident
 # operators of the Pythonic classes that do device work or move data
@@ -31,6 +32,7 @@ class _Depth(threading.local):
 
 _tls = _Depth()
 _installed: list = []   # (owner, attribute, original)
+_listening: list = []   # the API_SURFACES listener of the running install
 
 
 def _wrap(fn, level: str, name: str, sink: list, threads: dict, limit: int, dropped: dict):
@@ -58,44 +60,47 @@ def _wrap(fn, level: str, name: str, sink: list, threads: dict, limit: int, drop
     return call
 
 
-def _targets():
-    """(owner, attribute, level, shown name) of everything to wrap."""
+def _targets_of(entry) -> list:
+    """(owner, attribute, level, shown name) of what one offered namespace or class holds."""
+    level, owner, prefix = entry
     out = []
-    acl_modules = [m for n, m in sorted(sys.modules.items())
-                   if m is not None and (n == "npurt.acl" or n.startswith("npurt.acl."))
-                   and not n.rsplit(".", 1)[-1].startswith("_") and n not in ("npurt.acl.constants", "npurt.acl.prof")]
-    for module in acl_modules:
-        prefix = module.__name__[len("npurt."):]
-        for attr, obj in list(vars(module).items()):
-            if not attr.startswith("_") and isinstance(obj, types.FunctionType):
-                out.append((module, attr, "acl", f"{prefix}.{attr}"))
-    import npurt
-    import npurt.ops
-    modules = [npurt, npurt.ops]
-    for module in modules:
-        for attr, obj in list(vars(module).items()):
-            if not attr.startswith("_") and isinstance(obj, types.FunctionType):
-                out.append((module, attr, "npurt", f"{module.__name__}.{attr}"))
-    for cls in (npurt.Stream, npurt.Event, npurt.DeviceArray):
-        for attr, obj in list(vars(cls).items()):
-            if isinstance(obj, types.FunctionType) and (not attr.startswith("_") or attr in _OPERATORS):
-                out.append((cls, attr, "npurt", f"npurt.{cls.__name__}.{attr}"))
+    is_class = isinstance(owner, type)
+    for attr, obj in list(vars(owner).items()):
+        if isinstance(obj, types.FunctionType) and (not attr.startswith("_") or (is_class and attr in _OPERATORS)):
+            out.append((owner, attr, level, f"{prefix}.{attr}"))
     return out
+
+
+def _targets():
+    """(owner, attribute, level, shown name) of everything the faces offered (API_SURFACES)."""
+    return [t for entry in list(API_SURFACES.entries) for t in _targets_of(entry)]
 
 
 def install(sink: list, threads: dict, limit: int = 1 << 62, dropped: dict | None = None) -> None:
     """Wrap every target so that calls append to `sink` (and name their thread in `threads`),
     at most `limit` of them (the others are counted in dropped["calls"])."""
     dropped = {"calls": 0} if dropped is None else dropped
-    if _installed:
+    if _installed or _listening:
         raise RuntimeError("API call spans are already being recorded")
-    for owner, attr, level, name in _targets():
-        original = getattr(owner, attr)
-        _installed.append((owner, attr, original))
-        setattr(owner, attr, _wrap(original, level, name, sink, threads, limit, dropped))
+
+    def wrap_all(targets) -> None:
+        for owner, attr, level, name in targets:
+            original = getattr(owner, attr)
+            _installed.append((owner, attr, original))
+            setattr(owner, attr, _wrap(original, level, name, sink, threads, limit, dropped))
+
+    wrap_all(_targets())
+
+    def offered(entry) -> None:  # a face imported while the profile runs
+        wrap_all(_targets_of(entry))
+
+    _listening.append(offered)
+    API_SURFACES.listen(offered)
 
 
 def uninstall() -> None:
+    while _listening:
+        API_SURFACES.unlisten(_listening.pop())
     while _installed:
         owner, attr, original = _installed.pop()
         setattr(owner, attr, original)

@@ -11,15 +11,14 @@ Pythonic `npurt.profiler.profile()`, `acl.prof.start/stop`, `npurt run --profile
 from __future__ import annotations
 
 import os
-import threading
 
-from ...runtime import HOOKS, InvalidValueError, NpuError, RUNTIME, Settings, constants as C
+from ...runtime import HOOKS, InvalidValueError, NpuError, RUNTIME, Settings, constants as C, fork_safe_lock
 from . import apicalls, summary, trace
 from .collector import MAX_RECORDS, Collector
 from .timeline import Timeline, build
 
 ACTIVE: "Profile | None" = None
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 TRACE_FILE = "msprof.json"
 
 

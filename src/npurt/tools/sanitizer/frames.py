@@ -14,7 +14,6 @@ import sys
 import threading
 from typing import NamedTuple
 
-import npurt
 
 
 class Site(NamedTuple):
@@ -33,7 +32,9 @@ class Site(NamedTuple):
 
 UNKNOWN = Site("<unknown>", 0, "?")
 
-_internal_dirs: list[str] = [os.path.dirname(os.path.abspath(npurt.__file__)) + os.sep]
+# npurt's own package directory (this file is npurt/tools/sanitizer/frames.py)
+_NPURT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_internal_dirs: list[str] = [_NPURT_DIR + os.sep]
 _internal_files = {os.path.abspath(m.__file__) for m in (contextlib, functools, queue, threading)}
 _verdicts: dict = {}  # code object -> True if internal
 

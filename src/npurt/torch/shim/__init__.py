@@ -20,7 +20,7 @@ import torch
 
 import npurt.torch  # noqa: F401 - registers the npu device
 
-from . import optim, profiler  # noqa: F401
+from . import _C, _inductor, npu_utils, optim, profiler, utils  # noqa: F401
 from .formats import Format, get_npu_format, npu_format_cast, npu_format_cast_  # noqa: F401
 from .ops import (npu_add_rms_norm, npu_bmmV2, npu_broadcast, npu_confusion_transpose,  # noqa: F401
                   npu_dtype_cast, npu_fast_gelu, npu_fusion_attention, npu_gelu, npu_layer_norm_eval,
@@ -30,6 +30,7 @@ from .ops import (npu_add_rms_norm, npu_bmmV2, npu_broadcast, npu_confusion_tran
 __npurt_shim__ = True
 __version__ = f"{torch.__version__.split('+')[0]}.post0+npurt"
 npu = torch.npu
+torch.npu.utils = npu_utils  # torch_npu.npu is a package there; its .utils is reached as an attribute too
 
 _OPS = [name for name in list(globals()) if name.startswith("npu_") or name == "fast_gelu"]
 # torch_npu also exposes its ops as torch.npu_* and as tensor methods (x.npu_format_cast(29))

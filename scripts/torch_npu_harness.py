@@ -1,0 +1,52 @@
+"""pytest plugin for scripts/torch_npu_tests.py: stands in torch_npu's test harness, nothing else.
+
+* `import torch_npu` is npurt's shim (the alias `npurt run --torch-npu` installs);
+* `torch_npu.testing` is the checkout's own torch_npu/testing directory (NPURT_TORCH_NPU_CHECKOUT):
+  its modules (testcase.py, common_utils.py, common_distributed.py, decorator.py) load from
+  there unmodified; its package __init__ is skipped (it pulls torch's op-info database in);
+* `torch_npu.utils._path_manager.PathManager`, a file-permission helper common_utils imports,
+  is a stand-in with the two methods the harness calls.
+"""
+import os
+import sys
+import types
+
+from npurt.apps.runner import install_torch_npu_alias
+
+install_torch_npu_alias()
+import torch_npu  # noqa: E402  (npurt's shim)
+
+_checkout = os.environ.get("NPURT_TORCH_NPU_CHECKOUT", "")
+testing = types.ModuleType("torch_npu.testing")
+testing.__path__ = [os.path.join(_checkout, "torch_npu", "testing")]
+testing.__package__ = "torch_npu.testing"
+sys.modules["torch_npu.testing"] = testing
+torch_npu.testing = testing
+
+if "torch_npu.utils" not in sys.modules:
+    try:
+        import torch_npu.utils  # noqa: F401  (npurt's, when it has one)
+    except ImportError:
+        sys.modules["torch_npu.utils"] = types.ModuleType("torch_npu.utils")
+        sys.modules["torch_npu.utils"].__path__ = []
+
+
+class PathManager:
+    """The harness's file helper: checks and creates paths (no permission policy here)."""
+
+    @staticmethod
+    def check_directory_path_readable(path):
+        if not os.access(path, os.R_OK):
+            raise PermissionError(path)
+
+    @staticmethod
+    def make_dir_safety(path):
+        os.makedirs(path, exist_ok=True)
+
+    def __getattr__(self, name):  # pragma: no cover
+        raise AttributeError(name)
+
+
+_pm = types.ModuleType("torch_npu.utils._path_manager")
+_pm.PathManager = PathManager
+sys.modules["torch_npu.utils._path_manager"] = _pm

@@ -1,0 +1,36 @@
+"""One device allocation behind a DeviceArray and all its views: made from the pool, freed
+(stream-ordered, by the runtime) when the last of them is garbage-collected."""
+from __future__ import annotations
+
+from .. import runtime as rt
+from ..runtime import HOOKS
+
+
+class Allocation:
+    """One device allocation; freed (stream-ordered, by the runtime) when garbage-collected."""
+
+    __slots__ = ("ptr", "nbytes", "device", "block")
+
+    def __init__(self, nbytes: int, device):
+        memory = device.memory
+        if HOOKS.active:
+            self.ptr = ptr = rt.malloc_on(device, nbytes or 1, managed=True)
+        else:  # the hot path: the pool itself
+            self.ptr = ptr = memory.malloc(nbytes or 1)
+        self.device = device
+        self.nbytes = nbytes
+        self.block = memory.live.get(ptr)
+
+    def __del__(self) -> None:
+        # Free only the allocation we made: after a device reset or a finalize (which empty
+        # the live table) and a new init the same address may belong to someone else; the
+        # pool's Block objects are new then, so identity tells.
+        try:
+            memory = self.device.memory
+            if memory.live.get(self.ptr) is self.block:
+                if HOOKS.active:
+                    rt.free(self.ptr, managed=True)
+                else:
+                    memory.free(self.ptr)
+        except Exception:  # noqa: BLE001 - interpreter shutdown, or a runtime torn down
+            pass

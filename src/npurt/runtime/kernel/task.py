@@ -1,0 +1,159 @@
+"""The launch task: `KernelTask` runs a kernel's blocks on the driver's cores when it
+reaches the head of its stream, under the watchdog's deadline (the launch's timeout, else
+the op execute timeout in effect), and turns a block's exception into the AI core error
+naming the kernel and the block.
+"""
+from __future__ import annotations
+
+import time
+
+from .. import constants as C, address
+from ..errors import NpuError, TaskError
+from ..observers import HOOKS
+from ..runtime import RUNTIME
+from ..scheduler import TLS, thread_token
+from ..tasks import Task
+from ..watchdog import WATCHDOG, abort_bodies, enter_body, leave_body
+from .body import KernelContext
+from .function import KernelFunction
+
+
+# ---------------------------------------------------------------- the launch task
+class _BlockFailure(Exception):
+    def __init__(self, block_idx: int, exc: BaseException):
+        super().__init__(block_idx, exc)
+        self.block_idx, self.exc = block_idx, exc
+
+
+class KernelTask(Task):
+    """One kernel launch: `num_blocks` instances of `func` over the device's AI cores."""
+
+    __slots__ = ("func", "num_blocks", "values", "args_ptr", "offset", "timeout_ns", "threads", "aborted")
+    kind = "kernel"
+    error_code = C.ACL_ERROR_RT_AICORE_EXCEPTION
+
+    def __init__(self, func: KernelFunction, num_blocks: int, values, args_ptr: int = 0,
+                 offset: int = 0, timeout_ns: int | None = None):
+        self.func, self.num_blocks, self.values, self.args_ptr = func, num_blocks, values, args_ptr
+        self.offset, self.timeout_ns = offset, timeout_ns
+        self.threads: list[int] = []  # threads inside the kernel body (see watchdog.enter_body)
+        self.aborted = False
+
+    def describe(self) -> str:
+        return f"kernel {self.func.name} ({self.num_blocks} block{'s' if self.num_blocks != 1 else ''})"
+
+    def details(self) -> dict:
+        func = self.func
+        name = func.name
+        if func.label is not None and self.values is not None:  # e.g. "relu" for the unary kernel
+            try:
+                name = func.label(self.values)
+            except Exception:  # noqa: BLE001 - a label is cosmetic
+                pass
+        return {"name": name, "kernel": func.name, "blocks": self.num_blocks}
+
+    def accesses(self) -> tuple:
+        # the packed args launch_kernel reads from device memory; the views report themselves
+        return ((self.args_ptr, self.func.args_size, "r"),) if self.values is None else ()
+
+    def run(self) -> None:
+        func = self.func
+        values = self.values
+        if values is None:  # the args live in device memory: read them now, as the AI core does
+            values = func.struct.unpack(address.view(self.args_ptr, func.args_size).tobytes())
+        fn = func.fn
+        n = self.num_blocks
+        offset = self.offset
+        device = self.stream.device
+        timeout = self.timeout_ns
+        if timeout is None:
+            timeout = self.timeout_ns = _default_timeout_ns()
+        start = time.perf_counter_ns()
+        if timeout:  # the watchdog aborts the kernel at its deadline (see expire)
+            WATCHDOG.watch(self, time.monotonic() + timeout / 1e9)
+        try:
+            if n == 1:  # inline: no hand-off to another thread
+                ident = enter_body(self)
+                try:
+                    fn(KernelContext(offset, 1, self, device), *values)
+                except Exception as exc:  # noqa: BLE001 - becomes the AI core exception
+                    raise self._failure(offset, exc) from exc
+                finally:
+                    leave_body(self, ident)
+            else:
+                def body(i: int) -> None:
+                    idx = offset + i
+                    try:
+                        fn(KernelContext(idx, n, self, device), *values)
+                    except Exception as exc:  # noqa: BLE001
+                        raise _BlockFailure(idx, exc) from exc
+
+                try:
+                    RUNTIME.driver.cores.run(n, body, self._lane_hooks())
+                except _BlockFailure as failure:
+                    raise self._failure(failure.block_idx, failure.exc) from failure.exc
+        finally:
+            if timeout:
+                WATCHDOG.unwatch(self)
+        elapsed = time.perf_counter_ns() - start
+        if timeout and elapsed > timeout:
+            raise NpuError(f"kernel {func.name!r} ran {elapsed / 1e6:.3f} ms, longer than its timeout of "
+                           f"{timeout / 1e6:.3f} ms (AI core timeout)", C.ACL_ERROR_RT_AICORE_TIMEOUT)
+
+    def _lane_hooks(self):
+        """What each core-pool lane does around its blocks: count as inside the kernel body
+        (so an abort reaches it) and run as the launching thread (so a block that
+        synchronizes this stream is refused as the launching thread would be)."""
+        token = thread_token()
+
+        def enter():
+            saved, TLS.token = TLS.token, token
+            return saved, enter_body(self)
+
+        def leave(state):
+            TLS.token = state[0]
+            leave_body(self, state[1])
+
+        return enter, leave, lambda: abort_bodies(self)
+
+    def expire(self, code: int = C.ACL_ERROR_RT_AICORE_TIMEOUT, why: str = "") -> bool:
+        """Abort the kernel if it is still running (the watchdog at its deadline, or a device
+        reset): fail and retire it, raise KernelAborted in the threads running its blocks, and
+        hand its stream to the workers, which go on with the next task (a worker stuck in the
+        kernel leaves the pool; a new one takes its place). True if it was running."""
+        s = self.stream
+        me = thread_token()
+        if s.current is not self:  # test and set, no call in between: the owner checks
+            return False           # s.runner right after clearing s.current
+        owner = s.runner
+        s.runner = me
+        s.current = None
+        try:
+            abort_bodies(self)
+            if not why:
+                why = (f"did not finish within its timeout of {self.timeout_ns / 1e6:.3f} ms and was aborted "
+                       "at its deadline (AI core timeout; set_op_execute_timeout_us, or the launch config's "
+                       "ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT)")
+            where = f"stream {s.stream_id} (device {s.device.id}) task #{self.seq} {self.describe()}"
+            error = TaskError(f"{where} {why}; the stream went on with its next task", code, where)
+            if HOOKS.active:
+                HOOKS.emit("task_finished", task=self, error=error)
+            s.fail(self, error)
+            s.completed_seq = self.seq
+            s.notify_retired()
+        finally:
+            s.scheduler.release(s, me)
+            if getattr(owner, "worker", False):
+                s.scheduler.retire_worker(owner)
+        return True
+
+    def _failure(self, block_idx: int, exc: BaseException) -> NpuError:
+        msg = exc.message if isinstance(exc, NpuError) else f"{type(exc).__name__}: {exc}"
+        # a native kernel's trap carries the code its SoC reports (native.KernelTrap)
+        code = getattr(exc, "aicore_code", C.ACL_ERROR_RT_AICORE_EXCEPTION)
+        return NpuError(f"kernel {self.func.name!r} failed in block {block_idx} of {self.num_blocks}: {msg}", code)
+
+
+def _default_timeout_ns() -> int:
+    """The op execute timeout (set_op_execute_timeout*) for launches that carry none."""
+    return RUNTIME.effective_op_execute_timeout_us() * 1000

@@ -1,0 +1,69 @@
+"""`torch.npu.memory` (also `torch_npu.npu.memory`): the memory functions torch_npu keeps in
+torch_npu/npu/memory.py, over npurt's caching pool.
+
+* the statistics and cache functions of torch.npu (memory_allocated, memory_stats,
+  empty_cache, ...), the same objects;
+* `set_per_process_memory_fraction(fraction, device)` / `get_...`: torch_npu's checks (a
+  float in 0~1); allocations of npu tensors beyond fraction x total memory raise
+  torch.npu.OutOfMemoryError (npurt's own allocations are not capped);
+* `caching_allocator_alloc(size, device, stream)` / `caching_allocator_delete(ptr)`: raw
+  device memory from the pool, freed in the order of the stream it was allocated for;
+* `host_empty_cache()`: npurt keeps no cache of pinned host blocks (each is freed with its
+  tensor), so there is nothing to give back.
+"""
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from ..runtime import free, malloc_on
+from . import storage
+from .device import index_of
+
+_raw: dict[int, object] = {}  # address -> the stream it was allocated for (caching_allocator_*)
+_lock = threading.Lock()
+
+
+def get_per_process_memory_fraction(device=None) -> float:
+    index = index_of(device)
+    return storage.FRACTIONS.get(index, 1.0)
+
+
+def set_per_process_memory_fraction(fraction, device=None) -> None:
+    index = index_of(device)
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if fraction < 0 or fraction > 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    storage.set_fraction(index, fraction)
+
+
+def caching_allocator_alloc(size: int, device=None, stream=None) -> int:
+    """`size` bytes of device memory from npurt's pool; returns the device address."""
+    index = index_of(device)
+    if stream is None:
+        stream = torch.npu.current_stream(index)
+    if isinstance(stream, torch.npu.Stream):
+        rt = stream.npurt_stream.runtime_stream
+    elif isinstance(stream, int):
+        rt = None  # a raw aclrtStream handle: the allocation is simply ordered by its free
+    else:
+        raise TypeError("Invalid type for stream argument, must be `torch_npu.npu.Stream` or `int` "
+                        "representing a pointer to a existing stream")
+    ptr = malloc_on(storage.info(index).device, int(size))
+    with _lock:
+        _raw[ptr] = rt
+    return ptr
+
+
+def caching_allocator_delete(mem_ptr: int) -> None:
+    with _lock:
+        if mem_ptr not in _raw:
+            raise RuntimeError(f"invalid device pointer: {mem_ptr:#x} (not from caching_allocator_alloc)")
+        del _raw[mem_ptr]
+    free(mem_ptr)
+
+
+def host_empty_cache() -> None:
+    """Nothing to give back: npurt frees each pinned block with its tensor."""

@@ -1,0 +1,48 @@
+"""`torch_npu._C`: the private bindings real code calls directly, over torch.npu.
+
+Names as torch_npu registers them (torch_npu/csrc/npu/Module.cpp). The CANN version queries
+answer as torch_npu does when aclsysGetCANNVersion fails (npurt is not a CANN install): an
+empty version, and "not greater or equal" for every comparison.
+"""
+from __future__ import annotations
+
+import torch
+
+
+def _npu_getDeviceCount() -> int:
+    return torch.npu.device_count()
+
+
+def _npu_getLocalDevice() -> int:
+    return torch.npu.current_device()
+
+
+def _npu_getDevice() -> int:
+    return torch.npu.current_device()
+
+
+def _npu_setDevice(device: int) -> None:
+    torch.npu.set_device(device)
+
+
+def _npu_getCurrentRawStream(device: int) -> int:
+    """The current stream's native handle (aclrtStream) on `device`."""
+    return torch.npu.current_stream(device).native_handle
+
+
+def _npu_getCurrentRawStreamNoWait(device: int) -> int:
+    return _npu_getCurrentRawStream(device)
+
+
+def _npu_synchronize() -> None:
+    torch.npu.synchronize()
+
+
+def _get_cann_version(module: str = "CANN") -> str:
+    return ""
+
+
+def _is_gte_cann_version(version: str, module: str = "CANN") -> bool:
+    if module == "DRIVER":
+        raise RuntimeError("When the module is DRIVER, IsGteCANNVersion is not supported. ")
+    return False
