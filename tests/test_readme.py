@@ -28,7 +28,7 @@ PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 
 def _samples(page: Path) -> list[str]:
     text = page.read_text()
-    return [m.group(2) for m in re.finditer(r"(<!-- fragment[^>]*-->\n)?```python\n(.*?)```", text, re.S)
+    return [m.group(2) for m in re.finditer(r"(<!-- fragment[^>]*-->\n[ \t]*)?```python\n(.*?)```", text, re.S)
             if not m.group(1)]
 
 
