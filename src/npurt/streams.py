@@ -20,7 +20,7 @@ import weakref
 
 from . import devices as _devices
 from . import runtime as rt
-from .runtime import HOOKS, RUNTIME, EventError, InvalidValueError, current_stream_on, set_current_stream
+from .runtime import HOOKS, RUNTIME, SCHEDULE, EventError, InvalidValueError, current_stream_on, set_current_stream
 from .runtime import Event as _RtEvent
 from .runtime import Stream as _RtStream
 from .runtime import constants as C
@@ -42,6 +42,11 @@ async def _until(register) -> None:
             pass
 
     register(wake)
+    ctl = SCHEDULE.controlled
+    while ctl is not None and not fut.done():  # a controlled device runs only when asked: one step a turn
+        progressed = ctl.advance(lambda: False, 1, None)
+        await asyncio.sleep(0 if progressed else 0.001)
+        ctl = SCHEDULE.controlled
     await fut
 
 

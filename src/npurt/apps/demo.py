@@ -362,7 +362,7 @@ def overlap_verdict(speedup: float, threads: float) -> str:
 
 def _say_profile(say, prof, step: str, overlap_ms: float) -> None:
     """Where the profile went, and its overlap figure for the round the demo reports beside
-    the demo's own (tests/test_profiler_entry_points.py reads this line and checks that the
+    the demo's own (tests/tools/test_profiler_entry_points.py reads this line and checks that the
     two agree)."""
     head, rows = prof.tables["overlap"]
     col = head.index("Overlapped(us)")

@@ -36,7 +36,10 @@ import re
 import threading
 import time
 
+from .forking import on_fork_child
+from .runtime import RUNTIME
 from .scheduler import READY, RUNNING, TLS, Scheduler, Worker
+from .warn import HangWarning, warn_user
 
 
 class ScheduleSpecError(ValueError):
@@ -87,11 +90,18 @@ class Controlled:
     def wait(self, cond, done, timeout_s, what) -> bool:
         """wait_until's controlled form: the caller holds `cond`; run steps until done()
         (or the timeout passes); when nothing can run, wait for the program's other threads."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        start = time.monotonic()
+        deadline = None if timeout_s is None else start + timeout_s
+        warn_after = RUNTIME.settings.hang_warning_s if RUNTIME.settings else 0
         while not done():
-            remaining = None if deadline is None else deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = None if deadline is None else deadline - now
             if remaining is not None and remaining <= 0:
                 return done()
+            if warn_after and now - start >= warn_after:  # as wait_until: a real NPU would hang here
+                warn_user(f"npurt: this host thread has waited {now - start:.0f} s for {what()} (a real NPU "
+                          "would hang here; set NPURT_HANG_WARNING_S to change when this shows)", HangWarning)
+                warn_after = 0
             cond.release()  # the device thread notifies on this condition as tasks retire
             try:
                 progressed = self.advance(done, None, remaining)
@@ -265,3 +275,17 @@ class Schedule:
 
 
 SCHEDULE = Schedule()
+
+
+def _after_fork_in_child() -> None:
+    """A child of fork() has no device thread and none of the parent's devices (forking.py):
+    it forgets the parent's schedulers and gets a device thread of its own, under the same
+    schedule."""
+    Scheduler.instances.clear()
+    ctl = SCHEDULE.controlled
+    if ctl is not None:
+        fresh = SCHEDULE.controlled = Controlled(ctl.kind, ctl.seed if ctl.kind == "random" else ctl.choices)
+        Scheduler.controlled = fresh
+
+
+on_fork_child(_after_fork_in_child)

@@ -2,6 +2,8 @@
  * queries, timestamps and elapsed time, stream-config handles, failure of bad handles. */
 #include "check.h"
 
+static void onException(aclrtExceptionInfo *info) { (void)info; }
+
 int main(void)
 {
     CHECK(aclInit(NULL));
@@ -66,6 +68,13 @@ int main(void)
     EXPECT(e != ACL_SUCCESS);
     EXPECT(aclrtGetLastError(ACL_RT_THREAD_LEVEL) == e);
     EXPECT(aclrtPeekAtLastError(ACL_RT_THREAD_LEVEL) == ACL_SUCCESS);
+
+    CHECK(aclrtRecordEventWithFlag(end, a, ACL_EVENT_RECORD_DEFAULT));
+    CHECK(aclrtSynchronizeEvent(end));
+    CHECK(aclrtExceptionInfoCallbackRegister(onException));
+    EXPECT(aclrtExceptionInfoCallbackRegister(onException) == ACL_ERROR_INVALID_PARAM);
+    CHECK(aclrtExceptionInfoCallbackUnregister(onException));
+    EXPECT(aclrtExceptionInfoCallbackUnregister(onException) == ACL_ERROR_INVALID_PARAM);
 
     /* a function npurt does not implement: 207000 and the reason, never a crash or a false success */
     aclrtLabel label = NULL;

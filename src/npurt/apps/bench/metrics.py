@@ -15,7 +15,7 @@ import tracemalloc
 import numpy as np
 
 from ... import memory_stats
-from ...runtime import constants as C
+from ...runtime import RUNTIME, constants as C
 from .harness import Profile, Stat, c_heap_bytes, clock, paired, per_call_us, rss_bytes, sample
 
 TINY = 64  # bytes of a tiny copy: the smallest 64-byte aligned copy memcpy_async accepts
@@ -259,7 +259,6 @@ def _ops():
 
 def _stream_object(s: Session):
     """The runtime stream behind the facade handle (the op launcher takes stream objects)."""
-    from ...runtime.runtime import RUNTIME
     return RUNTIME.streams.get(s.stream)
 
 
@@ -351,7 +350,6 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
     d_out = [s.malloc(B) for _ in range(OVERLAP_BUFFERS)]
     copy_h = value(rt.create_stream(), "create_stream")
     events = [value(rt.create_event(), "create_event") for _ in range(2 * OVERLAP_BUFFERS)]
-    from ...runtime.runtime import RUNTIME
     try:
         def pipeline(copy_stream: int, compute_stream: int, m: int, copies: bool = True,
                      kernels: bool = True) -> float:

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 
+from ... import runtime as rt  # the runtime's operations: its published surface
+from ...runtime import constants as C
 from .harness import MiB, Profile, Stat, clock, paired, per_call_us  # noqa: F401
 
 
@@ -113,8 +115,6 @@ def _op_latency(torch, p: Profile) -> dict[str, Stat]:
             torch.npu.synchronize()
         return t
 
-    from ...runtime import api as rt
-    from ...runtime import constants as C
     opener = torch.npu.Stream()  # kept alive: a dropped torch.npu.Stream destroys its npurt stream
 
     def held(n):

@@ -220,13 +220,51 @@ def aclrtPeekAtLastError(level):
     return rt.get_last_error(clear=False)
 
 
+# the exception-info callbacks: the one of aclrtSetExceptionInfoCallback (deprecated) and those
+# registered with aclrtExceptionInfoCallbackRegister, all called for every exception
+_exception_callbacks: dict[str, object] = {}
+_registered: list[int] = []
+
+
+def _dispatch_exception(handle: int) -> None:
+    info = cdata.ffi.cast("aclrtExceptionInfo *", handle)
+    for call in list(_exception_callbacks.values()):
+        call(info)
+
+
+def _update_exception_callback() -> None:
+    rt.set_exception_info_callback(_dispatch_exception if _exception_callbacks else None)
+
+
 @c_function("aclrtSetExceptionInfoCallback")
 def aclrtSetExceptionInfoCallback(callback):
+    if callback:
+        _exception_callbacks["set"] = cdata.ffi.cast("aclrtExceptionInfoCallback", callback)
+    else:
+        _exception_callbacks.pop("set", None)
+    _update_exception_callback()
+    return 0
+
+
+@c_function("aclrtExceptionInfoCallbackRegister")
+def aclrtExceptionInfoCallbackRegister(callback):
     if not callback:
-        rt.set_exception_info_callback(None)
-        return 0
-    call = cdata.ffi.cast("aclrtExceptionInfoCallback", callback)
-    rt.set_exception_info_callback(lambda handle: call(cdata.ffi.cast("aclrtExceptionInfo *", handle)))
+        raise null("callback")
+    key = f"registered:{callback:x}"
+    if key in _exception_callbacks:
+        raise NpuError(f"callback 0x{callback:x} is already registered", C.ACL_ERROR_INVALID_PARAM)
+    _exception_callbacks[key] = cdata.ffi.cast("aclrtExceptionInfoCallback", callback)
+    _update_exception_callback()
+    return 0
+
+
+@c_function("aclrtExceptionInfoCallbackUnregister")
+def aclrtExceptionInfoCallbackUnregister(callback):
+    if not callback:
+        raise null("callback")
+    if _exception_callbacks.pop(f"registered:{callback:x}", None) is None:
+        raise NpuError(f"callback 0x{callback:x} is not registered", C.ACL_ERROR_INVALID_PARAM)
+    _update_exception_callback()
     return 0
 
 

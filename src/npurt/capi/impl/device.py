@@ -213,3 +213,27 @@ def aclrtCtxSetSysParamOpt(opt, value):
 @c_function("aclrtCtxGetSysParamOpt")
 def aclrtCtxGetSysParamOpt(opt, value):
     return _out(value, "value", rt.ctx_get_sys_param_opt(opt))
+
+
+@c_function("aclrtGetFloatOverflowStatus")
+def aclrtGetFloatOverflowStatus(outputAddr, outputSize, stream):
+    rt.get_overflow_status(outputAddr, outputSize, stream_of(stream))
+    return 0
+
+
+@c_function("aclrtResetFloatOverflowStatus")
+def aclrtResetFloatOverflowStatus(stream):
+    rt.reset_overflow_status(stream_of(stream))
+    return 0
+
+
+@c_function("aclrtGetPhyDevIdByUserDevId")
+def aclrtGetPhyDevIdByUserDevId(userDevId, phyDevId):
+    logic = rt.get_logic_dev_id_by_user_dev_id(userDevId)
+    return _out(phyDevId, "phyDevId", rt.get_phy_dev_id_by_logic_dev_id(logic))
+
+
+@c_function("aclrtGetUserDevIdByPhyDevId")
+def aclrtGetUserDevIdByPhyDevId(phyDevId, userDevId):
+    logic = rt.get_logic_dev_id_by_phy_dev_id(phyDevId)
+    return _out(userDevId, "userDevId", rt.get_user_dev_id_by_logic_dev_id(logic))

@@ -3,10 +3,12 @@ status queries, timestamps and elapsed time, over the runtime's event operations
 from __future__ import annotations
 
 from ... import runtime as rt
+from .. import cdata
 from ..registry import c_function
 from ._common import event_of, note_task, null, stream_of
 
 _events = rt.RUNTIME.events.lookup
+V = cdata.enum_values()
 _record_event, _stream_wait_event, _synchronize_event = rt.record_event, rt.stream_wait_event, rt.synchronize_event
 
 
@@ -127,4 +129,15 @@ def aclrtGetEventAvailNum(eventCount):
 @c_function("aclrtSetOpWaitTimeout")
 def aclrtSetOpWaitTimeout(timeout):
     rt.set_op_wait_timeout(timeout)
+    return 0
+
+
+@c_function("aclrtRecordEventWithFlag")
+def aclrtRecordEventWithFlag(event, stream, flag):
+    """ACL_EVENT_RECORD_DEFAULT records as aclrtRecordEvent; ACL_EVENT_RECORD_EXTERNAL (for graphs
+    being captured) is refused: graph capture is not part of the C face."""
+    if flag != V["ACL_EVENT_RECORD_DEFAULT"]:
+        raise rt.FeatureNotSupportedError(f"flag {flag}: only ACL_EVENT_RECORD_DEFAULT is supported (external "
+                                          "records belong to graph capture)")
+    note_task(_record_event(_events(event) or event_of(event), stream_of(stream)))
     return 0

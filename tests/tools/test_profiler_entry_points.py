@@ -14,7 +14,7 @@ from npurt.apps import cli
 from npurt.runtime.observers import HOOKS
 from npurt.apps import runner
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "pyacl"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pyacl"
 SUMMARIES = ("op_summary", "op_statistic", "task_time", "api_statistic", "msprof_tx", "stream_summary",
              "overlap", "idle_gaps")
 
@@ -132,7 +132,7 @@ def test_importing_npurt_and_its_profiler_imports_no_plotting_library():
 
 
 def test_readme_shows_the_demos_timeline_picture():
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     assert "](https://github.com/npurt/npurt/raw/main/docs/demo_timeline.png)" in (root / "README.md").read_text()
     assert _is_png(root / "docs" / "demo_timeline.png")
 
