@@ -21,6 +21,7 @@ import sys
 import tempfile
 
 from .harness import Profile, Stat
+from .torchnpu import Skipped  # the bench's "an optional extra is missing" note
 
 FIGURES = ("ddp_step_ratio", "ddp_step_ms", "ddp_manual_step_ms")
 
@@ -90,7 +91,6 @@ if rank == 0:
 
 
 def measure(session, p: Profile) -> dict[str, Stat]:
-    from .torchnpu import Skipped  # the bench's "an optional extra is missing" note
     try:
         import torch  # noqa: F401
     except ImportError:
