@@ -22,6 +22,7 @@ REQUIRED_KEYS = {
     "torch_op_us", "torch_transformer_ratio", "torch_script_ratio",
     "alloc_after_fragmentation_ms",  # issue 29: a large malloc after 10^6 small frees
     "c_call_ratio", "c_malloc_free_ratio", "c_first_call_s",  # issue 24: the C interface
+    "gelu_ratio",  # issue 28: the built-in gelu against the plain numpy formula
 }
 # measured where the C interface can be built (gcc, a shared libpython, cffi), else skipped with a note
 CAPI_KEYS = {"c_call_ratio", "c_malloc_free_ratio", "c_first_call_s"}

@@ -69,6 +69,7 @@ SPECS: list[Spec] = [
     Spec("overlap_two_streams_ms", "  two streams + events", "ms", L),
     Spec("overlap_copies_ms", "  the copies alone", "ms", L),
     Spec("overlap_kernels_ms", "  the kernels alone", "ms", L),
+    Spec("gelu_ratio", "built-in gelu / the plain numpy formula, same elements (time)", "x", L, 1.05, True),
     Spec("streams_10k_s", "{streams} streams: create, 1 task, sync", "s", L, 2, True),
     Spec("bytes_per_task", "memory per queued task ({tasks}; tracemalloc+malloc)", "B", L, 400, True),
     Spec("bytes_per_task_rss", "  the same by RSS delta", "B", L),
