@@ -187,7 +187,7 @@ static void npurt_start_once(void)
      * (numpy, torch's DLPack, datetime.datetime_CAPI do it), and the first call would spin for
      * ever. Holding the GIL, so no Python code of the host process can look at the tag, lend
      * cffi a zero tag for the start and give the real one back after. */
-    int hosted = Py_IsInitialized();
+    int hosted = Py_IsInitialized() && !npurt_owns_python_flag;   /* a Python this library did not start */
 #if PY_VERSION_HEX >= 0x03080000 && PY_VERSION_HEX < 0x030C0000
     PyGILState_STATE gil = PyGILState_UNLOCKED;
     unsigned int capsule_tag = 0;
