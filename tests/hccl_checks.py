@@ -1,7 +1,7 @@
 """Checks of every HCCL collective against numpy, run on every rank of a communicator.
 
-Used two ways: tests/test_hccl_collectives.py runs each check on 4 ranks in one process
-(`spawn`), and tests/test_hccl_processes.py runs this file with `npurt launch -n 4`, where
+Used two ways: tests/hccl/test_hccl_collectives.py runs each check on 4 ranks in one process
+(`spawn`), and tests/hccl/test_hccl_processes.py runs this file with `npurt launch -n 4`, where
 it runs every check and prints one JSON line per rank with the outcome of each. Inputs are
 made from the rank and a check number, so every rank can compute what every other rank
 sent and the expected result.

@@ -1,4 +1,4 @@
-"""Child processes for tests/test_model_execution_stops.py (issue 29, items 1 and 5): each
+"""Child processes for tests/ge/test_model_execution_stops.py (issue 29, items 1 and 5): each
 loads an endless model (a Loop that never ends) and does one hostile thing while it runs.
 
     python tests/model_stop_workloads.py SCENARIO OM_PATH

@@ -1,4 +1,4 @@
-"""Hostile workloads for the reliability suite (tests/test_reliability.py), one per process:
+"""Hostile workloads for the reliability suite (tests/runtime/test_reliability.py), one per process:
 
     python tests/reliability_workloads.py SCENARIO OPS SEED
 

@@ -77,6 +77,17 @@ def test_memory_counters_follow_tensor_lifetimes():
     assert stats["reserved_bytes.all.peak"] >= stats["reserved_bytes.all.current"]
 
 
+def test_torch_and_the_pythonic_api_name_the_pool_counters_alike():
+    import npurt
+    t = torch.empty(1 << 16, dtype=torch.uint8, device="npu")
+    torch.npu.synchronize()
+    mine, theirs = npurt.memory_stats(0), torch.npu.memory_stats(0)
+    torch_keys = [k for k in theirs if "." in k or k.startswith("num_")]
+    assert "active_bytes.all.current" in torch_keys and "segment.all.current" in torch_keys
+    assert {k: theirs[k] for k in torch_keys} == {k: mine[k] for k in torch_keys}   # one mapping
+    del t
+
+
 def test_empty_cache_gives_unused_segments_back():
     t = torch.empty(64 << 20, dtype=torch.uint8, device="npu")
     del t

@@ -29,6 +29,8 @@ from ..envvars import VARIABLES
 from ..ge import atc
 from . import launcher, runner
 from .cliargs import CommandParser, Exit, command_parser, parse
+from .. import runtime as rt  # the runtime's operations: its published surface
+from ..runtime import ENV_VARIABLES, NpuError, RUNTIME, Settings, constants as C
 
 # the optional extras and the distributions each one installs (what `npurt info` reports)
 EXTRAS = {"ops": ["ml_dtypes"], "models": ["onnx", "onnxruntime"], "media": ["Pillow"], "plot": ["matplotlib"],
@@ -57,8 +59,6 @@ class CliError(Exception):
 
 def check_settings():
     """The settings in effect and the simulated SoC; a CliError for a bad NPURT_* variable."""
-    from ..runtime.config import Settings
-    from ..runtime.errors import NpuError
     try:
         settings = Settings.from_env()
         return settings, settings.spec()
@@ -110,7 +110,6 @@ def _extras() -> list[str]:
 def _settings_lines(settings) -> list[str]:
     """Every variable of the registry (npurt.envvars) with the value in effect and where it
     came from; the runtime's values as the runtime read them."""
-    from ..runtime.config import ENV_VARIABLES
     in_effect = dict(ENV_VARIABLES(settings))
     lines = []
     for var in VARIABLES:
@@ -128,9 +127,6 @@ def gib(n: int) -> str:
 
 def _info(args: argparse.Namespace) -> int:
     settings, spec = check_settings()
-    from ..runtime import api as rt
-    from ..runtime import constants as C
-    from ..runtime.runtime import RUNTIME
 
     rt.ensure_initialized()
     print(_version_line())
@@ -153,8 +149,11 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from ..tools.profiler.plot import PlotError, plot
-    check_output(args.output, "picture")
+    from ..tools.profiler.plot import PlotError, picture_path, plot
+    try:
+        check_output(picture_path(args.output), "picture")
+    except PlotError as exc:
+        raise CliError(str(exc)) from None
     try:
         out = plot(args.profile, args.output, window=tuple(args.window) if args.window else None,
                    range_name=args.range_name, host=not args.no_host, title=args.title)
@@ -288,7 +287,6 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except Exception as exc:  # a configuration the runtime refused at init (e.g. no room to map memory)
-        from ..runtime.errors import NpuError
         if not isinstance(exc, NpuError) or command == "run":
             raise
         print(f"npurt {command}: error: {exc}", file=sys.stderr)

@@ -13,7 +13,7 @@ import sys
 import textwrap
 import warnings
 
-from ..runtime.observers import HOOKS
+from ..runtime import HOOKS
 
 PRELUDE = "import numpy as np\nimport npurt\nimport npurt.acl as acl\nfrom npurt.acl import constants as C\n"
 

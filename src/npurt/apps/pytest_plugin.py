@@ -38,6 +38,8 @@ The report header names npurt's version and the simulated SoC and device count.
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 _SESSION = "_npurt_sanitizer"
@@ -100,7 +102,7 @@ def _finalize() -> None:
     import gc
     import warnings
 
-    from npurt.runtime.runtime import RUNTIME
+    from npurt.runtime import RUNTIME
     if RUNTIME.initialized:
         # arrays the test can no longer reach but a reference cycle still holds (a frame kept by
         # `pytest.raises(...) as e`) are freed now, not released as leaked by the finalize
@@ -269,7 +271,7 @@ class _LeakTracker:
         self.released: list = []    # (device id, addr, size, where, reason) freed by a reset/finalize
 
     def start(self) -> None:
-        from npurt.runtime.observers import HOOKS
+        from npurt.runtime import HOOKS
         self._observer = self.observe   # one bound method: HOOKS.remove compares by identity
         HOOKS.add(self._observer)
 
@@ -287,7 +289,7 @@ class _LeakTracker:
     def stop(self) -> str:
         import gc
 
-        from npurt.runtime.observers import HOOKS
+        from npurt.runtime import HOOKS
         gc.collect()                 # arrays the test dropped are freed now (stream-ordered)
         HOOKS.remove(self._observer)
         rows = [(d, a, s, w, "still allocated after the test") for (d, a), (s, w) in self.live.items()]
@@ -305,8 +307,8 @@ def _user_line() -> str:
     """file:line of the first frame outside npurt (the user's call that allocated)."""
     import sys
 
-    from npurt.runtime.warn import _PACKAGE
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # npurt's own files
     frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith((_PACKAGE, "<npurt")):
+    while frame is not None and frame.f_code.co_filename.startswith((package, "<npurt")):
         frame = frame.f_back
     return "?" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"

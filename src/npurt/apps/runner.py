@@ -38,7 +38,8 @@ import tempfile
 import traceback
 import types
 
-from npurt.runtime import FAULTS, SCHEDULE, FaultSpecError, ScheduleSpecError, parse_schedule
+from npurt.runtime import (FAULTS, FaultSpecError, NpuError, SCHEDULE, ScheduleSpecError, Settings,
+                           parse_schedule)
 
 from ..capi import home as capi_home
 from . import schedules as runs
@@ -270,7 +271,6 @@ def main(argv: list[str], uncaught: list | None = None) -> int:
 
     profile = None
     if args.profile is not None:
-        from npurt.runtime.errors import NpuError
         from npurt.tools.profiler import Profile
         try:
             profile = Profile(args.profile)  # the directory is checked before the program runs
@@ -311,7 +311,6 @@ def main(argv: list[str], uncaught: list | None = None) -> int:
     else:
         shown, argv0, path0 = "-c", "-c", ""
     if args.verbose:
-        from npurt.runtime.config import Settings
         settings = Settings.from_env()
         shim = " and torch_npu -> npurt.torch.shim" if args.torch_npu else ""
         print(f"npurt run: {shown} with acl -> npurt.acl{shim} ({', '.join(aliases)}); simulated {settings.soc}, "

@@ -6,7 +6,7 @@ default stream); `num_blocks=None` picks a default (below). Each launcher checks
 arguments at the call (pointers live and large enough, shapes, dtypes) and returns the
 sequence number of the kernel task it enqueued; results are there once the stream got there.
 
-Supported dtypes and accuracy against numpy references (what tests/test_ops.py checks;
+Supported dtypes and accuracy against numpy references (what tests/pythonic/test_ops.py checks;
 r = 1e-5 for float32, 1e-3 for float16, 1e-2 for bfloat16):
 
 | op | dtypes | matches numpy |

@@ -6,7 +6,7 @@ forever. Using the parent's runtime there would hang. So, in the child (`os.regi
 
 * every module-level lock of npurt (the runtime's, and those of its clients: the graph
   engine, collectives, tools, faces) is reinitialized, as CPython does for its own: each
-  is made by `fork_safe_lock()`, which keeps a list of them (tests/test_fork.py holds every
+  is made by `fork_safe_lock()`, which keeps a list of them (tests/runtime/test_fork.py holds every
   module of npurt to it);
 * the runtime (which registered with `on_fork_child`) forgets the parent's devices, contexts, streams, events and memory: the
   parent's objects are marked destroyed and its handles are stale, so using them is a clear

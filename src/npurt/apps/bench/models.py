@@ -18,6 +18,7 @@ import numpy as np
 
 from .harness import Profile, Stat, clock, paired, per_call_us
 from .metrics import H2D, Session, check, value
+from ...runtime import RUNTIME
 
 
 def _cnn(path: str, side: int) -> None:
@@ -97,7 +98,6 @@ class _Loaded:
 
 def measure(s: Session, p: Profile) -> dict[str, Stat]:
     from ...ge import engine
-    from ...runtime.runtime import RUNTIME
     side = 16 if p.name == "tiny" else 64
     repeats = max(3, p.big_repeats * 2 + 1)
     with tempfile.TemporaryDirectory(prefix="npurt_bench_") as tmp:

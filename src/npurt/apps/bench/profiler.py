@@ -17,10 +17,10 @@ import numpy as np
 
 from .harness import Profile, Stat, clock
 from .metrics import D2D, D2H, H2D, TINY, Session, _ops, check, host_array, value
+from ...runtime import RUNTIME
 
 
 def measure(s: Session, p: Profile) -> dict[str, Stat]:
-    from ...runtime.runtime import RUNTIME
     from ...tools.profiler import Profile as Prof
     rt = s.acl.rt
     B, batches = p.overlap_batch_bytes, p.overlap_batches

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 
+from ... import runtime as rt  # the runtime's operations: its published surface
+from ...runtime import constants as C
 from .harness import MiB, Profile, Stat, clock, paired, per_call_us  # noqa: F401
 
 
@@ -92,7 +94,7 @@ def measure(session, p: Profile) -> dict[str, Stat]:
             raise ImportError("PyTorch is not installed")
         import npurt.torch  # noqa: F401 - registers the npu device
     except ImportError:
-        raise Skipped({f: "skipped: PyTorch is not installed (pip install 'npurt[torch]')" for f in FIGURES}) from None
+        raise Skipped({f: "skipped: PyTorch is not installed (its CPU build: pip install torch --index-url https://download.pytorch.org/whl/cpu)" for f in FIGURES}) from None
     out = _op_latency(torch, p)
     out.update(_transformer(torch, p))
     return out
@@ -113,8 +115,6 @@ def _op_latency(torch, p: Profile) -> dict[str, Stat]:
             torch.npu.synchronize()
         return t
 
-    from ...runtime import api as rt
-    from ...runtime import constants as C
     opener = torch.npu.Stream()  # kept alive: a dropped torch.npu.Stream destroys its npurt stream
 
     def held(n):

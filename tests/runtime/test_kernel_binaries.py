@@ -14,7 +14,7 @@ from npurt.runtime.binary import (binary_get_function, binary_load, binary_load_
 from npurt.runtime.errors import InvalidHandleError, InvalidValueError, NpuError
 from npurt.runtime.kernel import function_of, launch, launch_kernel_with_host_args
 
-VADD_FILE = Path(__file__).resolve().parent.parent / "examples" / "kernels" / "vadd.py"
+VADD_FILE = Path(__file__).resolve().parents[2] / "examples" / "kernels" / "vadd.py"
 H2D, D2H = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST
 
 SMALL_BINARY = b'''

@@ -3,7 +3,7 @@ in its own interpreter so that a crash or a hang fails its test instead of pytes
 
 CI runs the smoke size (one seed, a few thousand operations per scenario). The full size:
 
-    NPURT_TEST_SCALE=50 NPURT_RELIABILITY_SEEDS=20 .venv/bin/python -m pytest -m slow tests/test_reliability.py
+    NPURT_TEST_SCALE=50 NPURT_RELIABILITY_SEEDS=20 .venv/bin/python -m pytest -m slow tests/runtime/test_reliability.py
 
 NPURT_TEST_SCALE multiplies the operations per run, NPURT_RELIABILITY_SEEDS sets how many seeds
 each scenario runs (from NPURT_RELIABILITY_SEED, default 1). A failure names its seed; rerun it
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 SCALE = float(os.environ.get("NPURT_TEST_SCALE", "1"))
-WORKLOADS = Path(__file__).with_name("reliability_workloads.py")
+WORKLOADS = Path(__file__).resolve().parents[1] / "reliability_workloads.py"
 # operations per run at NPURT_TEST_SCALE=1 (each a few seconds on a loaded 2-core machine)
 SMOKE_OPS = {"model": 2000, "teardown": 800, "interrupts": 1000, "fork": 800, "fuzz": 4000,
              # issue 29: the fragment run is 300k blocks at the smoke size (about 12 s here; the

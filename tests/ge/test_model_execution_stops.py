@@ -21,7 +21,7 @@ from npurt.acl import constants as C
 from npurt.ge import constants as G
 
 OK = 0
-WORKLOADS = Path(__file__).with_name("model_stop_workloads.py")
+WORKLOADS = Path(__file__).resolve().parents[1] / "model_stop_workloads.py"
 CHILD_TIMEOUT_S = 120  # generous: the scenarios take about a second
 
 
@@ -32,7 +32,7 @@ def endless(tmp_path_factory):
 
 
 def _child(scenario: str, om_path: str, signal_after_running=None, killed_by=None):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "src"),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2] / "src"),
                                                         os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, str(WORKLOADS), scenario, om_path], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)

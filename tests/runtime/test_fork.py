@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from conftest import IsolatedCases
+from isolation import IsolatedCases
 
 PRELUDE = """
 import os, signal, threading, time

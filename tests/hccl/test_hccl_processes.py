@@ -17,7 +17,7 @@ from npurt.apps import launcher as launch
 from npurt.apps.launcher import find_mpiexec
 
 pytest.importorskip("mpi4py", reason="needs the npurt[dist] extra")
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 NPURT = [sys.executable, "-m", "npurt.cli"]
 SCALE = float(os.environ.get("NPURT_TEST_SCALE", "1"))
 

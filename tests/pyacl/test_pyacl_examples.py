@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "pyacl"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pyacl"
 
 # script -> lines its output must contain
 EXPECTED = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import IsolatedCases
+from isolation import IsolatedCases
 
 PRELUDE = """
 import _thread, os, threading, time

@@ -60,6 +60,16 @@ def test_stream_of_another_device_switches_the_device_for_the_block():
     assert npurt.current_stream(1) == npurt.default_stream(1)
 
 
+def test_a_stream_made_current_lives_while_it_is_current():
+    npurt.set_stream(npurt.Stream())          # nobody else holds it
+    gc.collect()
+    s = npurt.current_stream()
+    assert not s.runtime_stream.destroyed and not s.runtime_stream.is_default
+    assert npurt.current_stream() is s        # one npurt.Stream per runtime stream
+    npurt.set_stream(npurt.default_stream())
+    assert npurt.current_stream() == npurt.default_stream()
+
+
 def test_current_stream_is_per_thread():
     s = npurt.Stream()
     seen = []

@@ -27,7 +27,7 @@ import npurt.acl as acl
 from npurt.acl import _namespaces
 from npurt.acl import constants as C
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VADD = str(ROOT / "examples" / "kernels" / "vadd.py")
 KERNEL_SRC = b"""
 import numpy as np

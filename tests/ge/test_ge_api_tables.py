@@ -36,7 +36,7 @@ set_kernel_workspace_sizes set_max_op_queue_num set_model_dir start_dump_args st
 unregister_compile_func update_params
 """.split()
 
-DOC = (Path(__file__).resolve().parents[1] / "docs" / "compatibility.md").read_text()
+DOC = (Path(__file__).resolve().parents[2] / "docs" / "compatibility.md").read_text()
 
 
 def _public_callables(module) -> set[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from process_group import run_group
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "distributed"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "distributed"
 NAMES = ["data_parallel_training.py", "tensor_parallel_matmul.py"]
 
 

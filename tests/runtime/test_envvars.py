@@ -10,7 +10,7 @@ from npurt import envvars
 from npurt.apps import cli
 from npurt.runtime import ENV_VARIABLES, Settings
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "npurt"
+SRC = Path(__file__).resolve().parents[2] / "src" / "npurt"
 OURS = re.compile(r"(NPURT|HCCL|ASCEND)_[A-Z0-9_]+")
 READERS = ("getenv", "_flag", "_int", "_seconds")    # config.py's and hccl/config.py's readers
 

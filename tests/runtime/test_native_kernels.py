@@ -19,7 +19,7 @@ import pytest
 
 from npurt.runtime import constants as C
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 TOOLCHAIN = os.path.join(HERE, os.pardir, "src", "npurt", "capi", "ascendc")
 
 pytestmark = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("g++") is None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import IsolatedCases
+from isolation import IsolatedCases
 
 PRELUDE = """
 import ctypes, tempfile, threading, time, warnings

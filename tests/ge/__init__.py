@@ -1,0 +1,1 @@
+"""Tests of the graph engine, npurt.ge."""

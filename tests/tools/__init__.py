@@ -1,0 +1,1 @@
+"""Tests of the profiler, npurt.tools.profiler."""
