@@ -74,3 +74,13 @@ def test_npurt_starts_under_ulimit_v_with_a_smaller_hbm_size(isolated):
     assert "refused: 200000 cannot map the simulated device memory: 2 device(s) of 64 GiB each" in out
     assert "set NPURT_HBM_SIZE" not in out and "NPURT_HBM_SIZE (e.g. NPURT_HBM_SIZE=2G)" in out
     assert "then: [1.0, 1.0, 1.0] 488" in out     # 512 MiB less the reserve's share
+
+
+def test_the_all_extra_installs_every_user_extra():
+    import tomllib
+    from pathlib import Path
+    extras = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    users = ("ops", "models", "plot", "media", "dist", "capi", "torch", "progress")
+    assert set(users) <= set(extras)
+    assert {r for e in users for r in extras[e]} <= set(extras["all"])

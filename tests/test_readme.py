@@ -28,7 +28,7 @@ PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 
 def _samples(page: Path) -> list[str]:
     text = page.read_text()
-    return [m.group(2) for m in re.finditer(r"(<!-- fragment[^>]*-->\n)?```python\n(.*?)```", text, re.S)
+    return [m.group(2) for m in re.finditer(r"(<!-- fragment[^>]*-->\n[ \t]*)?```python\n(.*?)```", text, re.S)
             if not m.group(1)]
 
 
@@ -104,8 +104,13 @@ def test_the_quick_start_demo_runs_in_a_fresh_clone_and_the_readme_shows_its_out
     numbers = re.compile(r"[\d.]+")
     got_lines = [numbers.sub("#", line) for line in out.stdout.splitlines()]
     for line in shown.splitlines():
-        if line.startswith(("  balanced", "  speed-up", "npurt demo: PASS", "  1.", "  2.", "  3.", "  4.", "  5.")):
+        if line.startswith(("  speed-up", "  1.", "  2.", "  3.", "  4.", "  5.")):
             assert numbers.sub("#", line) in got_lines, line   # same text, this run's numbers
+        elif line.startswith(("  balanced", "npurt demo: PASS")):
+            # the words after these depend on this host's load (the kernel's depth, whether
+            # overlap can pay): the same text up to them
+            head = line.split("the kernel (")[0] if line.startswith("  balanced") else "; ".join(line.split("; ")[:2])
+            assert any(g.startswith(numbers.sub("#", head)) for g in got_lines), line
 
 
 def _page_commands(page: Path) -> list[str]:

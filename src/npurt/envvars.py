@@ -55,6 +55,8 @@ VARIABLES: tuple[Variable, ...] = (
     # torch on npu (npurt.torch)
     Variable("NPURT_TORCH_META_CHECK", "0", "1: check every op's meta-kernel output shapes against the CPU "
              "kernel's (a developer's check of the per-op plans; slow)", "torch"),
+    Variable("HCCL_BLOCKING_WAIT", "0", "1: a torch.distributed work's wait() also blocks the host until the "
+             "collective ran (torch_npu's meaning; by default it only orders the current stream)", "torch"),
     # collectives (npurt.hccl)
     Variable("HCCL_EXEC_TIMEOUT", "1836", "seconds a collective waits for the other ranks (0: forever)", "hccl"),
     Variable("HCCL_CONNECT_TIMEOUT", "120", "seconds communicator creation waits for the other ranks", "hccl"),

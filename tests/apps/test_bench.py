@@ -22,11 +22,13 @@ REQUIRED_KEYS = {
     "torch_op_us", "torch_transformer_ratio", "torch_script_ratio",
     "alloc_after_fragmentation_ms",  # issue 29: a large malloc after 10^6 small frees
     "c_call_ratio", "c_malloc_free_ratio", "c_first_call_s",  # issue 24: the C interface
+    "ddp_step_ratio",  # issue 27: DistributedDataParallel on 2 ranks, backend "hccl"
+    "gelu_ratio",  # issue 28: the built-in gelu against the plain numpy formula
 }
 # measured where the C interface can be built (gcc, a shared libpython, cffi), else skipped with a note
 CAPI_KEYS = {"c_call_ratio", "c_malloc_free_ratio", "c_first_call_s"}
 # measured when PyTorch is installed (the optional extra npurt[torch]), else skipped with a note
-TORCH_KEYS = {"torch_op_us", "torch_transformer_ratio"}
+TORCH_KEYS = {"torch_op_us", "torch_transformer_ratio", "ddp_step_ratio"}
 # two whole processes per sample: measured by `npurt bench` and --quick, not at the test size
 TINY_SKIPS = {"torch_script_ratio"}
 # find_spec, not import: without PyTorch, `import torch` would find tests/torch (a namespace package)
@@ -81,7 +83,7 @@ def test_every_json_figure_is_a_finite_number(tiny_run):
 def test_torch_figures_are_skipped_with_a_note_without_pytorch(tiny_run):
     code, data, out = tiny_run
     assert code == 0 and all(data[k] is None for k in TORCH_KEYS)
-    assert "skipped: PyTorch is not installed (pip install 'npurt[torch]')" in out
+    assert "skipped: PyTorch is not installed (its CPU build: pip install torch --index-url " in out
 
 
 def test_run_reports_success_when_every_figure_was_measured(tiny_run):

@@ -124,6 +124,34 @@ def test_gelu_matches_the_tanh_approximation(dev, rng, dtype):
     np.testing.assert_allclose(got.astype(np.float64), ref, rtol=TOL[dtype], atol=1e-5 if dtype != F32 else 1e-6)
 
 
+def plain_gelu(x: np.ndarray) -> np.ndarray:
+    """The numpy formula the bench's gelu_ratio compares against, in float32."""
+    v = x.astype(np.float32)
+    with np.errstate(over="ignore"):  # exp overflows to inf for very negative x: gelu is 0 there
+        return v / (1 + np.exp(np.float32(-2 * math.sqrt(2 / math.pi)) * (v + np.float32(0.044715) * v * v * v)))
+
+
+@pytest.mark.parametrize("dtype", [F32, F16], ids=str)
+def test_gelu_equals_the_plain_numpy_formula_across_chunks(dev, rng, dtype):
+    n = 2 * K.CHUNK + 777  # three chunks, the last one partial
+    x = (normal(rng, n, np.float32) * 4).astype(dtype)
+    px, po = dev.put(x), dev.empty(n, dtype)
+    L.elementwise("gelu", po, px, None, n, dtype, num_blocks=1)
+    got = dev.get(po, n, dtype)
+    np.testing.assert_allclose(got.astype(np.float32), plain_gelu(x).astype(dtype).astype(np.float32),
+                               rtol=TOL[dtype], atol=1e-6 if dtype == F32 else 1e-4)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16], ids=str)
+def test_gelu_in_place_gives_the_same_bits_as_into_another_buffer(dev, rng, dtype):
+    n = K.CHUNK + 4096
+    x = (normal(rng, n, np.float32) * 4).astype(dtype)
+    px, po = dev.put(x), dev.empty(n, dtype)
+    L.elementwise("gelu", po, px, None, n, dtype, num_blocks=1)
+    L.elementwise("gelu", px, px, None, n, dtype, num_blocks=1)  # out is the input
+    assert np.array_equal(dev.get(px, n, dtype), dev.get(po, n, dtype))
+
+
 # ---------------------------------------------------------------- cast
 CAST_TYPES = [F32, F16, BF16, np.dtype(np.int32), np.dtype(np.int8)]
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from npurt.runtime import constants as C
-from npurt.runtime.errors import ContextError, EventError, InvalidHandleError, NpuError
+from npurt.runtime.errors import ContextError, EventError, InvalidHandleError, NpuError, ResourceExhaustedError
 
 
 def _in_threads(n: int, fn) -> list:
@@ -62,6 +62,8 @@ def test_destroy_context_racing_create_stream_leaves_no_stream_behind(rt):
                 made.append(rt.create_stream())
             except (ContextError, InvalidHandleError):
                 return
+            except ResourceExhaustedError:   # a slow host: every stream made before the destroy
+                stop.wait(0.001)             # came; the race is still the destroy's
         return
 
     creator = threading.Thread(target=create)

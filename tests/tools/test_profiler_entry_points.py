@@ -135,3 +135,68 @@ def test_readme_shows_the_demos_timeline_picture():
     root = Path(__file__).resolve().parents[2]
     assert "](https://github.com/npurt/npurt/raw/main/docs/demo_timeline.png)" in (root / "README.md").read_text()
     assert _is_png(root / "docs" / "demo_timeline.png")
+
+
+# ---- npurt plot: formats, the file name it reports, trimmed ends, flows when zoomed, units
+
+def _profile_with_idle_ends(rt, out_dir):
+    """A profile whose device work sits between two long host-only stretches."""
+    import time
+
+    import npurt
+    s = rt.create_stream()
+    with npurt.profiler.profile(out_dir):
+        with npurt.profiler.range("idle before"):
+            time.sleep(0.3)
+        ev = rt.create_event()
+        rt.launch_host_func(s, lambda: time.sleep(0.02))
+        rt.record_event(ev, s)
+        s2 = rt.create_stream()
+        rt.stream_wait_event(s2, ev)
+        rt.launch_host_func(s2, lambda: None)
+        rt.synchronize_device()
+        with npurt.profiler.range("idle after"):
+            time.sleep(0.3)
+
+
+def test_plot_refuses_an_unsupported_format_in_one_line(tmp_path, capsys):
+    assert cli.main(["plot", str(tmp_path), "-o", str(tmp_path / "x.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"npurt plot: error: cannot draw '{tmp_path / 'x.txt'}': .txt is not a picture format npurt " \
+                  "plot writes (.png, .svg, .pdf)\n"
+
+
+def test_plot_reports_the_file_it_wrote(rt, tmp_path, capsys):
+    _profile_with_idle_ends(rt, tmp_path / "prof")
+    assert cli.main(["plot", str(tmp_path / "prof"), "-o", str(tmp_path / "picture")]) == 0
+    assert capsys.readouterr().out == f"npurt plot: wrote {tmp_path / 'picture.png'}\n"
+    assert _is_png(tmp_path / "picture.png")
+    assert cli.main(["plot", str(tmp_path / "prof"), "-o", str(tmp_path / "t.svg")]) == 0
+    assert (tmp_path / "t.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_the_default_window_trims_the_idle_ends_and_flows_need_a_zoom(rt, tmp_path, monkeypatch):
+    from npurt.tools.profiler import plot as P
+    _profile_with_idle_ends(rt, tmp_path / "prof")
+    events = P._load(P.find_trace(str(tmp_path / "prof")))
+    lo, hi = P._window(events, None, None)
+    everything = [e for e in events if e.get("ph") == "X"]
+    whole = (max(e["ts"] + e["dur"] for e in everything) - min(e["ts"] for e in everything)) / 1000
+    assert hi - lo < whole / 2          # the 0.6 s of host-only time is not drawn
+    arrows = []
+    import matplotlib.axes
+    monkeypatch.setattr(matplotlib.axes.Axes, "annotate", lambda self, *a, **k: arrows.append(k))
+    P.plot(str(tmp_path / "prof"), str(tmp_path / "whole.png"))
+    assert arrows == []
+    P.plot(str(tmp_path / "prof"), str(tmp_path / "zoom.png"), window=(lo, hi))
+    assert len(arrows) >= 1
+
+
+def test_the_terminal_summary_says_durations_in_units_that_read():
+    from npurt.tools.profiler.summary import _table, human_bytes, human_time_us
+    assert [human_time_us(v) for v in ("850.000", "12345.678", "4200000", "0.25")] == \
+        ["850 us", "12.3 ms", "4.20 s", "250 ns"]
+    assert [human_bytes(v) for v in (512, 1536, 64 << 20)] == ["512 B", "1.5 KiB", "64 MiB"]
+    head = ["OP Type", "Total Time(us)", "Bytes"]
+    lines = _table(head, [["add", "12345.678", 1536]], [0, 1, 2])
+    assert lines[0].split() == ["OP", "Type", "Total", "Time", "Bytes"] and "12.3 ms" in lines[1] and "1.5 KiB" in lines[1]

@@ -109,3 +109,16 @@ def test_dataparallel_trains_like_one_device():
     out.sum().backward()
     ref(x).sum().backward()
     torch.testing.assert_close(m.weight.grad.cpu(), ref.weight.grad)
+
+
+def test_a_stream_rebuilt_from_its_triple_is_the_same_stream():
+    s1 = torch.npu.Stream()
+    s2 = torch.npu.Stream(stream_id=s1.stream_id, device_index=s1.device_index, device_type=s1.device_type)
+    assert s2 == s1 and s2.npurt_stream.runtime_stream is s1.npurt_stream.runtime_stream
+    s2.synchronize()
+    d = torch.npu.default_stream()
+    assert torch.npu.Stream(stream_id=d.stream_id, device_index=d.device_index, device_type=d.device_type) == d
+    for bad in ({"stream_id": 99999, "device_index": 0}, {"stream_id": 0, "device_index": 999},
+                {"stream_id": -1, "device_index": 0}, {"stream_id": s1.stream_id, "device_index": -1}):
+        with pytest.raises(RuntimeError):
+            torch.npu.Stream(device_type=s1.device_type, **bad)

@@ -149,8 +149,11 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from ..tools.profiler.plot import PlotError, plot
-    check_output(args.output, "picture")
+    from ..tools.profiler.plot import PlotError, picture_path, plot
+    try:
+        check_output(picture_path(args.output), "picture")
+    except PlotError as exc:
+        raise CliError(str(exc)) from None
     try:
         out = plot(args.profile, args.output, window=tuple(args.window) if args.window else None,
                    range_name=args.range_name, host=not args.no_host, title=args.title)

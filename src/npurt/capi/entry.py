@@ -12,6 +12,7 @@ through cffi's `onerror`, so a successful call pays nothing for error handling.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 
@@ -102,6 +103,9 @@ def start(ffi, lib) -> None:
         params = tuple(p["name"] for p in fn["params"] if p.get("name"))
         ffi.def_extern(name=f"npurt_py_{name}", onerror=_onerror(name, params, fn["ret"] in STATUS_TYPES))(py)
     ffi.def_extern(name="npurt_py_flush")(flush)
+    # Loaded into a Python process, the host's exit is the one that runs (c/start.c then installs
+    # no C atexit hook); in a C program this never runs, and the C hook calls flush().
+    atexit.register(flush)
 
     @ffi.def_extern(name="npurt_py_describe_fault")
     def _describe(addr, exact, out, size):

@@ -25,6 +25,7 @@ from math import prod
 
 import numpy as np
 
+from ..progress import progress
 from ..driver.soc import SOCS
 from . import aipp as A
 from . import constants as G
@@ -238,7 +239,15 @@ def convert(model: str, output: str, soc_version: str, input_shape: str | None =
             dynamic_image_size: str | None = None, dynamic_dims: str | None = None,
             insert_op_conf: str | None = None, output_type: str | None = None, out_nodes: str | None = None,
             input_fp16_nodes: str | None = None) -> str:
-    """Convert an ONNX model; returns the path of the .om written."""
+    """Convert an ONNX model; returns the path of the .om written. Long conversions show their
+    stage (parse, convert, compile, write) on a terminal (npurt.progress)."""
+    with progress(f"npurt atc: parsing {os.path.basename(model or '')}", total=4) as shown:
+        return _convert(shown, model, output, soc_version, input_shape, input_format, dynamic_batch_size,
+                        dynamic_image_size, dynamic_dims, insert_op_conf, output_type, out_nodes, input_fp16_nodes)
+
+
+def _convert(shown, model, output, soc_version, input_shape, input_format, dynamic_batch_size, dynamic_image_size,
+             dynamic_dims, insert_op_conf, output_type, out_nodes, input_fp16_nodes) -> str:
     onnx = import_onnx()
     soc = check_soc(soc_version)
     path = output_path(output)
@@ -248,6 +257,7 @@ def convert(model: str, output: str, soc_version: str, input_shape: str | None =
         proto = onnx.load(model)
     except Exception as exc:  # noqa: BLE001 - any parse failure is the model's fault
         raise ConversionError(f"--model {model!r} is not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    shown.advance(description="npurt atc: converting the graph")
     graph = proto.graph
     _check_operators(onnx, graph)
     init_names = {t.name for t in graph.initializer}
@@ -385,6 +395,7 @@ def convert(model: str, output: str, soc_version: str, input_shape: str | None =
         inputs.append(IODef(G.ACL_DYNAMIC_TENSOR_NAME, None, R.ACL_INT64, G.ACL_FORMAT_ND, [count], ROLE_MBATCH))
 
     # ---------------- check ORT can run it, and learn the outputs
+    shown.advance(description="npurt atc: compiling for the simulated NPU")
     ort = import_ort()
     graph_bytes = proto.SerializeToString()
     try:
@@ -400,11 +411,13 @@ def convert(model: str, output: str, soc_version: str, input_shape: str | None =
             "outputs": [o.to_json() for o in outputs], "dynamic": dynamic, "dynamic_shape": dynamic_shape,
             "weight_size": _align(weight_size) if weight_size else 0, "work_size": work_size,
             "source": os.path.basename(model)}
+    shown.advance(description=f"npurt atc: writing {os.path.basename(path)}")
     image = om.pack(meta, graph_bytes, meta["name"], soc, dynamic_shape)
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     with open(path, "wb") as f:
         f.write(image)
+    shown.advance()
     return path
 
 

@@ -53,6 +53,7 @@ from math import prod
 
 import numpy as np
 
+from ..progress import progress
 from ..runtime import fork_safe_lock
 from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, Task, address, constants as C,
                        current_context, free, malloc_on, resolve as locate)
@@ -317,7 +318,8 @@ class Model:
             self._values = values
             threads = engine.ai_core_threads(self.device.spec.aicore_num)
             try:
-                self.session = engine.session(proto.SerializeToString(), threads, (names, values))
+                with progress(f"loading model {self.source or self.id}"):   # seconds for a large model (terminal only)
+                    self.session = engine.session(proto.SerializeToString(), threads, (names, values))
             except Exception as exc:  # noqa: BLE001 - ORT's reason is the message
                 raise NpuError(f"the model cannot be loaded: {exc}", C.ACL_ERROR_GE_LOAD_MODEL) from None
             _register_exit_hook()

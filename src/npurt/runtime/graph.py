@@ -32,6 +32,7 @@ import copy
 import threading
 import traceback
 
+from .forking import fork_safe_lock
 from . import constants as C
 from .errors import InvalidHandleError, NpuError, ParamInvalidError
 from .handles import table
@@ -54,7 +55,7 @@ class _ThreadModes(threading.local):
 
 
 THREAD = _ThreadModes()
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 _active: list = []         # captures in progress (all contexts)
 
 

@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 
+from .forking import fork_safe_lock
 from . import constants as C
 from . import address
 from .address import locate
@@ -200,7 +201,7 @@ _CONDITIONS = {
     C.ACL_STREAM_WAIT_VALUE_NOR: (lambda word, v: (~(word | v) & 0xFFFFFFFFFFFFFFFF) != 0, "nor"),
 }
 _value_watchers: dict = {}   # device -> blockers of value waits parked on it
-_watch_lock = threading.Lock()
+_watch_lock = fork_safe_lock()
 
 
 def _word(addr: int) -> int:

@@ -12,7 +12,7 @@
 `npurt run --torch-npu script.py` also makes `import torch_npu` resolve to npurt's shim
 (npurt.torch.shim), so unmodified torch_npu scripts run. Importing npurt never imports torch,
 and installing npurt changes nothing about `import torch`: only importing this package does.
-Needs torch >= 2.9 (`pip install 'npurt[torch]'`). docs/torch.md says what works and how.
+Needs torch >= 2.9 (the CPU build: `pip install torch --index-url https://download.pytorch.org/whl/cpu`). docs/torch.md says what works and how.
 """
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ try:
         # namespace package: that is not PyTorch
         raise ImportError(f"'torch' resolves to a directory, not PyTorch: {list(torch.__path__)}")
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("npurt.torch needs PyTorch >= 2.9: pip install 'npurt[torch]' "
-                      f"(the CPU build is enough) [{exc}]") from exc
+    raise ImportError("npurt.torch needs PyTorch >= 2.9, its CPU build is enough: pip install torch --index-url "
+                      f"https://download.pytorch.org/whl/cpu [{exc}]") from exc
 
 from . import amp, aten, autocast, comm, npu, patches  # noqa: E402 - after the check that torch is PyTorch
 from .fallback import fallback  # noqa: E402

@@ -13,16 +13,15 @@ torch_npu/npu/memory.py, over npurt's caching pool.
 """
 from __future__ import annotations
 
-import threading
 
 import torch
 
-from ..runtime import free, malloc_on
+from ..runtime import fork_safe_lock, free, malloc_on
 from . import storage
 from .device import index_of
 
 _raw: dict[int, object] = {}  # address -> the stream it was allocated for (caching_allocator_*)
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def get_per_process_memory_fraction(device=None) -> float:

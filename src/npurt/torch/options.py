@@ -10,9 +10,10 @@ recorded value (torch_npu's `_npu_getOption`).
 from __future__ import annotations
 
 import inspect
-import threading
 import warnings
 from enum import IntEnum
+
+from ..runtime import fork_safe_lock
 
 OPTION_VALUES = {
     "ACL_PRECISION_MODE": ["allow_fp32_to_fp16", "must_keep_origin_dtype"],
@@ -28,7 +29,7 @@ OPTION_VALUES = {
 DEPRECATED = {"ACL_OP_SELECT_IMPL_MODE", "ACL_OPTYPELIST_FOR_IMPLMODE"}
 
 _options: dict[str, str] = {}
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 _mm_bmm_nd = True
 
 

@@ -43,13 +43,34 @@ class Stream(torch.Stream):
     values, torch's "high priority", are 0)."""
 
     def __new__(cls, device=None, priority: int = 0, **kwargs):
-        if "stream_id" in kwargs:  # torch rebuilding a stream object it knows
-            return super().__new__(cls, **kwargs)
+        if "stream_id" in kwargs:  # rebuilt from (stream_id, device_index, device_type), as torch_npu allows
+            return cls._rebuild(kwargs.get("stream_id"), kwargs.get("device_index"), kwargs.get("device_type"))
         inner = _NpStream(device=index_of(device), priority=max(0, min(int(priority), 7)))
         return cls._wrap(inner)
 
     def __init__(self, *args, **kwargs):
         pass
+
+    @classmethod
+    def _rebuild(cls, stream_id, device_index, device_type) -> "Stream":
+        """The stream `stream_id` of npu:`device_index` that this process made (fails at once,
+        as torch_npu's does, for a stream or device that does not exist)."""
+        if device_type is not None and device_type != PRIVATEUSE1:
+            raise RuntimeError(f"device_type {device_type} is not npu's ({PRIVATEUSE1})")
+        if type(stream_id) is not int or type(device_index) is not int:
+            raise RuntimeError("stream_id and device_index must be ints")
+        if stream_id < 0 or device_index < 0:
+            raise RuntimeError(f"stream_id {stream_id} / device_index {device_index} must not be negative")
+        if device_index >= torch.npu.device_count():
+            raise RuntimeError(f"device_index {device_index} is out of range: {torch.npu.device_count()} npu(s)")
+        rt = _RT.get((device_index, stream_id))
+        if rt is None:
+            default = _np_streams.default_stream(device_index)
+            if default.runtime_stream.stream_id == stream_id:
+                rt = default.runtime_stream
+        if rt is None or rt.destroyed:
+            raise RuntimeError(f"stream {stream_id} of npu:{device_index} is not a live stream of this process")
+        return cls._wrap(_NpStream._wrap(rt))
 
     @classmethod
     def _wrap(cls, inner: _NpStream) -> "Stream":

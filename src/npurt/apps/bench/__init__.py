@@ -16,7 +16,8 @@ from __future__ import annotations
 import sys
 import time
 
-from . import capi, schedules
+from . import capi, ddp, schedules
+from ...progress import on_terminal, progress
 from .harness import FULL, QUICK, Profile
 from .report import JSON_KEYS, Results, derived, footer, header, json_figures, table, write_json
 
@@ -24,7 +25,9 @@ __all__ = ["main", "run", "JSON_KEYS"]
 
 
 def _progress(msg: str) -> None:
-    print(f"  ... {msg}", file=sys.stderr, flush=True)
+    """A stage's line in a log (stderr not a terminal); on a terminal the bar shows it."""
+    if not on_terminal():
+        print(f"  ... {msg}", file=sys.stderr, flush=True)
 
 
 def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
@@ -46,6 +49,7 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
         ("sanitizer overhead", sanitizer.measure),
         ("controlled schedules", schedules.measure),
         ("AllReduce across 2 processes", collectives.measure_allreduce),
+        ("DDP step on 2 ranks", ddp.measure),
         ("JPEG decode (DVPP)", media.measure),
         ("model execution", models.measure),
         ("torch on npu", torchnpu.measure),
@@ -57,7 +61,8 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
             _progress(f"npurt: {what}")
             t0 = time.perf_counter()
             try:
-                res.add(fn(session, profile))
+                with progress(f"npurt bench: {what}"):
+                    res.add(fn(session, profile))
             except torchnpu.Skipped as skip:  # an optional extra is missing: a note, not an error
                 res.notes.update(skip.notes)
             except Exception as exc:  # noqa: BLE001 - one failed figure must not lose the run

@@ -16,6 +16,7 @@ import numpy as np
 
 from ... import memory_stats
 from ...runtime import RUNTIME, constants as C
+from ...ops.kernels import gelu_into
 from .harness import Profile, Stat, c_heap_bytes, clock, paired, per_call_us, rss_bytes, sample
 
 TINY = 64  # bytes of a tiny copy: the smallest 64-byte aligned copy memcpy_async accepts
@@ -385,26 +386,69 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
         frac = m / n
         threads = _overlap_with_threads(host_array(host, B * batches, np.float32), n, m, batches,
                                         p.overlap_repeats)
+        gelu = _gelu_ratio(s, d_in[0], d_out[0], m, p.overlap_repeats, p.warmup)
         return {"overlap_speedup": res.ratio, "overlap_threads_limit": threads,
                 "overlap_one_stream_ms": res.reference_s.scaled(1e3),
                 "overlap_two_streams_ms": res.subject_s.scaled(1e3), "overlap_copies_ms": copies.scaled(1e3),
                 "overlap_kernels_ms": kernels.scaled(1e3), "overlap_ideal": Stat(ideal, ideal, ideal, 1),
-                "overlap_kernel_fraction": Stat(frac, frac, frac, 1)}
+                "overlap_kernel_fraction": Stat(frac, frac, frac, 1), "gelu_ratio": gelu}
     finally:
         for ev in events:
             rt.destroy_event(ev)
         rt.destroy_stream(copy_h)
 
 
+def plain_gelu(x: np.ndarray, y: np.ndarray, t: np.ndarray) -> None:
+    """y = gelu(x) as anyone would write it in numpy: the tanh approximation in its sigmoid
+    form, a cache-sized chunk at a time through the scratch chunk t, float32."""
+    for i in range(0, len(x), len(t)):
+        xs, ys = x[i:i + len(t)], y[i:i + len(t)]
+        tt = t[:len(xs)]
+        np.multiply(xs, xs, out=tt)
+        tt *= 0.044715
+        tt += 1.0
+        tt *= xs
+        tt *= -1.5957691216057308
+        np.exp(tt, out=tt)
+        tt += 1.0
+        np.divide(xs, tt, out=ys)
+
+
+def _gelu_ratio(s: Session, d_in: int, d_out: int, m: int, repeats: int, warmup: int) -> Stat:
+    """Built-in gelu (one block, launch + synchronize) over the plain numpy formula on host
+    arrays, the same m float32 elements, timed alternately: > 1 means the kernel is slower.
+    Each pair gives one time ratio (the inverse of `paired`'s speed ratio, so the median of
+    an odd count and the range carry over exactly)."""
+    launch = _ops()
+    x = np.random.default_rng().standard_normal(m).astype(np.float32)
+    y, t = np.empty_like(x), np.empty(1 << 16, np.float32)
+    check(s.acl.rt.memcpy(d_in, x.nbytes, x.ctypes.data, x.nbytes, H2D), "memcpy H2D")  # the same elements
+    stream, sync = _stream_object(s), s.acl.rt.synchronize_stream
+    with np.errstate(over="ignore"):
+        plain = lambda: plain_gelu(x, y, t)  # noqa: E731
+
+        def subject() -> None:
+            launch.elementwise("gelu", d_out, d_in, None, m, np.float32, stream=stream, num_blocks=1)
+            check(sync(s.stream), "synchronize_stream after gelu")
+
+        subject()
+        plain()
+        got = np.empty_like(x)
+        check(s.acl.rt.memcpy(got.ctypes.data, got.nbytes, d_out, got.nbytes, D2H), "memcpy D2H")
+        if not np.allclose(got, y, rtol=1e-5, atol=1e-6):
+            raise AclCallError("the gelu kernel disagrees with the plain numpy formula")
+        speed = paired(plain, subject, repeats, warmup).ratio
+    return Stat(1 / speed.median, 1 / speed.hi, 1 / speed.lo, speed.n)
+
+
 def _overlap_with_threads(src: np.ndarray, n: int, m: int, batches: int, repeats: int) -> Stat:
     """The machine's own limit for this work mix: the same copies (np.copyto) and the same
-    gelu formula, on two plain Python threads against one, no runtime involved."""
+    gelu kernel body npurt runs (npurt.ops.kernels.gelu_into), on two plain Python threads
+    against one, no runtime involved."""
     import threading
     dst = np.empty(n, np.float32)
     x = np.random.default_rng().random(n, dtype=np.float32)
     y = np.empty_like(x)
-    chunk = 1 << 16
-    t = np.empty(chunk, np.float32)
 
     def copies() -> None:
         for i in range(batches):
@@ -412,17 +456,7 @@ def _overlap_with_threads(src: np.ndarray, n: int, m: int, batches: int, repeats
 
     def kernels() -> None:
         for _ in range(batches):
-            for i in range(0, m, chunk):
-                xs, ys = x[i:min(i + chunk, m)], y[i:min(i + chunk, m)]
-                tt = t[:len(xs)]
-                np.multiply(xs, xs, out=tt)
-                tt *= 0.044715
-                tt += 1.0
-                tt *= xs
-                tt *= -1.5957691216057308
-                np.exp(tt, out=tt)
-                tt += 1.0
-                np.divide(xs, tt, out=ys)
+            gelu_into(y[:m], x[:m])
 
     def both() -> None:
         th = threading.Thread(target=copies)

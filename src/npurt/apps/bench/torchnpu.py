@@ -94,7 +94,7 @@ def measure(session, p: Profile) -> dict[str, Stat]:
             raise ImportError("PyTorch is not installed")
         import npurt.torch  # noqa: F401 - registers the npu device
     except ImportError:
-        raise Skipped({f: "skipped: PyTorch is not installed (pip install 'npurt[torch]')" for f in FIGURES}) from None
+        raise Skipped({f: "skipped: PyTorch is not installed (its CPU build: pip install torch --index-url https://download.pytorch.org/whl/cpu)" for f in FIGURES}) from None
     out = _op_latency(torch, p)
     out.update(_transformer(torch, p))
     return out

@@ -180,11 +180,40 @@ static void npurt_start_once(void)
         fprintf(stderr, "%s\n", npurt_start_error);
         return;
     }
+    /* cffi's start code serialises interpreter start-up with a spin lock kept in a field of
+     * libpython that it expects to be zero: on Python 3.8-3.11, PyCapsule_Type.tp_version_tag.
+     * In a process where Python already runs (the library loaded by ctypes, or into a Python
+     * extension), that tag is non-zero as soon as any attribute of a capsule has been looked up
+     * (numpy, torch's DLPack, datetime.datetime_CAPI do it), and the first call would spin for
+     * ever. Holding the GIL, so no Python code of the host process can look at the tag, lend
+     * cffi a zero tag for the start and give the real one back after. */
+    int hosted = Py_IsInitialized() && !npurt_owns_python_flag;   /* a Python this library did not start */
+#if PY_VERSION_HEX >= 0x03080000 && PY_VERSION_HEX < 0x030C0000
+    PyGILState_STATE gil = PyGILState_UNLOCKED;
+    unsigned int capsule_tag = 0;
+    if (hosted) {
+        gil = PyGILState_Ensure();
+        capsule_tag = PyCapsule_Type.tp_version_tag;
+        PyCapsule_Type.tp_version_tag = 0;
+    }
+#endif
     int ok = npurt_py_ready();
+#if PY_VERSION_HEX >= 0x03080000 && PY_VERSION_HEX < 0x030C0000
+    if (hosted) {
+        PyCapsule_Type.tp_version_tag = capsule_tag;
+        PyGILState_Release(gil);
+    }
+#endif
     npurt_state = ok == 1 ? 1 : -1;
     if (npurt_state == 1) {
-        atexit(npurt_at_exit);
-        npurt_install_fault_handler();
+        /* In a C program the interpreter never finalises, so a C atexit hook flushes; in a Python
+         * process the host's own exit does (entry.start registers it), and a C hook would call
+         * into an interpreter already gone. The fault explanation is for C programs: a Python
+         * host keeps its own SIGSEGV handling (faulthandler). */
+        if (!hosted) {
+            atexit(npurt_at_exit);
+            npurt_install_fault_handler();
+        }
         npurt_load_fast();
     } else {
         fprintf(stderr, "%s\n", npurt_start_error);

@@ -14,6 +14,7 @@ import glob
 import json
 import os
 
+from ...progress import progress
 from .session import TRACE_FILE
 from .timeline import MARKER_KIND
 from .trace import HOST_PID
@@ -90,12 +91,42 @@ def _window(events, window, range_name):
     xs = [e for e in events if e.get("ph") == "X"]
     if not xs:
         raise PlotError("the trace has no spans to draw (did the profile collect any work?)")
-    return min(e["ts"] for e in xs) / 1000, max(e["ts"] + e["dur"] for e in xs) / 1000
+    # the idle time at both ends (start-up before the first task, a wait after the last) is
+    # trimmed: the window is the device's work (everything, when no task ran), padded 2 %
+    work = [e for e in xs if e["pid"] != HOST_PID and e.get("cat") not in ("wait", "msproftx", "step")] or xs
+    lo, hi = min(e["ts"] for e in work) / 1000, max(e["ts"] + e["dur"] for e in work) / 1000
+    pad = (hi - lo) * 0.02 or 0.01
+    return lo - pad, hi + pad
+
+
+FORMATS = (".png", ".svg", ".pdf")
+
+
+def picture_path(out: str) -> str:
+    """The file `npurt plot` writes for `-o out`: out itself for .png, .svg or .pdf, out.png for
+    a name without an extension; PlotError for another extension (one line, before any work)."""
+    ext = os.path.splitext(out)[1].lower()
+    if not ext:
+        return out + ".png"
+    if ext not in FORMATS:
+        raise PlotError(f"cannot draw {out!r}: {ext} is not a picture format npurt plot writes "
+                        f"({', '.join(FORMATS)})")
+    return out
 
 
 def plot(path: str, out: str, *, window: tuple[float, float] | None = None, range_name: str | None = None,
          host: bool = True, title: str | None = None) -> str:
-    """Draw the trace at `path` (a profile directory or msprof.json) into the PNG `out`."""
+    """Draw the trace at `path` (a profile directory or msprof.json) into the picture `out`
+    (.png, .svg, .pdf; no extension: .png); returns the path written. The whole profile is
+    drawn with the idle time at both ends trimmed; event flows (record -> released wait) are
+    drawn as arrows only in a zoomed view (`window` or `range_name`), where they can be told
+    apart."""
+    out = picture_path(out)
+    with progress("npurt plot: reading the trace", total=3) as shown:
+        return _plot(shown, path, out, window, range_name, host, title)
+
+
+def _plot(shown, path, out, window, range_name, host, title) -> str:
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -105,6 +136,7 @@ def plot(path: str, out: str, *, window: tuple[float, float] | None = None, rang
         raise PlotError("npurt plot needs matplotlib: pip install 'npurt[plot]'") from None
     trace_path = find_trace(path)
     events = _load(trace_path)
+    shown.advance(description=f"npurt plot: drawing {len(events)} events")
     lo, hi = _window(events, window, range_name)
     if hi <= lo:
         raise PlotError(f"the time window {lo:g}..{hi:g} ms is empty")
@@ -187,9 +219,9 @@ def plot(path: str, out: str, *, window: tuple[float, float] | None = None, rang
                 ax.plot([x], [y_of[row] + 0.42], marker="v", color="#333333", markersize=5)
                 _label(ax, e["name"], x - width_ms / 30, width_ms / 15, y_of[row] + 0.45, lo, hi, width_ms, size=6,
                        colour="#333333", above=True)
-    # event record -> released wait
+    # event record -> released wait: only when zoomed (over a whole profile they are a grey fog)
     flows: dict = {}
-    for e in events:
+    for e in events if (window is not None or range_name is not None) else ():
         if e.get("cat") == "event" and e.get("ph") in ("s", "f"):
             flows.setdefault(e["id"], {})[e["ph"]] = e
     for pair in flows.values():
@@ -218,6 +250,7 @@ def plot(path: str, out: str, *, window: tuple[float, float] | None = None, rang
         fig.legend(handles=handles, loc="lower center", ncol=min(7, len(handles)), fontsize=8, frameon=False)
     ax.set_title(title or f"npurt profile: {os.path.dirname(os.path.abspath(trace_path))}", fontsize=10, loc="left")
     fig.tight_layout(rect=(0, legend_h / fig_h, 1, 1))
+    shown.advance(description=f"npurt plot: writing {os.path.basename(out)}")
     try:
         fig.savefig(out)
     except OSError as exc:

@@ -359,12 +359,48 @@ def write_csv(tabs: dict, out_dir: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- the terminal report
+def human_time_us(value) -> str:
+    """Microseconds as a person reads them: 850 us, 12.3 ms, 4.20 s (the CSVs keep msprof's us)."""
+    try:
+        us = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if abs(us) >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if abs(us) >= 1e3:
+        return f"{us / 1e3:.3g} ms" if abs(us) < 1e5 else f"{us / 1e3:.0f} ms"
+    return f"{us:.3g} us" if abs(us) >= 1 or us == 0 else f"{us * 1e3:.3g} ns"
+
+
+def human_bytes(value) -> str:
+    """Bytes as 512 B, 1.5 KiB, 64 MiB."""
+    try:
+        n = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.3g} {unit}"
+        n /= 1024
+    return str(value)
+
+
+def _humanised(header: str, value) -> tuple[str, str]:
+    """A column of the terminal summary: durations and byte counts in units that read."""
+    if header.endswith("(us)"):
+        return header[:-4].rstrip(), human_time_us(value)
+    if header == "Bytes":
+        return header, human_bytes(value)
+    return header, str(value)
+
+
 def _table(head: list, rows: list, cols: list[int]) -> list[str]:
-    cells = [[str(head[c]) for c in cols]] + [[str(r[c]) for c in cols] for r in rows]
+    titles = [_humanised(str(head[c]), "")[0] for c in cols]
+    cells = [titles] + [[_humanised(str(head[c]), r[c])[1] for c in cols] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
     lines = []
     for k, row in enumerate(cells):
-        lines.append("  " + "  ".join(v.rjust(w) if k and _numeric(v) else v.ljust(w)
+        lines.append("  " + "  ".join(v.rjust(w) if k and _numeric(v.split(" ")[0]) else v.ljust(w)
                                       for v, w in zip(row, widths)).rstrip())
     return lines
 
