@@ -375,6 +375,24 @@ ROWS: dict[str, Row] = {
                                     invalid=lambda e: rt.get_stream_overflow_switch(e.stale_stream()),
                                     code=BAD_HANDLE),
 
+    # ---- notifies and value waits (issue 25)
+    "create_notify": R("1", lambda e: rt.create_notify(0), lambda r, e: r[0] != 0,
+                       invalid=lambda e: rt.create_notify(5), code=PARAM_INVALID),
+    "destroy_notify": R("ret", lambda e: rt.destroy_notify(rt.create_notify(0)[0]),
+                        invalid=lambda e: rt.destroy_notify(12345), code=BAD_HANDLE),
+    "record_notify": R("ret", lambda e: rt.record_notify(rt.create_notify(0)[0], e.stream),
+                       invalid=lambda e: rt.record_notify(12345, e.stream), code=BAD_HANDLE),
+    "wait_and_reset_notify": R("ret", lambda e: (lambda n: twice(lambda: rt.record_notify(n, e.stream),
+                                                                 lambda: rt.wait_and_reset_notify(n, e.stream, 0)))(
+                                   rt.create_notify(0)[0]),
+                               invalid=lambda e: rt.wait_and_reset_notify(12345, e.stream, 0), code=BAD_HANDLE),
+    "get_notify_id": R("1", lambda e: rt.get_notify_id(rt.create_notify(0)[0]), lambda r, e: r[0] >= 0,
+                       invalid=lambda e: rt.get_notify_id(12345), code=BAD_HANDLE),
+    "value_write": R("ret", lambda e: rt.value_write(e.dev, 7, 0, e.stream),
+                     invalid=lambda e: rt.value_write(e.dev, 7, 1, e.stream), code=PARAM_INVALID),
+    "value_wait": R("ret", lambda e: rt.value_wait(e.dev, 0, C.ACL_STREAM_WAIT_VALUE_GEQ, e.stream),
+                    invalid=lambda e: rt.value_wait(e.dev, 0, 9, e.stream), code=PARAM_INVALID),
+
     # ---- events
     "create_event": R("1", lambda e: rt.create_event(), lambda r, e: r[0] != 0,
                       invalid=lambda e: rt.create_event(), thread=True, code=NO_CONTEXT),

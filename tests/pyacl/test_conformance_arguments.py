@@ -304,8 +304,9 @@ def test_get_recent_err_msg_is_none_when_there_is_no_message(ready):
 
 # ---------------------------------------------------------------- 207000 stubs have real arities
 def test_an_unsupported_function_parses_its_real_arity(ready):
-    # rt_notify.cpp WrapAclRtWaitAndResetNotify: "kkL", then its own range checks
-    assert acl.rt.wait_and_reset_notify(1, 0, 10) == C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+    # rt_notify.cpp WrapAclRtWaitAndResetNotify: "kkL", then its own range checks (implemented
+    # since issue 25: handle 1 is no notify)
+    assert acl.rt.wait_and_reset_notify(1, 0, 10) == C.ACL_ERROR_RT_INVALID_HANDLE
     with pytest.raises(TypeError, match="acl.rt.wait_and_reset_notify args parse failed"):
         acl.rt.wait_and_reset_notify(1, 2, 3, 4)
     with pytest.raises(TypeError, match="timeout can't be a negative number!"):

@@ -7,7 +7,7 @@ making memcpy_async synchronous, stream-ordered free) live in the runtime
 from __future__ import annotations
 
 from .. import runtime as api  # the runtime's operations: its published surface
-from ._wrap import Group, Raise, computed, field, not_supported
+from ._wrap import Group, Raise, computed, field, not_supported, stream_of
 
 rt = Group("acl.rt")
 
@@ -183,13 +183,24 @@ def cmo_async(src, size, cmo_type, stream):
 _DESC = "memcpy descriptors (aclrtMemcpyAsyncWithDesc) are not simulated"
 _VMM = "virtual memory management (reserve/map physical memory) is not simulated"
 _IPC = "IPC memory sharing between processes is not simulated (one process owns the simulated device)"
-_VALUE = "stream value write/wait tasks are not simulated"
 get_memcpy_desc_size = not_supported("acl.rt.get_memcpy_desc_size", _DESC, "one", 0, args="i")
 set_memcpy_desc = not_supported("acl.rt.set_memcpy_desc", _DESC, "one", computed(lambda desc, *_: desc),
                                 args="kikkkk")  # the real wrapper returns the desc it was given
 memcpy_async_with_desc = not_supported("acl.rt.memcpy_async_with_desc", _DESC, args="kik")
-value_write = not_supported("acl.rt.value_write", _VALUE, args="kkIk")
-value_wait = not_supported("acl.rt.value_wait", _VALUE, args="kkIk")
+
+
+@rt.ret(args="kKIk")
+def value_write(dev_addr, value, flag, stream):
+    """A stream-ordered store of the 64-bit value (npurt.runtime.notify.value_write)."""
+    api.value_write(dev_addr, value, flag, stream_of(stream))
+
+
+@rt.ret(args="kKIk")
+def value_wait(dev_addr, value, flag, stream):
+    """The stream waits until the 64-bit word meets flag (GEQ, EQ, AND, NOR) with value."""
+    api.value_wait(dev_addr, value, flag, stream_of(stream))
+
+
 malloc_physical = not_supported("acl.rt.malloc_physical", _VMM, "one", 0, args="kOK")
 free_physical = not_supported("acl.rt.free_physical", _VMM, args="k")
 reserve_mem_address = not_supported("acl.rt.reserve_mem_address", _VMM, "one", 0, args="kkkK")
@@ -209,7 +220,7 @@ ipc_mem_import_by_key = not_supported("acl.rt.ipc_mem_import_by_key", _IPC, "one
 ipc_mem_close = not_supported("acl.rt.ipc_mem_close", _IPC, args="s")
 
 NOT_SUPPORTED = [
-    "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc", "value_write", "value_wait",
+    "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
     "malloc_physical", "free_physical", "reserve_mem_address", "release_mem_address",
     "map_mem", "unmap_mem", "mem_export_to_shareable_handle", "mem_set_pid_to_shareable_handle",
     "mem_import_from_shareable_handle", "mem_get_allocation_granularity", "ipc_mem_get_export_key",

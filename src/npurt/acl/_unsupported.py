@@ -8,8 +8,9 @@ docs/compatibility.md lists them.
 """
 from __future__ import annotations
 
+from .. import runtime as _api
 from ..runtime import FeatureNotSupportedError
-from ._wrap import Group, Raise, not_supported
+from ._wrap import Group, Raise, not_supported, stream_of
 
 _RES = ("per-device / per-stream core limits (aclrtDevResLimitType) are not simulated: "
         "kernels may use every AI core")
@@ -28,10 +29,6 @@ _TABLE = {
     "unuse_stream_res_in_current_thread": (_RES, "ret", None, "k",
                                            "acl.rt.unuse_stream_res_in_current_thread parse failed"),
     "get_res_in_current_thread": (_RES, "one", 0, "i", "acl.rt.get_res_in_current_thread parse failed"),
-    "create_notify": (_NOTIFY, "one", 0, "K", None),
-    "destroy_notify": (_NOTIFY, "ret", None, "k", None),
-    "record_notify": (_NOTIFY, "ret", None, "kk", None),
-    "get_notify_id": (_NOTIFY, "one", 0, "k", None),
     "notify_import_by_key": (_NOTIFY, "one", 0, "sK", None),
 }
 
@@ -52,7 +49,7 @@ def wait_and_reset_notify(notify, stream, timeout):
         raise Raise(TypeError("timeout can't be a negative number!"))
     if timeout >= 1 << 32:
         raise Raise(TypeError("timeout should be less than 2**32!"))
-    raise FeatureNotSupportedError(_NOTIFY)
+    _api.wait_and_reset_notify(_api.notify_of(notify), stream_of(stream), timeout)
 
 
 def notify_batch_reset(notifies):
@@ -73,11 +70,35 @@ def notify_set_import_pid(notify, pids):
 
 _rt = Group("acl.rt")
 wait_and_reset_notify = _rt.ret(args="kkL")(wait_and_reset_notify)
+
+
+@_rt.one(0, args="K")
+def create_notify(flag):
+    """A notify (npurt.runtime.notify): record_notify sets it, wait_and_reset_notify waits and clears it."""
+    return _api.create_notify(flag).handle
+
+
+@_rt.ret(args="k")
+def destroy_notify(notify):
+    _api.destroy_notify(_api.notify_of(notify))
+
+
+@_rt.ret(args="kk")
+def record_notify(notify, stream):
+    _api.record_notify(_api.notify_of(notify), stream_of(stream))
+
+
+@_rt.one(0, args="k")
+def get_notify_id(notify):
+    return _api.notify_of(notify).notify_id
+
+
 notify_batch_reset = _rt.ret(args="O")(notify_batch_reset)
 notify_get_export_key = _rt.one("", args="kkK")(notify_get_export_key)
 notify_set_import_pid = _rt.ret(args="kO")(notify_set_import_pid)
-for _fn in (wait_and_reset_notify, notify_batch_reset, notify_get_export_key, notify_set_import_pid):
+for _fn in (notify_batch_reset, notify_get_export_key, notify_set_import_pid):
     _fn.not_supported = True
 
-NOT_SUPPORTED = [*_TABLE, *_rt.names]
-__all__ = list(NOT_SUPPORTED)
+_SUPPORTED = ["wait_and_reset_notify", "create_notify", "destroy_notify", "record_notify", "get_notify_id"]
+NOT_SUPPORTED = [*_TABLE, *(n for n in _rt.names if n not in _SUPPORTED)]
+__all__ = [*NOT_SUPPORTED, *_SUPPORTED]
