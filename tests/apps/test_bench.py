@@ -22,13 +22,14 @@ REQUIRED_KEYS = {
     "torch_op_us", "torch_transformer_ratio", "torch_script_ratio",
     "alloc_after_fragmentation_ms",  # issue 29: a large malloc after 10^6 small frees
     "c_call_ratio", "c_malloc_free_ratio", "c_first_call_s",  # issue 24: the C interface
+    "graph_replay_ratio", "torch_graph_step_ratio",  # issue 25: ACL graphs
     "ddp_step_ratio",  # issue 27: DistributedDataParallel on 2 ranks, backend "hccl"
     "gelu_ratio",  # issue 28: the built-in gelu against the plain numpy formula
 }
 # measured where the C interface can be built (gcc, a shared libpython, cffi), else skipped with a note
 CAPI_KEYS = {"c_call_ratio", "c_malloc_free_ratio", "c_first_call_s"}
 # measured when PyTorch is installed (the optional extra npurt[torch]), else skipped with a note
-TORCH_KEYS = {"torch_op_us", "torch_transformer_ratio", "ddp_step_ratio"}
+TORCH_KEYS = {"torch_op_us", "torch_transformer_ratio", "ddp_step_ratio", "torch_graph_step_ratio"}
 # two whole processes per sample: measured by `npurt bench` and --quick, not at the test size
 TINY_SKIPS = {"torch_script_ratio"}
 # find_spec, not import: without PyTorch, `import torch` would find tests/torch (a namespace package)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import runtime as rt
-from ..runtime import RUNTIME, Task, address, record_use, resolve
+from ..runtime import RUNTIME, Task, address, resolve
 from ..runtime import constants as C
 from .layout import byte_span
 
@@ -53,7 +53,4 @@ def strided_copy(dst: "DeviceArray", src: "DeviceArray", stream) -> int:
     task = StridedCopyTask(dst, src)
     dspan = resolve(RUNTIME, dst._ptr + task.dst_span[0], task.dst_span[1] - task.dst_span[0], "destination")
     sspan = resolve(RUNTIME, src._ptr + task.src_span[0], task.src_span[1] - task.src_span[0], "source")
-    seq = rt.enqueue(stream, task)
-    record_use(dspan, stream, seq)
-    record_use(sspan, stream, seq)
-    return seq
+    return rt.enqueue(stream, task, holders=(dspan.block, sspan.block))  # the uses, recorded at enqueue

@@ -34,9 +34,10 @@ import traceback
 
 from .forking import fork_safe_lock
 from . import constants as C
-from .errors import InvalidHandleError, NpuError, ParamInvalidError
+from .errors import InvalidHandleError, NpuError, ParamInvalidError, TaskError
 from .handles import table
 from .memory import note_uses
+from .observers import HOOKS
 from .tasks import NopTask, StreamProgress, Task
 
 GLOBAL, THREAD_LOCAL, RELAXED = 0, 1, 2          # aclmdlRICaptureMode
@@ -87,6 +88,7 @@ class Graph:
         self.destroyed = False
         self.replays = 0
         self.exec_stream = None        # the stream execute() replays on, made on first use
+        self.steps: list = []          # the replay plan: nodes with runs of batchable tasks fused
         self.handle = GRAPHS.add(self)
         self.hold = GraphHold(self.handle)
 
@@ -314,6 +316,7 @@ def capture_end(stream) -> Graph:
                            "did not rejoin it: record an event on each after its last work and make the "
                            "capturing stream wait for it", C.ACL_ERROR_RT_STREAM_UNJOINED)
     graph.lanes = len(cap.lanes)
+    graph.steps = _plan(graph.nodes)
     try:
         graph.lane_streams = [graph.device.new_stream(graph.context) for _ in range(graph.lanes - 1)]
     except BaseException:
@@ -329,6 +332,53 @@ def _discard(graph: Graph) -> None:
 
 
 # ---------------------------------------------------------------- replay
+def _plan(nodes: list) -> list:
+    """The nodes with each run of consecutive batchable tasks of a lane fused into one
+    ("batch", tasks, holders) step: a replay then costs one enqueue per run, not per task."""
+    steps: list = []
+    open_batch: dict = {}   # lane -> index in steps of its batch still open
+    for i, (lane, kind, payload) in enumerate(nodes):
+        if kind == "task" and payload[0].batchable:
+            at = open_batch.get(lane)
+            if at is None:
+                open_batch[lane] = len(steps)
+                steps.append((lane, "batch", ([payload[0]], list(payload[1])), i))
+            else:
+                steps[at][2][0].append(payload[0])
+                steps[at][2][1].extend(payload[1])
+            continue
+        open_batch.pop(lane, None)
+        steps.append((lane, kind, payload, i))
+    return steps
+
+
+class BatchTask(Task):
+    """Consecutive captured tasks of one lane, run as one task of the replay."""
+
+    __slots__ = ("tasks",)
+    kind = "graph_replay"
+
+    def __init__(self, tasks: list):
+        self.tasks = tasks
+
+    def run(self) -> None:
+        for task in self.tasks:
+            try:
+                task.run()
+            except Exception as exc:  # noqa: BLE001 - reported with the inner task's code
+                raise TaskError(f"graph replay: {task.describe()} failed: {exc}",
+                                getattr(exc, "code", task.error_code)) from exc
+
+    def accesses(self) -> tuple:
+        return tuple(a for t in self.tasks for a in t.accesses())
+
+    def describe(self) -> str:
+        return f"graph replay of {len(self.tasks)} task(s)"
+
+    def details(self) -> dict:
+        return {"name": "graph replay", "tasks": len(self.tasks)}
+
+
 class JoinTask(Task):
     """A replayed cross-lane dependency: wait until `source` retired task `seq`."""
 
@@ -372,9 +422,15 @@ def execute_async(graph: Graph, stream) -> int:
         for s in graph.lane_streams:  # each lane starts after what the replay stream holds already
             s.enqueue(JoinTask(stream, start))
         done: dict = {}
-        for i, (lane, kind, payload) in enumerate(graph.nodes):
+        if HOOKS.active:  # tools watch: every task replays as itself (the sanitizer sees each access)
+            plan = [(lane, kind, payload, i) for i, (lane, kind, payload) in enumerate(graph.nodes)]
+        else:
+            plan = graph.steps
+        for lane, kind, payload, i in plan:
             s = lanes[lane]
-            if kind == "task":
+            if kind == "batch":
+                s.enqueue(BatchTask(payload[0]), holders=payload[1])
+            elif kind == "task":
                 task, holders = payload
                 s.enqueue(copy_task(task), holders=holders)
             elif kind == "record":

@@ -226,6 +226,7 @@ def _uint64(value, what: str) -> int:
 class ValueWriteTask(Task):
     __slots__ = ("addr", "value", "device")
     kind = "value_write"
+    batchable = True
 
     def __init__(self, addr: int, value: int, device):
         self.addr, self.value, self.device = addr, value, device

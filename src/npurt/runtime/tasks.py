@@ -27,6 +27,7 @@ class Task:
     kind = "task"
     error_code = C.ACL_ERROR_RT_INTERNAL_ERROR  # reported when run() raises
     may_block = False  # True for tasks whose blocker() the scheduler must ask first
+    batchable = False  # a graph replay may run it inside one batch task (run() needs no stream state)
 
     def blocker(self):
         """A blocker if the task cannot run yet, else None (only asked when may_block).
@@ -72,6 +73,7 @@ class CopyTask(Task):
 
     __slots__ = ("dst", "src", "n", "direction", "keep")
     kind = "memcpy_async"
+    batchable = True
     error_code = C.ACL_ERROR_RT_SYS_DMA
 
     def __init__(self, dst: int, src: int, n: int, direction: str, keep=None):
@@ -101,6 +103,7 @@ class ArrayCopyTask(Task):
 
     __slots__ = ("dev", "arr", "n", "direction")
     kind = "memcpy_async"
+    batchable = True
     error_code = C.ACL_ERROR_RT_SYS_DMA
 
     def __init__(self, dev: int, arr: np.ndarray, n: int, direction: str):
@@ -139,6 +142,7 @@ class Copy2dTask(Task):
 
     __slots__ = ("dst", "dpitch", "src", "spitch", "width", "height", "direction", "keep")
     kind = "memcpy2d_async"
+    batchable = True
     error_code = C.ACL_ERROR_RT_SYS_DMA
 
     def __init__(self, dst, dpitch, src, spitch, width, height, direction, keep=None):
@@ -180,6 +184,7 @@ class MemsetTask(Task):
 
     __slots__ = ("ptr", "value", "n")
     kind = "memset_async"
+    batchable = True
     error_code = C.ACL_ERROR_RT_SYS_DMA
 
     def __init__(self, ptr: int, value: int, n: int):
@@ -204,6 +209,7 @@ class HostFuncTask(Task):
 
     __slots__ = ("fn", "args", "name")
     kind = "host_func"
+    batchable = True
     error_code = C.ACL_ERROR_RT_AICPU_EXCEPTION
 
     def __init__(self, fn: Callable, args: tuple = (), name: str | None = None):

@@ -26,6 +26,7 @@ class OpTask(Task):
 
     __slots__ = ("fn", "args", "kwargs", "name", "reads", "writes", "post")
     kind = "kernel"
+    batchable = True   # run() reads host views only: a graph replay may batch it
     error_code = C.ACL_ERROR_RT_AICORE_EXCEPTION
 
     def __init__(self, fn, args, kwargs, name, reads, writes, post=None):

@@ -6,7 +6,7 @@ Modules: harness (timing, sizes), metrics (npurt through the pyACL facade), pyth
 same through npurt.Stream / Event / DeviceArray), profiler (what profiling costs), sanitizer
 (what the sanitizer costs), schedules (seeded runs per second of npurt run --schedules), collectives
 (AllReduce across 2 processes against mpi4py), media (JPEG decode on the simulated DVPP against
-Pillow), capi (the C interface against the facade), models (acl.mdl execute against ONNX Runtime
+Pillow), capi (the C interface against the facade), graphs (ACL graph replay against enqueueing), models (acl.mdl execute against ONNX Runtime
 run directly), torchnpu (torch on npu, when PyTorch is installed), peers (PoCL, Numba's CUDA
 simulator), report (the table and the JSON).
 bench/README.md and docs/performance.md explain the figures.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 
-from . import capi, ddp, schedules
+from . import capi, ddp, graphs, schedules
 from ...progress import on_terminal, progress
 from .harness import FULL, QUICK, Profile
 from .report import JSON_KEYS, Results, derived, footer, header, json_figures, table, write_json
@@ -55,6 +55,8 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
         ("torch on npu", torchnpu.measure),
         ("a torch_npu script as a process", torchnpu.measure_script),
         ("C interface", capi.measure),
+        ("graph replay", graphs.measure),
+        ("torch graph replay", graphs.measure_torch),
     ]
     with metrics.Session(profile) as session:
         for what, fn in steps:
