@@ -99,7 +99,7 @@ SPECS: list[Spec] = [
     Spec("c_malloc_free_ratio", "C interface: aclrtMalloc + aclrtFree 4 KiB / the facade's", "x", L, 1.5, True),
     Spec("c_malloc_free_us", "  from C", "us", L),
     Spec("c_malloc_free_acl_us", "  through the pyACL facade", "us", L),
-    Spec("c_first_call_s", "C interface: a fresh program's first call (starts Python)", "s", L, None, True),
+    Spec("c_first_call_s", "C interface: a fresh program's first call (starts Python)", "s", L, 1.0, True),
     Spec("graph_replay_ratio", "ACL graph: replay of 200 small tasks / enqueueing them (+ synchronize)", "x", L, 0.5, True),
     Spec("graph_enqueue_us", "  200 tasks enqueued + synchronize", "us", L),
     Spec("graph_replay_us", "  one replay of them + synchronize", "us", L),
