@@ -72,3 +72,24 @@ def test_make_graphed_callables_forward_matches_eager():
             torch.testing.assert_close(out.cpu(), model(x).cpu(), rtol=1e-5, atol=1e-5)
     with pytest.raises(NotImplementedError):
         torch.npu.make_graphed_callables(model, (sample,))   # grad enabled, parameters require grad
+
+
+def test_torch_npu_graph_captures_again_after_the_runtime_was_finalized(fresh_runtime):
+    # the default side stream of torch.npu.graph is made again when a finalize (or a device
+    # reset) destroyed the one kept from an earlier capture
+    x = torch.ones(4, device="npu")
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        y = x * 2
+    g.replay()
+    assert y.cpu().tolist() == [2.0] * 4
+    del g, x, y
+    torch.npu.synchronize()
+    fresh_runtime.finalize()
+    fresh_runtime.finalized = False
+    x = torch.ones(4, device="npu")
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        y = x + 3
+    g.replay()
+    assert y.cpu().tolist() == [4.0] * 4

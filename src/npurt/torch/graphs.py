@@ -117,15 +117,25 @@ class NPUGraph:
 class graph:
     """`with torch.npu.graph(g, pool=None, stream=None, capture_error_mode="global"):`."""
 
-    default_capture_stream = None
+    default_capture_stream = None     # torch_npu's name: the side stream of the last default capture
+    _capture_streams: dict = {}       # device index -> that device's side stream
+
+    @classmethod
+    def _default_capture_stream(cls) -> Stream:
+        # One side stream per device, as torch_npu keeps one; made again when a device reset or
+        # finalize destroyed the runtime stream behind it (a destroyed stream cannot capture).
+        device = current_device()
+        s = cls._capture_streams.get(device)
+        if s is None or s._npurt._s.destroyed:
+            s = cls._capture_streams[device] = Stream()
+        cls.default_capture_stream = s
+        return s
 
     def __init__(self, npu_graph: NPUGraph, pool=None, stream=None, capture_error_mode: str = "global"):
         if not isinstance(npu_graph, NPUGraph):
             raise TypeError(f"torch.npu.graph expects a torch.npu.NPUGraph, got {type(npu_graph).__name__}")
         if stream is None:
-            if graph.default_capture_stream is None:
-                graph.default_capture_stream = Stream()
-            stream = graph.default_capture_stream
+            stream = graph._default_capture_stream()
         self.npu_graph, self.pool, self.capture_error_mode = npu_graph, pool, capture_error_mode
         self.capture_stream = stream
         self._scope = _stream_scope(stream)
