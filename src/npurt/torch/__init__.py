@@ -44,7 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("npurt.torch needs PyTorch >= 2.9, its CPU build is enough: pip install torch --index-url "
                       f"https://download.pytorch.org/whl/cpu [{exc}]") from exc
 
-from . import amp, aten, autocast, comm, npu, patches  # noqa: E402 - after the check that torch is PyTorch
+from . import accelerator, alloc_conf, amp, aten, autocast, backends, comm, npu, patches  # noqa: E402 - after the check that torch is PyTorch
 from .fallback import fallback  # noqa: E402
 from .fastpath import kernels_for_all  # noqa: E402
 
@@ -123,6 +123,10 @@ def register() -> None:
     autocast.register(impl, every)
     _LIBS.extend([impl, every, hooks, guard])
     patches.apply()
+    accelerator.install()
+    torch.backends.npu = backends  # torch_npu's backend switches, also on torch.npu
+    sys.modules["torch.npu.aclnn"] = backends.aclnn
+    alloc_conf.load_environment()
     comm.install()
     if distributed is not None:
         distributed.register()
