@@ -67,7 +67,13 @@ int main(int argc, char **argv)
     int32_t *tmp;
     CHECK(aclrtMalloc(reinterpret_cast<void **>(&tmp), bytes, ACL_MEM_MALLOC_HUGE_FIRST));
     CHECK(aclrtMemcpy(tmp, bytes, y.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE));
+    uint32_t task_before = 0, task_after = 0;
+    CHECK(aclrtMemsetAsync(dz, bytes, 0, bytes, stream));
+    CHECK(aclrtGetThreadLastTaskId(&task_before));
     CHECK(launch_iadd(4, stream, dx, tmp, dz, n));
+    CHECK(aclrtGetThreadLastTaskId(&task_after));
+    EXPECT(task_after == task_before + 1, "<<<>>> launch: task id %u after the memset's %u", task_after, task_before);
+    std::printf("task ids: memset %u, <<<>>> launch %u\n", task_before, task_after);
     CHECK(aclrtFree(tmp));
     CHECK(aclrtSynchronizeStream(stream));
     if (expect_sum("<<<>>> launch with a stream-ordered free", dz, x, y)) return 1;
@@ -100,7 +106,10 @@ int main(int argc, char **argv)
     CHECK(aclrtMalloc(&dargs, sizeof(packed), ACL_MEM_MALLOC_HUGE_FIRST));
     CHECK(aclrtMemcpy(dargs, sizeof(packed), &packed, sizeof(packed), ACL_MEMCPY_HOST_TO_DEVICE));
     CHECK(aclrtMemset(dz, bytes, 0, bytes));
+    CHECK(aclrtGetThreadLastTaskId(&task_before));
     CHECK(aclrtLaunchKernel(iadd_fn, 2, dargs, sizeof(packed), stream));
+    CHECK(aclrtGetThreadLastTaskId(&task_after));
+    EXPECT(task_after == task_before + 1, "aclrtLaunchKernel: task id %u after the memset's %u", task_after, task_before);
     CHECK(aclrtSynchronizeStream(stream));
     if (expect_sum("aclrtLaunchKernel (device args)", dz, x, y)) return 1;
     EXPECT(aclrtLaunchKernel(iadd_fn, 2, dargs, sizeof(packed) - 8, stream) == ACL_ERROR_INVALID_PARAM, "args size");
