@@ -14,6 +14,7 @@ import time
 from collections import deque
 
 from .. import driver as drivers
+from ..driver.shared import SharedDeviceError
 from . import address
 from . import constants as C
 from .config import Settings
@@ -121,10 +122,13 @@ class Runtime:
         settings = Settings.from_env()
         spec = settings.spec()
         settings.apply_log_level()
-        driver = drivers.open(settings.driver, spec, settings.physical_devices)
+        driver = drivers.open(settings.driver, spec, settings.physical_devices, settings.shared_namespace)
         try:  # map the visible devices' arenas now: copies resolve addresses by them
             for physical in settings.visible_devices:
                 driver.device(physical)
+        except SharedDeviceError as exc:
+            driver.close()
+            raise NpuError(f"cannot attach the shared simulated device: {exc}", C.ACL_ERROR_BAD_ALLOC) from None
         except OSError as exc:
             driver.close()
             raise NpuError(
