@@ -26,15 +26,17 @@ class SimulatedDevice:
     init, or from the parent of a forked process) never points into memory allocated now."""
 
     def __init__(self, physical_id: int, spec: SocSpec, generation: int = 0):
-        if spec.memory_bytes >= HOST_ALIAS_OFFSET:
+        if 2 * spec.memory_bytes > HOST_ALIAS_OFFSET:
             raise ValueError(f"{spec.name}: capacity does not fit the device address window")
         self.physical_id = physical_id
         self.spec = spec
         window = window_of(physical_id)
-        slot = 1 << max(spec.memory_bytes - 1, 1).bit_length()  # a power of two >= the capacity
-        self.va_base = window + generation % (HOST_ALIAS_OFFSET // slot) * slot
+        half = 1 << max(spec.memory_bytes - 1, 1).bit_length()  # a power of two >= the capacity
+        slot = 2 * half  # the memory, then the VMM window (reserved addresses) of the same size
+        self.va_base = window + generation % max(HOST_ALIAS_OFFSET // slot, 1) * slot
         self.alias_base = window + HOST_ALIAS_OFFSET
-        self.arena = HbmArena(spec.memory_bytes, spec.system_reserved)
+        self.arena = HbmArena(spec.memory_bytes, spec.system_reserved, vmm_offset=half)
+        self.vmm_base, self.vmm_size = self.va_base + half, half  # device VAs of the VMM window
         self.uuid = bytes((physical_id * 37 + i * 11) & 0xFF for i in range(16))
 
     def map_pages(self, size: int, page: int) -> int | None:
@@ -48,7 +50,7 @@ class SimulatedDevice:
     def view(self, va: int, nbytes: int) -> np.ndarray:
         """Host-visible uint8 view of device memory [va, va + nbytes) (the simulator's DMA)."""
         offset = va - self.va_base
-        return self.arena.mem[offset:offset + nbytes]
+        return self.arena.window[offset:offset + nbytes]
 
     def host_buffer(self) -> np.ndarray:
         """The whole device memory as one host-visible uint8 array; index 0 is `va_base`."""
