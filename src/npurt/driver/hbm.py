@@ -15,8 +15,6 @@ import threading
 
 import numpy as np
 
-from .vmm import protect_none
-
 MAP_NORESERVE = 0x4000  # Linux value; Python's mmap module does not export the name
 
 NORMAL_PAGE = 4 << 10
@@ -124,26 +122,16 @@ class PageAllocator:
 class HbmArena(PageAllocator):
     """Capacity-sized mapping plus the page allocator over it."""
 
-    def __init__(self, capacity: int, system_reserved: int = 0, vmm_offset: int = 0):
-        """`vmm_offset`: when not 0, the mapping extends to 2 * vmm_offset and
-        [vmm_offset, 2 * vmm_offset) is the VMM window (driver/vmm.py), inaccessible until
-        physical memory is mapped into it."""
+    def __init__(self, capacity: int, system_reserved: int = 0):
         flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE
-        length = 2 * vmm_offset if vmm_offset else capacity
         # an OSError here (ulimit -v, vm.overcommit_memory=2) is explained by the runtime's init
-        self._mm = mmap.mmap(-1, length, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        self._mm = mmap.mmap(-1, capacity, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         self.capacity = capacity
-        self.vmm_offset, self.vmm_size = vmm_offset, vmm_offset
         # the top of the memory belongs to the driver and firmware: never handed out, and
         # not part of what get_mem_info reports as total
         super().__init__(capacity - system_reserved)
-        # `window`: the whole mapping (memory, then the VMM window); `mem`: the memory only,
-        # so that nothing that prints or scans it touches the window's inaccessible pages
-        self.window = np.frombuffer(self._mm, dtype=np.uint8)
-        self.mem = self.window[:capacity]
-        self.host_address = self.window.ctypes.data
-        if vmm_offset:
-            protect_none(self.host_address + vmm_offset, vmm_offset)
+        self.mem = np.frombuffer(self._mm, dtype=np.uint8)
+        self.host_address = self.mem.ctypes.data
 
     # ------------------------------------------------------------ page allocation
     map_pages = PageAllocator.take

@@ -1,9 +1,10 @@
 """Virtual memory management on the simulated NPU: physical memory objects and the address
 window they are mapped into (what the real driver's halMemCreate / halMemMap do).
 
-Each device's arena mapping (hbm.py) is followed by a *VMM window* of the same size, mapped
-PROT_NONE: device addresses reserved with aclrtReserveMemAddress lie in it, so they translate
-to host addresses by the same subtraction as every other device address, and a reserved page
+Each device's memory is followed, in its device address window (layout.py), by a *VMM window*
+of the same size: device addresses reserved with aclrtReserveMemAddress lie in it. Its host
+side is one PROT_NONE mapping of that size (MAP_NORESERVE: it costs no RAM), so device
+addresses of the window translate to host addresses by a subtraction, and a reserved page
 that nothing is mapped onto faults for anything (a native kernel included) that touches it.
 
 Physical memory (aclrtMallocPhysical) is a memfd of its own: mapping it is an
@@ -18,6 +19,8 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+
+import numpy as np
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _mmap = _libc.mmap
@@ -60,6 +63,22 @@ def set_protection(host_addr: int, size: int, readable: bool, writable: bool) ->
     """aclrtMemSetAccess on the host side of a mapped range."""
     prot = (mmap.PROT_READ if readable else 0) | (mmap.PROT_WRITE if writable else 0)
     _check(_mprotect(host_addr, size, prot), "mprotect of mapped physical memory")
+
+
+class VmmWindow:
+    """The host side of a device's VMM window: `size` bytes of inaccessible address space."""
+
+    def __init__(self, size: int):
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE
+        self._mm = mmap.mmap(-1, size, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        self.size = size
+        self.mem = np.frombuffer(self._mm, dtype=np.uint8)  # never printed or scanned: mostly PROT_NONE
+        self.host_address = self.mem.ctypes.data
+        protect_none(self.host_address, size)
+
+    def close(self) -> None:
+        """Put every page back to the reserved state (mappings of physical memory go)."""
+        unmap_range(self.host_address, self.size)
 
 
 class PhysicalMemory:

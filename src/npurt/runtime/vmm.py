@@ -166,8 +166,7 @@ class VirtualMemory:
         return self.size > 0
 
     def _host(self, va: int) -> int:
-        backend = self.device.backend
-        return backend.arena.host_address + (va - backend.va_base)
+        return self.device.backend.vmm_host(va)
 
     # ------------------------------------------------------------ lookup (lock-free)
     def reservation_of(self, addr: int) -> Reservation | None:
@@ -266,7 +265,7 @@ class VirtualMemory:
                 f"physical memory size {size} is not a multiple of the allocation granularity {GRANULARITY} "
                 "(aclrtMemGetAllocationGranularity)")
         backend = self.device.backend
-        offset = backend.arena.map_pages(size, HUGE_PAGE)  # the capacity it uses (no bytes of the arena)
+        offset = backend.arena.map_pages(size, HUGE_PAGE)  # the capacity it uses (no bytes of the arena are touched)
         if offset is None:
             raise OutOfMemoryError(
                 f"out of device memory: cannot create {size} bytes of physical memory on device {self.device.id} "
@@ -274,7 +273,7 @@ class VirtualMemory:
         try:
             memory = drv.PhysicalMemory(size)
         except OSError as exc:
-            backend.arena.give(offset, size, HUGE_PAGE)
+            backend.arena.unmap_pages(offset, size, HUGE_PAGE)
             raise OutOfMemoryError(f"cannot create physical memory: {exc}") from None
         handle = PhysicalHandle(self.device, size, memory, offset, prop)
         with self.lock:
@@ -302,7 +301,7 @@ class VirtualMemory:
         self.handles.discard(handle)
         handle.memory.close()
         if handle.offset is not None:
-            self.device.backend.arena.give(handle.offset, handle.size, HUGE_PAGE)
+            self.device.backend.arena.unmap_pages(handle.offset, handle.size, HUGE_PAGE)
         on_release = getattr(handle, "on_release", None)
         if on_release is not None:
             on_release(handle)

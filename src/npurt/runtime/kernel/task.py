@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from .. import constants as C, address
 from ..errors import NpuError, TaskError
+from ..forking import fork_safe_lock
 from ..observers import HOOKS
 from ..runtime import RUNTIME
 from ..scheduler import TLS, thread_token
@@ -152,6 +155,37 @@ class KernelTask(Task):
         # a native kernel's trap carries the code its SoC reports (native.KernelTrap)
         code = getattr(exc, "aicore_code", C.ACL_ERROR_RT_AICORE_EXCEPTION)
         return NpuError(f"kernel {self.func.name!r} failed in block {block_idx} of {self.num_blocks}: {msg}", code)
+
+
+    def exception_args(self) -> tuple[int, int]:
+        """(device address, size) of the launch's packed arguments, for the exception info
+        (aclrtGetArgsFromExceptionInfo): the device args of aclrtLaunchKernel as they are; a
+        launch whose args came from the host has them copied to device memory now, as the
+        NPU's args pool holds them (the last few are kept, see _EXCEPTION_ARGS)."""
+        func = self.func
+        if self.values is None:
+            return self.args_ptr, func.args_size
+        packed = func.struct.pack(*self.values) if func.args_size else b""
+        if not packed:
+            return 0, 0
+        device = self.stream.device
+        addr = device.memory.malloc(len(packed), C.ACL_MEM_MALLOC_HUGE_FIRST)
+        device.backend.view(addr, len(packed))[:] = np.frombuffer(packed, np.uint8)
+        with _EXCEPTION_ARGS_LOCK:
+            _EXCEPTION_ARGS.append((device, addr))
+            old = _EXCEPTION_ARGS.pop(0) if len(_EXCEPTION_ARGS) > _EXCEPTION_ARGS_KEPT else None
+        if old is not None:
+            try:
+                old[0].memory.free(old[1])
+            except NpuError:
+                pass  # its device was reset meanwhile
+        return addr, len(packed)
+
+
+# args staged for exception infos: kept while an exception callback may still read them
+_EXCEPTION_ARGS: list = []
+_EXCEPTION_ARGS_KEPT = 16
+_EXCEPTION_ARGS_LOCK = fork_safe_lock()
 
 
 def _default_timeout_ns() -> int:
