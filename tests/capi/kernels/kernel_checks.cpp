@@ -241,6 +241,42 @@ int main(int argc, char **argv)
         CHECK(aclrtLaunchKernelWithHostArgs(pyadd, 2, stream, nullptr, &pyargs, sizeof(pyargs), nullptr, 0));
         CHECK(aclrtSynchronizeStream(stream));
         if (expect_sum("a Python kernel file from C", dz, x, y)) return 1;
+
+        // resource limits confine a launch's blocks to that many cores; GetBlockNum stays 8
+        aclrtFuncHandle where = nullptr;
+        CHECK(aclrtBinaryGetFunction(pybin, "where_blocks_run", &where));
+        uint64_t where_args = reinterpret_cast<uintptr_t>(dz);
+        auto cores_used = [&](aclrtStream s, int32_t *distinct) -> int {
+            CHECK(aclrtLaunchKernelWithHostArgs(where, 8, s, nullptr, &where_args, sizeof(where_args), nullptr, 0));
+            CHECK(aclrtSynchronizeStream(s));
+            int32_t seen[8];
+            CHECK(aclrtMemcpy(seen, sizeof(seen), dz, sizeof(seen), ACL_MEMCPY_DEVICE_TO_HOST));
+            bool core[64] = {false};
+            *distinct = 0;
+            for (int32_t v : seen) {
+                EXPECT(v % 1000 == 8 && v / 1000 < 64, "a block saw %d", v);
+                if (!core[v / 1000]) ++*distinct;
+                core[v / 1000] = true;
+            }
+            return 0;
+        };
+        int32_t unlimited = 0, device_limited = 0, stream_limited = 0;
+        if (cores_used(stream, &unlimited)) return 1;
+        CHECK(aclrtSetDeviceResLimit(0, ACL_RT_DEV_RES_CUBE_CORE, 1));
+        uint32_t limit = 0;
+        CHECK(aclrtGetDeviceResLimit(0, ACL_RT_DEV_RES_CUBE_CORE, &limit));
+        EXPECT(limit == 1, "device limit %u", limit);
+        if (cores_used(stream, &device_limited)) return 1;
+        CHECK(aclrtResetDeviceResLimit(0));
+        CHECK(aclrtSetStreamResLimit(stream, ACL_RT_DEV_RES_CUBE_CORE, 1));
+        if (cores_used(stream, &stream_limited)) return 1;
+        CHECK(aclrtResetStreamResLimit(stream));
+        EXPECT(device_limited == 1 && stream_limited == 1, "limited launches used %d and %d cores", device_limited,
+               stream_limited);
+        EXPECT(aclrtSetDeviceResLimit(0, ACL_RT_DEV_RES_CUBE_CORE, 100000) == ACL_ERROR_INVALID_PARAM,
+               "a limit above the cores was accepted");
+        std::printf("resource limits: %d cores unlimited, 1 under a device limit of 1, 1 under a stream limit of 1\n",
+                    unlimited);
         CHECK(aclrtBinaryUnLoad(pybin));
     }
 

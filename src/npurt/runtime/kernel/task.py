@@ -84,15 +84,18 @@ class KernelTask(Task):
                 finally:
                     leave_body(self, ident)
             else:
+                cores = RUNTIME.driver.cores
+                lanes = cores.lanes(n, self.core_budget())  # block i runs on core i % lanes
+
                 def body(i: int) -> None:
                     idx = offset + i
                     try:
-                        fn(KernelContext(idx, n, self, device), *values)
+                        fn(KernelContext(idx, n, self, device, i % lanes), *values)
                     except Exception as exc:  # noqa: BLE001
                         raise _BlockFailure(idx, exc) from exc
 
                 try:
-                    RUNTIME.driver.cores.run(n, body, self._lane_hooks())
+                    cores.run(n, body, self._lane_hooks(), lanes=lanes)
                 except _BlockFailure as failure:
                     raise self._failure(failure.block_idx, failure.exc) from failure.exc
         finally:
@@ -156,6 +159,19 @@ class KernelTask(Task):
         code = getattr(exc, "aicore_code", C.ACL_ERROR_RT_AICORE_EXCEPTION)
         return NpuError(f"kernel {self.func.name!r} failed in block {block_idx} of {self.num_blocks}: {msg}", code)
 
+
+    def core_budget(self) -> int | None:
+        """The cores this launch may use: its stream's resource limit of the kernel's core
+        type, else its device's, else None (all). A native kernel is a vector kernel on a SoC
+        with vector cores (the code its trap reports says so too); the others run on the cube
+        (AI) cores."""
+        s = self.stream
+        device = s.device
+        kind = 1 if getattr(self.func, "vector_kernel", False) and device.spec.vector_core_num else 0
+        own = s.res_limits
+        if own and kind in own:
+            return own[kind]
+        return device.res_limits.get(kind)
 
     def exception_args(self) -> tuple[int, int]:
         """(device address, size) of the launch's packed arguments, for the exception info
