@@ -47,6 +47,11 @@ def test_a_host_dereference_of_device_memory_is_sigsegv_explained(build_c):
     assert "about to read device memory" in res.stdout
     assert "device memory of device 0: 4096 bytes from aclrtMalloc" in res.stderr
     assert "aclrtMemcpy" in res.stderr
+    # where it was allocated: the call site in the program (fault.c's allocate_buffer), with
+    # the addr2line command that names its source line
+    assert "It was allocated by aclrtMalloc called from" in res.stderr, res.stderr
+    site = res.stderr.split("called from ", 1)[1].split("\n", 1)[0]
+    assert "allocate_buffer+0x" in site and f"addr2line -f -e {build_c('fault.c').exe} 0x" in site, site
 
 
 def test_no_call_succeeds_when_the_python_side_cannot_start(build_c, tmp_path):
