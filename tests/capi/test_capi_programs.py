@@ -131,3 +131,12 @@ def test_virtual_memory_reserve_map_share_and_bad_input(build_c):
                  "export twice: 107000", "import refused: 207006", "imported value 4242",
                  "import of a freed handle: 107000"):
         assert line in res.stdout, res.stdout
+
+
+def test_built_models_labels_switches_task_groups_and_conditional_tasks(build_c):
+    res = run_ok(build_c("model_build.c"), "model_build")
+    assert "bind a non-persistent stream: 107000" in res.stdout
+    assert "activate from an unbound stream: 107005" in res.stdout
+    assert "label 1: a=0 b=0x22" in res.stdout
+    assert "after the update: a=0x44" in res.stdout
+    assert "IF on zero: b=0x66" in res.stdout

@@ -42,6 +42,7 @@ from .tasks import HostFuncTask, Task
 from . import graph
 from .graph import (CaptureError, Graph, capture_begin, capture_end, capture_info, destroy_graph, execute,
                     execute_async, graph_of)
+from . import model_build
 from .notify import (Notify, create_notify, destroy_notify, notify_of, record_notify, value_wait, value_write,
                      wait_and_reset_notify)
 
@@ -86,6 +87,8 @@ __all__ = [
     # ACL graphs: capture as a stream mode, replay (graph.py; `graph` is the module: modes, THREAD, exchange_mode)
     'graph', 'CaptureError', 'Graph', 'capture_begin', 'capture_end', 'capture_info', 'destroy_graph', 'execute',
     'execute_async', 'graph_of',
+    # built models, labels, stream activation and switches (model_build.py, the module)
+    'model_build',
     # notifies and value waits (notify.py)
     'Notify', 'create_notify', 'destroy_notify', 'notify_of', 'record_notify', 'wait_and_reset_notify',
     'value_write', 'value_wait',
