@@ -122,3 +122,21 @@ def test_acl_graph_capture_and_replay(build_c):
     assert "synchronize during capture: 107027" in res.stdout
     assert "end after invalidation: 507903" in res.stdout
     assert "synchronous copy in GLOBAL mode: 107030" in res.stdout
+
+
+def test_virtual_memory_reserve_map_share_and_bad_input(build_c):
+    res = run_ok(build_c("vmm.c"), "vmm")
+    for line in ("copy from unmapped: 100000", "map over mapped: 107000", "unmap never mapped: 107000",
+                 "size not a granularity multiple: 107000", "release with mappings: 107000",
+                 "export twice: 107000", "import refused: 207006", "imported value 4242",
+                 "import of a freed handle: 107000"):
+        assert line in res.stdout, res.stdout
+
+
+def test_built_models_labels_switches_task_groups_and_conditional_tasks(build_c):
+    res = run_ok(build_c("model_build.c"), "model_build")
+    assert "bind a non-persistent stream: 107000" in res.stdout
+    assert "activate from an unbound stream: 107005" in res.stdout
+    assert "label 1: a=0 b=0x22" in res.stdout
+    assert "after the update: a=0x44" in res.stdout
+    assert "IF on zero: b=0x66" in res.stdout

@@ -10,6 +10,7 @@ from .errors import ContextError, ResourceExhaustedError
 from .memory import DeviceMemory
 from .scheduler import Scheduler
 from .stream import Stream
+from .vmm import VirtualMemory
 
 if TYPE_CHECKING:
     from ..driver import DeviceBackend
@@ -27,6 +28,7 @@ class Device:
         self.backend = backend
         self.spec = backend.spec
         self.memory = DeviceMemory(backend, poison=settings.poison_freed)
+        self.vmm = self.memory.vmm = VirtualMemory(self)
         self.scheduler = Scheduler(self, settings.workers)
         self.lock = threading.RLock()
         self.default_context: Context | None = None

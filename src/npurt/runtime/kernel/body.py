@@ -146,7 +146,10 @@ class KernelContext:
                 "out_of_bounds", ptr, nbytes, device,
                 f"gm(0x{ptr:x}, {nbytes} bytes) runs past the end of its allocation (0x{block.addr:x}, "
                 f"{block.requested} bytes requested, {end - block.addr} usable) by {ptr + nbytes - end} bytes")
-        return device.backend.view(ptr, nbytes)
+        view = device.backend.view(ptr, nbytes)
+        if block.segment is None and getattr(block, "readonly", False):  # VMM memory mapped read-only
+            view.flags.writeable = False
+        return view
 
     def _refused(self, kind: str, ptr: int, nbytes: int, device, message: str) -> "KernelMemoryError":
         if HOOKS.active:
