@@ -48,7 +48,8 @@ from ._prof_subscribe import (create_subscribe_config, destroy_subscribe_config,
                               model_unsubscribe, get_op_desc_size, get_op_num, get_op_type, get_op_name,
                               get_op_type_v2, get_op_name_v2, get_op_type_len, get_op_name_len,
                               get_op_start, get_op_end, get_op_duration, get_model_id,
-                              model_un_subscribe)  # noqa: F401 - acl.prof's
+                              model_un_subscribe, register_model_device,
+                              unregister_model_device)  # noqa: F401 - acl.prof's (and the C interface's)
 
 __all__ = ["init", "finalize", "start", "stop", "create_config", "destroy_config", "set_config",
            "create_stamp", "destroy_stamp", "set_stamp_trace_message", "mark", "mark_ex", "push", "pop",
