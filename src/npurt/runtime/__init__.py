@@ -44,6 +44,13 @@ from .graph import (CaptureError, Graph, capture_begin, capture_end, capture_inf
                     execute_async, graph_of)
 from .notify import (Notify, create_notify, destroy_notify, notify_of, record_notify, value_wait, value_write,
                      wait_and_reset_notify)
+from .accel import describe as accelerator
+from .entries import fast_entry
+
+# malloc and free of every face: C entry points with the C accelerator (entries.py); the
+# Python operations stay in api/ (what fault injection gates and the entries fall back to)
+malloc = fast_entry("malloc", _api.malloc)
+free = fast_entry("free", _api.free)
 
 # The surface: everything above the runtime (faces, clients, tools, the Pythonic API) imports
 # only these names, from `npurt.runtime` itself (tests/test_architecture.py holds it).
@@ -58,6 +65,8 @@ __all__ = [
     'Task', 'current_context', 'peek_context', 'task_error', 'RecordTask', 'WaitTask',
     # the current stream per thread and device
     'current_stream_on', 'current_streams', 'set_current_stream',
+    # the C accelerator: which pool runs (a line for `npurt info`), C entry points of malloc/free
+    'accelerator', 'fast_entry',
     # observers; fault injection (faults.py) and controlled schedules (schedule.py)
     'HOOKS', 'API_SURFACES', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # settings
