@@ -10,6 +10,7 @@ from .errors import ContextError, ResourceExhaustedError
 from .memory import DeviceMemory
 from .scheduler import Scheduler
 from .stream import Stream
+from .vmm import VirtualMemory
 
 if TYPE_CHECKING:
     from ..driver import DeviceBackend
@@ -27,6 +28,7 @@ class Device:
         self.backend = backend
         self.spec = backend.spec
         self.memory = DeviceMemory(backend, poison=settings.poison_freed)
+        self.vmm = self.memory.vmm = VirtualMemory(self)
         self.scheduler = Scheduler(self, settings.workers)
         self.lock = threading.RLock()
         self.default_context: Context | None = None
@@ -43,6 +45,7 @@ class Device:
         self.peer_access: set[int] = set()   # logical ids this device may access
         self.boot_ns = time.perf_counter_ns()
         self.sat_mode = 1  # ACL_RT_OVERFLOW_MODE_INFNAN
+        self.res_limits: dict[int, int] = {}  # aclrtDevResLimitType -> cores kernels may use (absent: all)
 
     def __repr__(self) -> str:
         return f"<npurt device {self.id} ({self.spec.name}, physical {self.backend.physical_id})>"

@@ -139,6 +139,10 @@ def pointer_get_attributes(ptr: int) -> dict:
         block = device.memory.find(ptr)
         if block is None or block.state != LIVE:
             raise InvalidValueError(memops.dead_address_message(device, ptr, block, "queried"))
+        if block.segment is None:  # mapped VMM memory: its reserved range is the allocation
+            return {"location": {"id": device.id, "type": C.ACL_MEM_LOCATION_TYPE_DEVICE},
+                    "page_size": HUGE_PAGE, "rsv": [0, 0, 0, 0], "allocation": block.reservation.va,
+                    "size": block.reservation.size}
         return {"location": {"id": device.id, "type": C.ACL_MEM_LOCATION_TYPE_DEVICE},
                 "page_size": block.segment.page, "rsv": [0, 0, 0, 0], "allocation": block.addr,
                 "size": block.requested}
