@@ -88,14 +88,12 @@ def _load():
     if _disabled():
         return None
     name = "npurt._speedups"
-    if name in sys.modules:
+    if name in sys.modules:  # loaded by an earlier import of this module
         return sys.modules[name]
-    try:
-        if importlib.util.find_spec(name) is not None:
-            return importlib.import_module(name)
-    except ImportError:
-        pass
-    path = build()
+    package = os.path.dirname(_SOURCE)
+    installed = [os.path.join(package, "_speedups" + suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES]
+    # installed by pip (setup.py builds it where a compiler exists), else built into the cache
+    path = next((p for p in installed if os.path.exists(p)), None) or build()
     if path is None:
         return None
     try:
