@@ -349,3 +349,39 @@ def test_names_ids_destroy_callbacks_and_abort(rt):
     with pytest.raises(InvalidHandleError):
         G.abort_graph(graph)
     rt.destroy_graph(other)
+
+
+# ------------------------------------------------------------------ the stream budget
+def _capture_with_a_joined_lane(rt, s, side):
+    fork, back = rt.create_event(), rt.create_event()
+    rt.capture_begin(s, G.GLOBAL)
+    rt.record_event(fork, s)
+    rt.stream_wait_event(side, fork)
+    rt.launch_host_func(side, lambda: None)
+    rt.record_event(back, side)
+    rt.stream_wait_event(s, back)
+    return rt.capture_end(s)
+
+
+def test_out_of_streams_says_who_holds_them_and_a_failed_capture_leaks_none(rt):
+    device = rt.current_context().device
+    s, side = rt.create_stream(), rt.create_stream()
+    saved = device.max_streams
+    device.max_streams = device.stream_count + 1      # room for one lane stream
+    try:
+        graph = _capture_with_a_joined_lane(rt, s, side)
+        with pytest.raises(NpuError) as e:
+            rt.create_stream()
+        assert e.value.code == C.ACL_ERROR_RT_NO_STREAM_RESOURCE
+        msg = str(e.value)
+        assert f"{device.stream_count:,} of {device.max_streams:,} in use" in msg
+        assert "1 held by 1 captured graph(s)" in msg and "created by the application" in msg
+        before = device.stream_count
+        with pytest.raises(NpuError) as e:             # this capture's lane finds no stream
+            _capture_with_a_joined_lane(rt, s, side)
+        assert e.value.code == C.ACL_ERROR_RT_NO_STREAM_RESOURCE
+        assert device.stream_count == before and s.capture is None and side.capture is None
+        rt.destroy_graph(graph)                        # its lane stream goes back
+        rt.destroy_stream(rt.create_stream())
+    finally:
+        device.max_streams = saved

@@ -111,3 +111,25 @@ def open_physical(pid: int, fd: int, size: int) -> PhysicalMemory:
         os.close(new)
         raise OSError(0, "the shared physical memory is smaller than its record says")
     return PhysicalMemory(size, new)
+
+
+MAP_FIXED_NOREPLACE = 0x100000
+_munmap = _libc.munmap
+_munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+
+
+def map_anonymous_near(hint: int, size: int) -> int | None:
+    """Readable, writable, unbacked host memory of `size` bytes exactly at `hint` (never over
+    an existing mapping); None when something is there already."""
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE
+    got = _mmap(hint, size, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0)
+    if got in (None, _FAILED):
+        return None
+    if got != hint:  # a kernel before 4.17 ignores MAP_FIXED_NOREPLACE and treats it as a hint
+        _munmap(got, size)
+        return None
+    return got
+
+
+def unmap_anonymous(addr: int, size: int) -> None:
+    _check(_munmap(addr, size), "munmap of managed memory")

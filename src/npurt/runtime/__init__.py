@@ -136,6 +136,9 @@ __all__ = [
     'mem_retain_allocation_handle', 'mem_get_allocation_properties_from_handle',
     'mem_export_to_shareable_handle', 'mem_set_pid_to_shareable_handle', 'mem_import_from_shareable_handle',
     'physical_of',
+    # managed memory (api/managed.py)
+    'mem_alloc_managed', 'mem_managed_prefetch_async', 'mem_managed_prefetch_batch_async', 'mem_managed_advise',
+    'mem_managed_get_attr',
     # device and stream resource limits (cores kernels may use)
     'RES_CUBE_CORE', 'RES_VECTOR_CORE', 'check_res_limit', 'core_limit', 'get_device_res_limit',
     'get_stream_res_limit', 'res_cores', 'reset_device_res_limit', 'reset_stream_res_limit',

@@ -423,8 +423,14 @@ def capture_end(stream) -> Graph:
     graph.lanes = len(cap.lanes)
     graph.steps = _plan(graph.nodes)
     try:
-        graph.lane_streams = [graph.device.new_stream(graph.context) for _ in range(graph.lanes - 1)]
-    except BaseException:
+        for _ in range(graph.lanes - 1):
+            lane = graph.device.new_stream(graph.context)
+            lane.held_by = graph.handle
+            graph.lane_streams.append(lane)
+    except BaseException:  # out of streams: the lanes made so far go back, the graph is gone
+        for lane in graph.lane_streams:
+            graph.device.release_stream(lane)
+        graph.lane_streams = []
         _discard(graph)
         raise
     return graph
@@ -618,6 +624,7 @@ def execute(graph: Graph, timeout_ms: int = -1) -> None:
         own = graph.exec_stream
         if own is None:
             own = graph.exec_stream = graph.device.new_stream(graph.context)
+            own.held_by = graph.handle
     execute_async(graph, own)
     own.synchronize(timeout_ms=timeout_ms)
 

@@ -23,8 +23,9 @@ spec without one here is a stub (`npurt.capi.entry`).
 | random_numbers | aclrtRandomNumAsync (dropout mask, uniform, normal, truncated normal) |
 | control | callbacks, report threads, host functions, op timeouts, last error, exception info |
 | kernels | aclrtBinary*, aclrtLaunchKernel*, aclrtKernelArgs*, npurtLaunchNativeKernel (<<<>>>) |
+| managed | aclrtMemAllocManaged, prefetch, advice, managed-range attributes |
 | vmm | aclrtReserveMemAddress ... aclrtMapMem, access, granularity, shareable handles |
 | aclnn | acl_meta.h's tensor objects, aclnn<Op>GetWorkspaceSize / aclnn<Op> (libopapi, libnnopbase) |
 """
 from . import (aclnn, allocator, context, control, device, dump, event, graph, kernels, lifecycle, memory,  # noqa: F401
-               model_build, notify, prof, random_numbers, reslimit, stream, system, tdt, vmm)
+               model_build, notify, prof, random_numbers, reslimit, stream, system, tdt, vmm, managed)

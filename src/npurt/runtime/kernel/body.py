@@ -16,6 +16,7 @@ from ..memops import dead_address_message
 from ..memory import LIVE, PENDING, usable_size
 from ..observers import HOOKS
 from ..runtime import RUNTIME
+from ..managed import MANAGED
 from .function import _VA_BASE, _is_alias
 
 
@@ -106,6 +107,10 @@ class KernelContext:
 
     def _view(self, ptr: int, nbytes: int) -> np.ndarray:
         if ptr < _VA_BASE:
+            if MANAGED:  # managed memory: the host's bytes are the device's
+                managed = MANAGED.find(ptr, nbytes)
+                if managed is not None:
+                    return address.raw_host_view(ptr, nbytes)
             if ptr == 0:
                 raise self._refused("invalid_address", ptr, nbytes, None,
                                     "gm(0): null pointer (an optional buffer that was not given?)")
