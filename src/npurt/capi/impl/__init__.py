@@ -19,10 +19,11 @@ spec without one here is a stub (`npurt.capi.entry`).
 | dump | acldump*, aclopStart/StopDumpArgs, aclmdl*Dump; dump_op for operators |
 | graph | aclmdlRICaptureBegin/GetInfo/End/ThreadExchangeMode, aclmdlRIExecute(Async), aclmdlRIDestroy, aclmdlRIDebugPrint |
 | notify | aclrtCreateNotify ... aclrtGetNotifyId, aclrtValueWrite, aclrtValueWait (stream tasks) |
+| ipc | aclrtIpcMem* (export keys, allow-lists, import, close), aclrtIpcGet/OpenEventHandle, aclrtNotifyGetExportKey/ImportByKey/SetImportPid |
 | random_numbers | aclrtRandomNumAsync (dropout mask, uniform, normal, truncated normal) |
 | control | callbacks, report threads, host functions, op timeouts, last error, exception info |
 | kernels | aclrtBinary*, aclrtLaunchKernel*, aclrtKernelArgs*, npurtLaunchNativeKernel (<<<>>>) |
 | aclnn | acl_meta.h's tensor objects, aclnn<Op>GetWorkspaceSize / aclnn<Op> (libopapi, libnnopbase) |
 """
-from . import (aclnn, allocator, context, control, device, dump, event, graph, kernels, lifecycle, memory,  # noqa: F401
-               notify, prof, random_numbers, reslimit, stream, system, tdt)
+from . import (aclnn, allocator, context, control, device, dump, event, graph, ipc, kernels, lifecycle,  # noqa: F401
+               memory, notify, prof, random_numbers, reslimit, stream, system, tdt)
