@@ -54,7 +54,9 @@ def test_kernels_binaries_and_launches_from_c(cann_home, tmp_path):
     assert "aclrtLaunchKernelWithArgsArray (kernel address): ok" in out
     assert "timeout: 507014" in out
     assert "trap: 507035, exception callback: 507035" in out
+    assert "exception info: kernel trap_if, 16 bytes of arguments, binary callback called" in out
     assert "a Python kernel file from C: ok" in out
+    assert "1 under a device limit of 1, 1 under a stream limit of 1" in out
     assert "task ids: memset" in out  # aclrtGetThreadLastTaskId names a <<<>>> launch's task
 
 

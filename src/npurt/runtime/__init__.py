@@ -42,6 +42,7 @@ from .tasks import HostFuncTask, Task
 from . import graph
 from .graph import (CaptureError, Graph, capture_begin, capture_end, capture_info, destroy_graph, execute,
                     execute_async, graph_of)
+from . import model_build
 from .notify import (Notify, create_notify, destroy_notify, notify_of, record_notify, value_wait, value_write,
                      wait_and_reset_notify)
 from . import ipc
@@ -91,6 +92,8 @@ __all__ = [
     # ACL graphs: capture as a stream mode, replay (graph.py; `graph` is the module: modes, THREAD, exchange_mode)
     'graph', 'CaptureError', 'Graph', 'capture_begin', 'capture_end', 'capture_info', 'destroy_graph', 'execute',
     'execute_async', 'graph_of',
+    # built models, labels, stream activation and switches (model_build.py, the module)
+    'model_build',
     # notifies and value waits (notify.py)
     'Notify', 'create_notify', 'destroy_notify', 'notify_of', 'record_notify', 'wait_and_reset_notify',
     'value_write', 'value_wait',
@@ -127,6 +130,19 @@ __all__ = [
     'set_ts_device', 'stream_abort', 'stream_of', 'stream_query', 'stream_wait_event',
     'subscribe_report', 'synchronize_device', 'synchronize_event', 'synchronize_stream',
     'unsubscribe_report',
+    # virtual memory management (api/vmm.py)
+    'mem_get_allocation_granularity', 'malloc_physical', 'free_physical', 'reserve_mem_address',
+    'release_mem_address', 'map_mem', 'mem_map_no_access', 'unmap_mem', 'mem_set_access', 'mem_get_access',
+    'mem_retain_allocation_handle', 'mem_get_allocation_properties_from_handle',
+    'mem_export_to_shareable_handle', 'mem_set_pid_to_shareable_handle', 'mem_import_from_shareable_handle',
+    'physical_of',
+    # managed memory (api/managed.py)
+    'mem_alloc_managed', 'mem_managed_prefetch_async', 'mem_managed_prefetch_batch_async', 'mem_managed_advise',
+    'mem_managed_get_attr',
+    # device and stream resource limits (cores kernels may use)
+    'RES_CUBE_CORE', 'RES_VECTOR_CORE', 'check_res_limit', 'core_limit', 'get_device_res_limit',
+    'get_stream_res_limit', 'res_cores', 'reset_device_res_limit', 'reset_stream_res_limit',
+    'set_device_res_limit', 'set_stream_res_limit',
 ]
 
 # The kernel model (kernels, binaries, kernel args, native kernels) loads on first use, so that

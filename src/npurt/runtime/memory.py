@@ -282,6 +282,10 @@ class DeviceMemory:
         self.pending_count = 0
         self._pending_tie = itertools.count()
         self.released: dict[int, str] = {}        # addresses invalidated by reset, for messages
+        # the device's virtual memory management (vmm.py): addresses from vmm_base on are
+        # reserved ranges, resolved by it (set by the Device)
+        self.vmm = None
+        self.vmm_base = getattr(backend, "vmm_base", 0) or (1 << 64)
         # statistics (see memory_stats)
         self.allocated = 0
         self.peak = 0
@@ -629,6 +633,8 @@ class DeviceMemory:
         block = self.blocks.get(addr)
         if block is not None:
             return block
+        if addr >= self.vmm_base and self.vmm is not None:
+            return self.vmm.find(addr)  # a mapped run of a reserved range (a LIVE Block's shape), or None
         for _ in range(3):  # the index may change under us; retry on inconsistency
             block = self._find_in_segment(addr)
             if block is not False:

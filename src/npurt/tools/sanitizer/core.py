@@ -620,6 +620,8 @@ class Sanitizer:
                     a.in_use_reported = True
                     free = Actor("free", f"host thread {h.name}", site, "at")
                     self.emit(memcheck.free_in_use_report(a, free, users))
+                    if region is not None and "race" in self.tools:
+                        self._races_with_queued_writers(a, region)
             self._settle(a)
             a.uses = uses
             a.live = False
@@ -633,6 +635,36 @@ class Sanitizer:
                     self.shadow.forget(region, lambda r: not ordered(r.agent, r.clock, vc))
             if device is None:
                 self.watch.forget(addr, addr + size)
+
+    def _races_with_queued_writers(self, a, region) -> None:
+        """At an illegal free: the kernels still queued (or running) that may write `a` race
+        with the host's earlier accesses of it they are not ordered after (a synchronous copy
+        from memory a kernel on another stream is still to write, say). Their writes are found
+        only when they finish, after this free, and then no longer count: report them now."""
+        host_records = [r for r in region.records if r.who.stream_label is None]
+        if not host_records:
+            return
+        for st in list(self.streams.values()):
+            for info in list(st.pending.values()):
+                if not self._may_write(info, a):
+                    continue
+                knows = info.vc if info.vc is not None else info.host_vc
+                for r in host_records:
+                    if r.agent != info.agent and not ordered(r.agent, r.clock, knows):
+                        self.emit(race_report(r, info, True, a.addr, a.end, region))
+                # a read of unwritten bytes this writer was still to write: the race is the report
+                a.unread = [u for u in a.unread if u.agent == info.agent or ordered(u.agent, u.clock, knows)]
+
+    @staticmethod
+    def _may_write(info: TaskInfo, a) -> bool:
+        """Whether a queued kernel was given a writable pointer into allocation `a`."""
+        task = info.task
+        values = getattr(task, "values", None)
+        if getattr(task, "kind", None) != "kernel" or values is None:
+            return False
+        func = task.func
+        modes = getattr(func, "pointer_modes", None) or ("rw",) * len(func.gm_slots)
+        return any(a.addr <= values[slot] < a.end and mode != "r" for slot, mode in zip(func.gm_slots, modes))
 
     def _in_use(self, a, region, uses: dict, vc: dict) -> list:
         users, seen = [], set()
