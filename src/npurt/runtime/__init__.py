@@ -130,6 +130,9 @@ __all__ = [
     # managed memory (api/managed.py)
     'mem_alloc_managed', 'mem_managed_prefetch_async', 'mem_managed_prefetch_batch_async', 'mem_managed_advise',
     'mem_managed_get_attr',
+    # stream-ordered memory pools (api/mempool.py)
+    'mem_pool_create', 'mem_pool_destroy', 'mem_pool_set_attr', 'mem_pool_get_attr', 'mem_pool_malloc_async',
+    'mem_pool_free_async', 'mem_pool_trim_to', 'pool_of',
     # device and stream resource limits (cores kernels may use)
     'RES_CUBE_CORE', 'RES_VECTOR_CORE', 'check_res_limit', 'core_limit', 'get_device_res_limit',
     'get_stream_res_limit', 'res_cores', 'reset_device_res_limit', 'reset_stream_res_limit',

@@ -24,8 +24,9 @@ spec without one here is a stub (`npurt.capi.entry`).
 | control | callbacks, report threads, host functions, op timeouts, last error, exception info |
 | kernels | aclrtBinary*, aclrtLaunchKernel*, aclrtKernelArgs*, npurtLaunchNativeKernel (<<<>>>) |
 | managed | aclrtMemAllocManaged, prefetch, advice, managed-range attributes |
+| mempool | aclrtMemPoolCreate ... aclrtMemPoolTrimTo (stream-ordered memory pools) |
 | vmm | aclrtReserveMemAddress ... aclrtMapMem, access, granularity, shareable handles |
 | aclnn | acl_meta.h's tensor objects, aclnn<Op>GetWorkspaceSize / aclnn<Op> (libopapi, libnnopbase) |
 """
 from . import (aclnn, allocator, context, control, device, dump, event, graph, kernels, lifecycle, memory,  # noqa: F401
-               model_build, notify, prof, random_numbers, reslimit, stream, system, tdt, vmm, managed)
+               model_build, notify, prof, random_numbers, reslimit, stream, system, tdt, vmm, managed, mempool)
