@@ -366,6 +366,10 @@ class DeviceMemory:
         block = self.live.pop(addr, None)
         if block is None:
             raise self._bad_free(addr)
+        if block.pool is None:  # memory imported from another process (runtime/ipc.py)
+            self.live[addr] = block
+            raise InvalidValueError(f"free(0x{addr:x}): this is IPC memory imported from another process; "
+                                    "close the import (ipc_mem_close / aclrtIpcMemClose) instead of freeing it")
         self.num_frees += 1
         size = block.size
         self.allocated -= size
