@@ -140,6 +140,8 @@ def test_built_models_labels_switches_task_groups_and_conditional_tasks(build_c)
     assert "label 1: a=0 b=0x22" in res.stdout
     assert "after the update: a=0x44" in res.stdout
     assert "IF on zero: b=0x66" in res.stdout
+    assert "value after SetParams + Update: 9" in res.stdout
+    assert "a task array too small: 107039" in res.stdout
 
 
 def test_stream_ordered_memory_pools_and_managed_memory(build_c):
