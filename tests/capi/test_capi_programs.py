@@ -140,6 +140,14 @@ def test_built_models_labels_switches_task_groups_and_conditional_tasks(build_c)
     assert "label 1: a=0 b=0x22" in res.stdout
     assert "after the update: a=0x44" in res.stdout
     assert "IF on zero: b=0x66" in res.stdout
+    assert "value after SetParams + Update: 9" in res.stdout
+    assert "a task array too small: 107039" in res.stdout
+
+
+def test_stream_ordered_memory_pools_and_managed_memory(build_c):
+    res = run_ok(build_c("mempool.c"), "mempool")
+    for line in ("past maxSize: 507000", "set a read-only attribute: 107000", "destroy in use: 507000"):
+        assert line in res.stdout, res.stdout
 
 
 def test_model_subscription_registers_the_model_and_closes_the_pipe_at_unsubscribe(build_c):

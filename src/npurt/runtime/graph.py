@@ -109,6 +109,8 @@ class Graph:
         self.destroy_callbacks: list = []  # (fn, user_data): run by destroy_graph
         self.aborted = False           # abort_graph: replays in flight stop at their next task
         self.groups_made: list = []    # its TaskGroups (capture_task_group_begin)
+        self.model_tasks: dict = {}    # node index -> its ModelTask (tasks_of_stream)
+        self.pending_updates: dict = {}   # node index -> ("set", params) / ("disable", None): update_graph
         self.handle = GRAPHS.add(self)
         self.hold = GraphHold(self.handle)
 
@@ -311,6 +313,9 @@ def check_capture_safe(what: str, context=None) -> None:
         return
     for cap in culprits:
         cap.invalidate(f"{what} was called during the capture")
+        if HOOKS.active:  # the sanitizer reports it with both sites (the call, the capture's begin)
+            HOOKS.emit("capture_invalidated", capture=cap, call=what, code=C.ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT,
+                       mode=MODE_NAMES[cap.mode], thread_mode=MODE_NAMES[exchange])
     cap = culprits[0]
     raise CaptureError(
         f"{what} is not allowed while stream {cap.origin.stream_id} is being captured in "
@@ -326,6 +331,9 @@ def refuse_if_capturing(stream, what: str) -> None:
     if cap is None:
         return
     cap.invalidate(f"{what} of capturing stream {stream.stream_id} was called")
+    if HOOKS.active and type(cap) is Capture:
+        HOOKS.emit("capture_invalidated", capture=cap, call=what, code=C.ACL_ERROR_RT_STREAM_CAPTURED,
+                   mode=MODE_NAMES[cap.mode], thread_mode=MODE_NAMES[THREAD.exchange])
     raise CaptureError(f"{what}: stream {stream.stream_id} is being captured (its work is recorded, not "
                        f"run); end the capture first. The capture is invalidated. It began at:\n{cap.where}",
                        C.ACL_ERROR_RT_STREAM_CAPTURED)
@@ -371,6 +379,8 @@ def capture_begin(stream, mode: int = GLOBAL, into: Graph | None = None) -> None
     with _lock:
         _active.append(cap)
     THREAD.capturing = mode
+    if HOOKS.active:
+        HOOKS.emit("capture_begin", capture=cap, stream=stream)
 
 
 def capture_info(stream) -> tuple:
@@ -449,6 +459,8 @@ def _discard(graph: Graph) -> None:
     graph.cond_handles, graph.bodies = [], []
     for group in graph.groups_made:
         GROUPS.remove(group.handle)
+    for task in graph.model_tasks.values():
+        MODEL_TASKS.remove(task.handle)
 
 
 # ---------------------------------------------------------------- replay
@@ -556,8 +568,12 @@ def _replay(graph: Graph, stream) -> int:
         for s in graph.lane_streams:  # each lane starts after what the replay stream holds already
             s.enqueue(JoinTask(stream, start))
         done: dict = {}
-        if HOOKS.active:  # tools watch: every task replays as itself (the sanitizer sees each access)
+        watched = HOOKS.active
+        if watched:  # tools watch: every task replays as itself (the sanitizer sees each access),
+            # between two markers per lane: the profiler shows the replay as one range with its tasks
             plan = [(lane, kind, payload, i) for i, (lane, kind, payload) in enumerate(graph.nodes)]
+            for s in lanes:
+                s.enqueue(ReplayMarkTask(graph, 0))
         else:
             plan = graph.steps
         for lane, kind, payload, i in plan:
@@ -585,8 +601,32 @@ def _replay(graph: Graph, stream) -> int:
                 s.enqueue(GroupTask(payload, graph), holders=payload.holders)
             else:  # cond
                 s.enqueue(CondTask(payload, graph), holders=payload.holders())
+        if watched:
+            for s in lanes:
+                s.enqueue(ReplayMarkTask(graph, 1))
         graph.replays += 1
     return stream.enqueued_seq
+
+
+class ReplayMarkTask(Task):
+    """The begin (0) or end (1) of a replay on one of its streams, for the profiler (a marker
+    task: the timeline pairs them into a "graph replay" range). Enqueued only while tools watch."""
+
+    __slots__ = ("graph_handle", "replay", "edge", "tasks")
+    kind = "profiler_marker"
+
+    def __init__(self, graph: Graph, edge: int):
+        self.graph_handle, self.replay, self.edge = graph.handle, graph.replays + 1, edge
+        self.tasks = graph.task_count()
+
+    def run(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return f"{'end' if self.edge else 'begin'} of replay {self.replay} of graph {self.graph_handle:#x}"
+
+    def details(self) -> dict:
+        return {"name": self.describe(), "graph replay": (self.graph_handle, self.replay, self.edge, self.tasks)}
 
 
 Graph.enqueue_replay = _replay
@@ -1011,3 +1051,158 @@ def unregister_destroy_callback(graph: Graph, fn) -> None:
     if len(kept) == len(graph.destroy_callbacks):
         raise ParamInvalidError(f"graph {graph.handle:#x} has no such destroy callback registered")
     graph.destroy_callbacks = kept
+
+
+# ---------------------------------------------------------------- per-task queries and parameters
+TASK_DEFAULT, TASK_KERNEL, TASK_EVENT_RECORD, TASK_EVENT_WAIT, TASK_EVENT_RESET, TASK_VALUE_WRITE, \
+    TASK_VALUE_WAIT = range(7)   # aclmdlRITaskType
+MODEL_TASKS = table("model ri task")
+_NODE_TYPES = {"record": TASK_EVENT_RECORD, "extrecord": TASK_EVENT_RECORD, "join": TASK_EVENT_WAIT,
+               "extwait": TASK_EVENT_WAIT, "reset": TASK_EVENT_RESET}
+_TASK_TYPES = {"kernel": TASK_KERNEL, "value_write": TASK_VALUE_WRITE, "value_wait": TASK_VALUE_WAIT}
+
+
+class ModelTask:
+    """A task of a captured graph as aclmdlRIGetTasksByStream hands it out (aclmdlRITask):
+    the node at `index` of the graph's capture order, on lane `lane`. Parameters set on it
+    (set_task_params, disable_task) wait in `pending` until update_graph applies them."""
+
+    def __init__(self, graph: Graph, lane: int, index: int):
+        self.graph, self.lane, self.index = graph, lane, index
+        self.handle = MODEL_TASKS.add(self)
+
+    def node(self):
+        return self.graph.nodes[self.index]
+
+    def task_type(self) -> int:
+        _lane, kind, payload = self.node()
+        if kind == "task":
+            return _TASK_TYPES.get(payload[0].kind, TASK_DEFAULT)
+        return _NODE_TYPES.get(kind, TASK_DEFAULT)
+
+
+def _live_graph(graph: Graph) -> Graph:
+    graph = graph_of(graph)
+    if graph.parent is not None:  # ApiImpl: "stream belongs to sub ACL Graph, does not support ..."
+        raise FeatureNotSupportedError(f"graph {graph.handle:#x} is a body of a conditional task: its streams and "
+                                       "tasks cannot be queried (as in the runtime)")
+    return graph
+
+
+def graph_streams(graph: Graph) -> list:
+    """aclmdlRIGetStreams of a captured graph: one stream per lane (lane 0: the stream
+    aclmdlRIExecute runs it on, made now if needed; then the joined lanes' streams)."""
+    graph = _live_graph(graph)
+    with graph.lock:
+        if graph.exec_stream is None:
+            graph.exec_stream = graph.device.new_stream(graph.context)
+            graph.exec_stream.held_by = graph.handle
+    return [graph.exec_stream, *graph.lane_streams]
+
+
+def tasks_of_stream(stream) -> list:
+    """aclmdlRIGetTasksByStream for a stream of a captured graph: its tasks in capture order
+    (task groups and conditional tasks count as one task each, of type DEFAULT)."""
+    graph = GRAPHS.get(stream.held_by) if stream.held_by is not None else None
+    if graph is None:
+        raise ParamInvalidError(f"stream {stream.stream_id} is not a stream of a model (aclmdlRIGetStreams gives "
+                                "them)")
+    graph = _live_graph(graph)
+    lane = 0 if stream is graph.exec_stream else graph.lane_streams.index(stream) + 1
+    cache = graph.model_tasks
+    out = []
+    for i, (node_lane, kind, _payload) in enumerate(graph.nodes):
+        if node_lane != lane:
+            continue
+        task = cache.get(i)
+        if task is None:
+            task = cache[i] = ModelTask(graph, lane, i)
+        out.append(task)
+    return out
+
+
+def model_task_of(handle) -> ModelTask:
+    task = handle if type(handle) is ModelTask else MODEL_TASKS.get(handle)
+    if task.graph.destroyed:
+        raise InvalidHandleError(f"task {task.handle:#x}: its graph {task.graph.handle:#x} was destroyed")
+    return task
+
+
+def task_params(task: ModelTask) -> dict:
+    """aclmdlRITaskGetParams as plain data: {"type": ..., and the fields of its kind}."""
+    task = model_task_of(task)
+    _lane, kind, payload = task.node()
+    ttype = task.task_type()
+    out = {"type": ttype}
+    if kind in ("extrecord", "extwait", "reset"):
+        out.update(event=payload, external=kind != "reset")
+    elif kind in ("record", "join"):
+        out.update(event=None, external=False)
+    elif ttype == TASK_VALUE_WRITE:
+        out.update(addr=payload[0].addr, value=payload[0].value)
+    elif ttype == TASK_VALUE_WAIT:
+        out.update(addr=payload[0].addr, value=payload[0].value, flag=payload[0].flag)
+    elif ttype == TASK_KERNEL:
+        k = payload[0]
+        out.update(func=k.func, num_blocks=k.num_blocks, args=k.args_ptr)
+    return out
+
+
+def set_task_params(task: ModelTask, **params) -> None:
+    """aclmdlRITaskSetParams: new parameters for a task of the same type (applied by
+    update_graph). Value writes and waits: addr, value (and flag); external event tasks: event;
+    kernels: num_blocks. Anything else: 107000 with what can be set."""
+    task = model_task_of(task)
+    _lane, kind, payload = task.node()
+    ttype = task.task_type()
+    if params.get("type", ttype) != ttype:
+        raise ParamInvalidError(f"set_task_params: task {task.handle:#x} is of type {ttype}; the parameters are of "
+                                f"type {params['type']} (a task keeps its type)")
+    params.pop("type", None)
+    allowed = {TASK_VALUE_WRITE: {"addr", "value"}, TASK_VALUE_WAIT: {"addr", "value", "flag"},
+               TASK_KERNEL: {"num_blocks"}}.get(ttype, {"event"} if kind in ("extrecord", "extwait", "reset")
+                                                   else set())
+    bad = set(params) - allowed
+    if bad or not params:
+        raise ParamInvalidError(f"set_task_params: for this task ({_node_text(kind, payload)}) npurt can set "
+                                f"{', '.join(sorted(allowed)) or 'nothing'}; got {', '.join(sorted(params)) or 'none'}")
+    if "num_blocks" in params and (type(params["num_blocks"]) is not int or params["num_blocks"] < 1):
+        raise ParamInvalidError(f"set_task_params: numBlocks {params['num_blocks']!r} must be a positive int")
+    task.graph.pending_updates[task.index] = ("set", params)
+
+
+def disable_task(task: ModelTask) -> None:
+    """aclmdlRITaskDisable: after update_graph the task does nothing at replay (ApiImpl::
+    ModelTaskDisable refuses a task of type DEFAULT)."""
+    task = model_task_of(task)
+    if task.task_type() == TASK_DEFAULT:
+        raise ParamInvalidError(f"disable_task: task {task.handle:#x} is of type DEFAULT, which cannot be disabled")
+    task.graph.pending_updates[task.index] = ("disable", None)
+
+
+def update_graph(graph: Graph) -> None:
+    """aclmdlRIUpdate: apply the parameters set and the disables since the last update; replays
+    enqueued after it use them."""
+    graph = _live_graph(graph)
+    with graph.lock:
+        pending, graph.pending_updates = graph.pending_updates, {}
+        for index, (what, params) in sorted(pending.items()):
+            lane, kind, payload = graph.nodes[index]
+            if what == "disable":
+                graph.nodes[index] = (lane, "task", (NopTask(), ()))
+            elif kind in ("extrecord", "extwait", "reset"):
+                graph.nodes[index] = (lane, kind, params["event"])
+            else:
+                new = copy.copy(payload[0])
+                held = list(payload[1])
+                for name, value in params.items():
+                    setattr(new, "num_blocks" if name == "num_blocks" else name, value)
+                if "addr" in params:
+                    span = address.locate(graph.device.runtime, params["addr"], 8, "value")
+                    if span.device is None:
+                        raise ParamInvalidError(f"update_graph: 0x{params['addr']:x} is host memory; the word must "
+                                                "be device memory")
+                    held = [span.block]
+                    note_uses(held, graph.hold, 1)
+                graph.nodes[index] = (lane, "task", (new, tuple(held)))
+        graph.steps = _plan(graph.nodes)
