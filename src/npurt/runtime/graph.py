@@ -787,8 +787,11 @@ class _Updating:
         if task.kind in ("record_event", "reset_event"):
             raise CaptureError(f"{task.kind} during a task update: the update holds only the group's new "
                                "tasks", C.ACL_ERROR_RT_PARAM_INVALID)
+        held = tuple(h for h in holders if h is not None)
+        if held:  # held from now on: a temporary freed in the update block stays the graph's
+            note_uses(held, self.group.graph.hold, 1)
         self.tasks.append(task)
-        self.holders.extend(h for h in holders if h is not None)
+        self.holders.extend(held)
         return stream.enqueued_seq
 
     def wait(self, stream, event):
@@ -813,6 +816,14 @@ def capture_task_update_begin(stream, group: TaskGroup) -> None:
         raise ParamInvalidError(f"capture_task_update_begin: the group's graph is on device "
                                 f"{group.graph.device.id}, stream {stream.stream_id} on {stream.device.id}")
     stream.capture = _Updating(stream, group)
+
+
+def capture_task_update_cancel(stream) -> None:
+    """Leave update mode without updating (the group keeps its tasks)."""
+    if type(stream.capture) is not _Updating:
+        raise CaptureError(f"stream {stream.stream_id} is not updating a task group",
+                           C.ACL_ERROR_RT_STREAM_NOT_CAPTURED)
+    stream.capture = None
 
 
 class ApplyUpdateTask(Task):
@@ -851,9 +862,7 @@ def capture_task_update_end(stream) -> int:
                                 f"({', '.join(old) or 'none'}); the update gave {len(new)} "
                                 f"({', '.join(new) or 'none'}): an update keeps the number and kinds of tasks")
     held = tuple(upd.holders)
-    if held:
-        note_uses(held, group.graph.hold, 1)
-        group.holders.extend(held)
+    group.holders.extend(held)
     return stream.enqueue(ApplyUpdateTask(group, upd.tasks), holders=held)
 
 
