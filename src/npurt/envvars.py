@@ -38,11 +38,19 @@ VARIABLES: tuple[Variable, ...] = (
              "runtime"),
     Variable("NPURT_MAX_STREAMS", "SoC limit", "streams per device, default streams included", "runtime"),
     Variable("NPURT_WORKERS", "2", "scheduler worker threads per device", "runtime"),
+    Variable("NPURT_SPEEDUPS", "1", "0: the pure-Python caching pool and malloc/free even where the C "
+             "accelerator npurt._speedups is installed or can be built (npurt.runtime.accel)", "runtime"),
     Variable("NPURT_HANG_WARNING_S", "10", "a host wait longer than this many seconds warns what it is stuck "
              "on (0: never)", "runtime"),
     Variable("NPURT_DRIVER", "simulated", "simulated: the simulated NPU; null: addresses and accounting, no "
              "memory behind them and no kernel run (driver-contract tests, the runtime's own overhead)",
              "runtime"),
+    Variable("NPURT_SHARED_DEVICES", "1", "1: the processes of a namespace share the simulated devices (one "
+             "HBM in /dev/shm, equal device addresses, IPC memory and events), as on hardware; 0: each process "
+             "has devices of its own", "runtime"),
+    Variable("NPURT_DEVICE_NAMESPACE", "default", "the group of processes that share the simulated devices "
+             "(letters, digits, _ . -): processes of different namespaces never see each other's devices "
+             "(the test suite takes one per pytest process)", "runtime"),
     Variable("NPURT_LOG_LEVEL", "WARNING", "npurt's log messages on stderr: DEBUG, INFO, WARNING, ERROR, OFF",
              "runtime"),
     Variable("NPURT_FAULTS", "(unset)", "faults to inject, in the fault-spec language (docs/testing.md; "

@@ -55,6 +55,7 @@ from . import address
 from . import constants as C
 from .forking import fork_safe_lock
 from .errors import InvalidValueError, NpuError
+from .managed import MANAGED
 from .kernel import GM, KernelFunction, enqueue_launch
 from .memory import LIVE, usable_size
 from .runtime import RUNTIME
@@ -95,6 +96,8 @@ def check_kinds(kinds: str, name: str) -> str:
 
 class NativeKernel(KernelFunction):
     """A host-built kernel: its trampoline, the kernel's address and its parameter kinds."""
+
+    vector_kernel = True  # an Ascend C vector kernel: vector cores where the SoC has them
 
     def __init__(self, name: str, kernel_addr: int, trampoline_addr: int, kinds: str, binary=None):
         check_kinds(kinds, name)
@@ -146,7 +149,8 @@ def host_address(ctx, ptr: int, mode: str) -> int:
 def _extent(device, ptr: int) -> int:
     """Bytes from `ptr` to the end of what holds it (1 when unknown: gm() then explains)."""
     if ptr < address.VA_BASE:
-        return 1
+        managed = MANAGED.find(ptr)
+        return managed.addr + managed.size - ptr if managed is not None else 1
     if address.is_host_alias(ptr):
         for rng in list(RUNTIME.host.aliases.values()):
             if rng.alias <= ptr < rng.alias + rng.size:

@@ -41,7 +41,7 @@ class Stream:
                  "queue", "enq_lock", "ticket", "state", "runner", "current", "enqueued_seq", "completed_seq",
                  "dropped_upto", "_cond", "waiters", "lock", "watchers", "parked_on", "error", "stopped", "stop_seen",
                  "failure_mode_set", "_failure_mode", "abort_epoch", "destroyed", "closing", "_attributes",
-                 "subscriber", "_task_stacks", "_launch_blocking", "capture", "__weakref__")
+                 "subscriber", "_task_stacks", "_launch_blocking", "capture", "res_limits", "held_by", "__weakref__")
 
     def __init__(self, context: "Context", priority: int = 0, flags: int = 0, is_default: bool = False):
         device = context.device
@@ -73,12 +73,14 @@ class Stream:
         self.stop_seen = False               # a synchronize or query has reported the stop to the host
         self.failure_mode_set = False
         self._failure_mode = C.ACL_CONTINUE_ON_FAILURE
+        self.res_limits: dict | None = None  # the stream's own core limits (set_stream_res_limit)
         self.abort_epoch = 0
         self.destroyed = False
         self.closing = False                 # destroy_stream in progress (one destroyer wins)
         self._attributes = None              # set_stream_attribute values, made on first use
         self.subscriber = None               # report thread id for launch_callback
         self.capture = None                  # the graph capture (graph.Capture) recording our work
+        self.held_by = None                  # the graph that made and holds this stream (its lanes)
         settings = device.runtime.settings
         self._task_stacks = settings.task_stacks
         self._launch_blocking = settings.launch_blocking

@@ -1,5 +1,7 @@
 """ACL graphs from C (acl_rt.h: aclmdlRICaptureBegin ... aclmdlRIDestroy) over the runtime's
-graph operations (npurt.runtime.graph): capture as a stream mode, replay, destroy."""
+graph operations (npurt.runtime.graph): capture as a stream mode, replay, destroy; task groups
+and their updates, conditional tasks and their bodies, names, ids, destroy callbacks, abort.
+Built models, labels and stream switches are capi/impl/model_build.py."""
 from __future__ import annotations
 
 import json
@@ -91,4 +93,300 @@ def aclmdlRIDebugJsonPrint(modelRI, path, flags):
         raise null("path")
     with open(cdata.string(path), "w") as f:
         json.dump(graph.as_json(), f, indent=1)
+    return 0
+
+
+# ---------------------------------------------------------------- task groups and updates
+@c_function("aclmdlRICaptureTaskGrpBegin")
+def aclmdlRICaptureTaskGrpBegin(stream):
+    rt.graph.capture_task_group_begin(_capturable(stream))
+    return 0
+
+
+@c_function("aclmdlRICaptureTaskGrpEnd")
+def aclmdlRICaptureTaskGrpEnd(stream, handle):
+    if not handle:
+        raise null("handle")
+    handle[0] = rt.graph.capture_task_group_end(_capturable(stream)).handle
+    return 0
+
+
+@c_function("aclmdlRICaptureTaskUpdateBegin")
+def aclmdlRICaptureTaskUpdateBegin(stream, handle):
+    if not handle:
+        raise null("handle")
+    rt.graph.capture_task_update_begin(_capturable(stream), rt.graph.group_of(handle))
+    return 0
+
+
+@c_function("aclmdlRICaptureTaskUpdateEnd")
+def aclmdlRICaptureTaskUpdateEnd(stream):
+    note_task(rt.graph.capture_task_update_end(_capturable(stream)))
+    return 0
+
+
+# ---------------------------------------------------------------- conditional tasks
+@c_function("aclmdlRICondHandleCreate")
+def aclmdlRICondHandleCreate(modelRI, defaultLaunchValue, flag, handle):
+    if not handle:
+        raise null("handle")
+    handle[0] = rt.graph.cond_handle_create(_graph(modelRI), defaultLaunchValue, flag).handle
+    return 0
+
+
+@c_function("aclmdlRICondHandleGetCondPtr")
+def aclmdlRICondHandleGetCondPtr(handle, ptr):
+    if not handle:
+        raise null("handle")
+    if not ptr:
+        raise null("ptr")
+    ptr[0] = rt.graph.cond_handle_of(handle).addr
+    return 0
+
+
+@c_function("aclmdlRIAddCondTask")
+def aclmdlRIAddCondTask(params, stream, flags):
+    p = cdata.struct("aclmdlRICondTaskParams *", params)
+    if not p.handle:
+        raise null("params.handle")
+    if not p.modelRIArray:
+        raise null("params.modelRIArray")
+    bodies = rt.graph.add_cond_task(rt.graph.cond_handle_of(int(cdata.ffi.cast("uintptr_t", p.handle))),
+                                    int(p.type), int(p.size), _capturable(stream))
+    out = cdata.ffi.cast("uintptr_t *", p.modelRIArray)
+    for i, body in enumerate(bodies):
+        out[i] = body.handle
+    return 0
+
+
+@c_function("aclmdlRICaptureToModelRIBegin")
+def aclmdlRICaptureToModelRIBegin(stream, modelRI, mode):
+    rt.capture_begin(_capturable(stream), mode, into=_graph(modelRI))
+    return 0
+
+
+# ---------------------------------------------------------------- names, ids, callbacks, abort
+@c_function("aclmdlRISetName")
+def aclmdlRISetName(modelRI, name):
+    if not name:
+        raise null("name")
+    rt.graph.set_name(_graph(modelRI), cdata.string(name))
+    return 0
+
+
+@c_function("aclmdlRIGetName")
+def aclmdlRIGetName(modelRI, maxLen, name):
+    if not name:
+        raise null("name")
+    data = _graph(modelRI).name.encode()
+    if maxLen <= len(data):
+        raise rt.ParamInvalidError(f"aclmdlRIGetName: maxLen {maxLen} cannot hold the name ({len(data)} bytes "
+                                   "and its NUL)")
+    cdata.write(name, data + b"\0")
+    return 0
+
+
+@c_function("aclmdlRIGetId")
+def aclmdlRIGetId(modelRI, modelRIId):
+    if not modelRIId:
+        raise null("modelRIId")
+    modelRIId[0] = _graph(modelRI).model_id
+    return 0
+
+
+@c_function("aclmdlRIDestroyRegisterCallback")
+def aclmdlRIDestroyRegisterCallback(modelRI, func, userData):
+    if not func:
+        raise null("func")
+    call = cdata.ffi.cast("aclrtCallback", func)
+    rt.graph.register_destroy_callback(_graph(modelRI), _DestroyCallback(func, call), userData)
+    return 0
+
+
+@c_function("aclmdlRIDestroyUnregisterCallback")
+def aclmdlRIDestroyUnregisterCallback(modelRI, func):
+    if not func:
+        raise null("func")
+    rt.graph.unregister_destroy_callback(_graph(modelRI), _DestroyCallback(func, None))
+    return 0
+
+
+class _DestroyCallback:
+    """A C callback, equal to another of the same function address (unregister finds it)."""
+
+    def __init__(self, addr, call):
+        self.addr, self.call = addr, call
+
+    def __eq__(self, other):
+        return isinstance(other, _DestroyCallback) and other.addr == self.addr
+
+    def __hash__(self):
+        return hash(self.addr)
+
+    def __call__(self, user_data):
+        self.call(cdata.ffi.cast("void *", user_data or 0))
+
+
+@c_function("aclmdlRIAbort")
+def aclmdlRIAbort(modelRI):
+    rt.graph.abort_graph(_graph(modelRI))
+    return 0
+
+
+# ---------------------------------------------------------------- per-task queries and parameters
+def _fill(out, count, items, what):
+    """The runtime's array protocol (Stream::StreamGetTasks, Model::ModelGetStreams): a NULL
+    array asks the count; otherwise up to *count entries are written, the rest of the array
+    NULLed, *count set to what was written, and too small an array is 107039."""
+    if not count:
+        raise null(f"num{what}")
+    if not out:
+        count[0] = len(items)
+        return 0
+    room = count[0]
+    arr = cdata.ffi.cast("uintptr_t *", out)
+    n = min(room, len(items))
+    for i in range(room):
+        arr[i] = items[i].handle if i < n else 0
+    count[0] = n
+    if n < len(items):
+        raise rt.NpuError(f"the array holds {room} {what.lower()}, the model has {len(items)}",
+                          rt.constants.ACL_ERROR_RT_INSUFFICIENT_INPUT_ARRAY)
+    return 0
+
+
+def _is_built(graph) -> bool:
+    return isinstance(graph, rt.model_build.BuiltModel)
+
+
+@c_function("aclmdlRIGetStreams")
+def aclmdlRIGetStreams(modelRI, streams, numStreams):
+    graph = _graph(modelRI)
+    items = rt.model_build.model_streams(graph) if _is_built(graph) else rt.graph.graph_streams(graph)
+    return _fill(streams, numStreams, items, "Streams")
+
+
+@c_function("aclmdlRIGetTasksByStream")
+def aclmdlRIGetTasksByStream(stream, tasks, numTasks):
+    s = stream_of(stream)
+    if s is None:
+        raise rt.ParamInvalidError("aclmdlRIGetTasksByStream: stream is NULL")
+    bound = rt.model_build.bound_model(s) is not None
+    items = rt.model_build.tasks_of_stream(s) if bound else rt.graph.tasks_of_stream(s)
+    return _fill(tasks, numTasks, items, "Tasks")
+
+
+def _task(handle):
+    if not handle:
+        raise null("task")
+    return rt.graph.model_task_of(handle)
+
+
+@c_function("aclmdlRITaskGetType")
+def aclmdlRITaskGetType(task, type):  # noqa: A002 - the header's name
+    if not type:
+        raise null("type")
+    type[0] = _task(task).task_type()
+    return 0
+
+
+@c_function("aclmdlRITaskGetSeqId")
+def aclmdlRITaskGetSeqId(task, id):  # noqa: A002 - the header's name
+    if not id:
+        raise null("id")
+    t = _task(task)
+    if _is_built(t.graph):
+        raise rt.model_build.not_for_built("aclmdlRITaskGetSeqId")
+    id[0] = t.index
+    return 0
+
+
+_EVENT_FIELD = {rt.graph.TASK_EVENT_RECORD: "eventRecordTaskParams", rt.graph.TASK_EVENT_WAIT: "eventWaitTaskParams",
+                rt.graph.TASK_EVENT_RESET: "eventResetTaskParams"}
+_EVENT_FLAG = {rt.graph.TASK_EVENT_RECORD: "recordFlag", rt.graph.TASK_EVENT_WAIT: "waitFlag",
+               rt.graph.TASK_EVENT_RESET: "resetFlag"}
+
+
+@c_function("aclmdlRITaskGetParams")
+def aclmdlRITaskGetParams(task, params):
+    if not params:
+        raise null("params")
+    t = _task(task)
+    if _is_built(t.graph):
+        raise rt.model_build.not_for_built("aclmdlRITaskGetParams")
+    info = rt.graph.task_params(t)
+    p = cdata.struct("aclmdlRITaskParams *", params)
+    cdata.write(params, bytes(cdata.ffi.sizeof("aclmdlRITaskParams")))
+    p.type = info["type"]
+    if info["type"] in _EVENT_FIELD:
+        sub = getattr(p, _EVENT_FIELD[info["type"]])
+        ev = info["event"]
+        sub.event = cdata.ffi.cast("void *", ev.handle if ev is not None else 0)
+        sub.eventFlag = ev.flags if ev is not None else 0
+        setattr(sub, _EVENT_FLAG[info["type"]], 1 if info["external"] else 0)
+    elif info["type"] == rt.graph.TASK_VALUE_WRITE:
+        p.valueWriteTaskParams.devAddr = cdata.ffi.cast("void *", info["addr"])
+        p.valueWriteTaskParams.value = info["value"]
+    elif info["type"] == rt.graph.TASK_VALUE_WAIT:
+        p.valueWaitTaskParams.devAddr = cdata.ffi.cast("void *", info["addr"])
+        p.valueWaitTaskParams.value = info["value"]
+        p.valueWaitTaskParams.flag = info["flag"]
+    elif info["type"] == rt.graph.TASK_KERNEL:
+        p.kernelTaskParams.funcHandle = cdata.ffi.cast("void *", info["func"].handle)
+        p.kernelTaskParams.args = cdata.ffi.cast("void *", info["args"])
+        p.kernelTaskParams.numBlocks = info["num_blocks"]
+    return 0
+
+
+@c_function("aclmdlRITaskSetParams")
+def aclmdlRITaskSetParams(task, params):
+    """What npurt can change: a value write's or wait's address, value (and flag); the event of
+    an external event task; a kernel's numBlocks (the other kernel fields must be as they
+    were). Applied by aclmdlRIUpdate."""
+    if not params:
+        raise null("params")
+    t = _task(task)
+    if _is_built(t.graph):
+        raise rt.model_build.not_for_built("aclmdlRITaskSetParams")
+    p = cdata.struct("aclmdlRITaskParams *", params)
+    ptype = int(p.type)
+    now = rt.graph.task_params(t)
+    addr = lambda v: int(cdata.ffi.cast("uintptr_t", v))  # noqa: E731
+    if ptype in _EVENT_FIELD and ptype == now["type"]:
+        handle = addr(getattr(p, _EVENT_FIELD[ptype]).event)
+        if not handle:
+            raise null("params.event")
+        rt.graph.set_task_params(t, type=ptype, event=rt.RUNTIME.events.get(handle))
+    elif ptype == rt.graph.TASK_VALUE_WRITE:
+        rt.graph.set_task_params(t, type=ptype, addr=addr(p.valueWriteTaskParams.devAddr),
+                                 value=int(p.valueWriteTaskParams.value))
+    elif ptype == rt.graph.TASK_VALUE_WAIT:
+        rt.graph.set_task_params(t, type=ptype, addr=addr(p.valueWaitTaskParams.devAddr),
+                                 value=int(p.valueWaitTaskParams.value), flag=int(p.valueWaitTaskParams.flag))
+    elif ptype == rt.graph.TASK_KERNEL and now["type"] == ptype:
+        k = p.kernelTaskParams
+        if addr(k.funcHandle) not in (0, now["func"].handle) or addr(k.args) not in (0, now["args"]):
+            raise rt.FeatureNotSupportedError("aclmdlRITaskSetParams: npurt changes a kernel task's numBlocks only "
+                                              "(funcHandle and args must stay as captured)")
+        rt.graph.set_task_params(t, type=ptype, num_blocks=int(k.numBlocks))
+    else:
+        rt.graph.set_task_params(t, type=ptype)  # a type change or nothing settable: the runtime's message
+    return 0
+
+
+@c_function("aclmdlRITaskDisable")
+def aclmdlRITaskDisable(task):
+    t = _task(task)
+    if _is_built(t.graph):
+        raise rt.model_build.not_for_built("aclmdlRITaskDisable")
+    rt.graph.disable_task(t)
+    return 0
+
+
+@c_function("aclmdlRIUpdate")
+def aclmdlRIUpdate(modelRI):
+    graph = _graph(modelRI)
+    if _is_built(graph):
+        raise rt.model_build.not_for_built("aclmdlRIUpdate")
+    rt.graph.update_graph(graph)
     return 0

@@ -16,6 +16,7 @@ from ..memops import dead_address_message
 from ..memory import LIVE, PENDING, usable_size
 from ..observers import HOOKS
 from ..runtime import RUNTIME
+from ..managed import MANAGED
 from .function import _VA_BASE, _is_alias
 
 
@@ -30,12 +31,16 @@ _MODES = ("rw", "r", "w")
 
 
 class KernelContext:
-    """What one block of a running kernel sees: its index, the block count, and `gm()`."""
+    """What one block of a running kernel sees: its index, the block count, `gm()`, and
+    `core_id`, the simulated AI core running it (0 .. the cores the launch may use - 1: a
+    device or stream resource limit confines a launch to that many; blocks beyond run in
+    waves on the same cores, as on an NPU)."""
 
-    __slots__ = ("block_idx", "block_num", "task", "device")
+    __slots__ = ("block_idx", "block_num", "task", "device", "core_id")
 
-    def __init__(self, block_idx: int, block_num: int, task: "KernelTask", device):
+    def __init__(self, block_idx: int, block_num: int, task: "KernelTask", device, core_id: int = 0):
         self.block_idx, self.block_num, self.task, self.device = block_idx, block_num, task, device
+        self.core_id = core_id
 
     def block_range(self, n: int, align: int = 1) -> tuple[int, int]:
         """[lo, hi) of range(n) that this block handles when n is split evenly over the blocks
@@ -102,6 +107,10 @@ class KernelContext:
 
     def _view(self, ptr: int, nbytes: int) -> np.ndarray:
         if ptr < _VA_BASE:
+            if MANAGED:  # managed memory: the host's bytes are the device's
+                managed = MANAGED.find(ptr, nbytes)
+                if managed is not None:
+                    return address.raw_host_view(ptr, nbytes)
             if ptr == 0:
                 raise self._refused("invalid_address", ptr, nbytes, None,
                                     "gm(0): null pointer (an optional buffer that was not given?)")
@@ -142,7 +151,10 @@ class KernelContext:
                 "out_of_bounds", ptr, nbytes, device,
                 f"gm(0x{ptr:x}, {nbytes} bytes) runs past the end of its allocation (0x{block.addr:x}, "
                 f"{block.requested} bytes requested, {end - block.addr} usable) by {ptr + nbytes - end} bytes")
-        return device.backend.view(ptr, nbytes)
+        view = device.backend.view(ptr, nbytes)
+        if block.segment is None and getattr(block, "readonly", False):  # VMM memory mapped read-only
+            view.flags.writeable = False
+        return view
 
     def _refused(self, kind: str, ptr: int, nbytes: int, device, message: str) -> "KernelMemoryError":
         if HOOKS.active:
