@@ -8,6 +8,7 @@ import sys
 
 import pytest
 import torch
+from isolation import own_namespace
 
 from npurt.torch import alloc_conf
 
@@ -70,6 +71,7 @@ def test_the_environments_memory_fraction_caps_npu_tensors():
             "    torch.empty(int(total * 0.3), dtype=torch.uint8, device='npu')\n"
             "except torch.OutOfMemoryError:\n"
             "    print('capped')\n")
-    env = dict(os.environ, PYTORCH_NPU_ALLOC_CONF="per_process_memory_fraction:0.25", NPURT_HBM_SIZE="256M")
+    env = dict(os.environ, PYTORCH_NPU_ALLOC_CONF="per_process_memory_fraction:0.25", NPURT_HBM_SIZE="256M",
+               **own_namespace())
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "capped", out.stderr[-2000:]
