@@ -17,6 +17,7 @@ from .hbm import HbmArena
 from .shared import SharedHbmArena, namespace_dir
 from .layout import DEVICE_WINDOW, HOST_ALIAS_OFFSET, VA_BASE, device_of_address, window_of  # noqa: F401
 from .soc import SocSpec
+from . import vmm
 from .vmm import VmmWindow
 
 _GENERATIONS = itertools.count()  # driver instances of this process (see SimulatedDevice)
@@ -41,6 +42,12 @@ class SimulatedDevice:
         slot = 2 * half  # the memory, then its VMM window (addresses reserved with aclrtReserveMemAddress)
         place = generation % max(HOST_ALIAS_OFFSET // slot, 1)
         self.shared = namespace is not None
+        # Host placement: the VMM window goes right after the arena's memory, so that one host
+        # array spans both (host_buffer: torch's views of device memory reach mapped VMM memory
+        # too). Reserve both halves, then free the lower one for the arena's mapping: the kernel
+        # puts a mapping of that size into the highest gap that fits, which is this hole.
+        region = vmm.reserve(2 * half)
+        vmm.release(region, half)
         if self.shared:
             self.arena = SharedHbmArena(namespace_dir(namespace), physical_id, spec.memory_bytes,
                                         spec.system_reserved, place)
@@ -51,7 +58,16 @@ class SimulatedDevice:
         self.alias_base = window + HOST_ALIAS_OFFSET
         # the VMM window: device addresses [vmm_base, vmm_base + vmm_size), a host mapping of its
         # own where physical memory is mapped (driver/vmm.py); inaccessible where nothing is
-        self.vmm = VmmWindow(half)
+        self.adjacent = self.arena.host_address == region  # did the arena land in the hole?
+        self._gap = None
+        if self.adjacent:
+            if spec.memory_bytes < half:  # keep the gap between memory and window reserved
+                self._gap = vmm.map_anonymous_near(region + spec.memory_bytes, half - spec.memory_bytes,
+                                                   accessible=False)
+            self.vmm = VmmWindow(half, at=region + half)
+        else:
+            vmm.release(region + half, half)
+            self.vmm = VmmWindow(half)
         self.vmm_base, self.vmm_size = self.va_base + half, half
         self.uuid = bytes((physical_id * 37 + i * 11) & 0xFF for i in range(16))
 
@@ -76,7 +92,11 @@ class SimulatedDevice:
         return self.vmm.host_address + (va - self.vmm_base)
 
     def host_buffer(self) -> np.ndarray:
-        """The whole device memory as one host-visible uint8 array; index 0 is `va_base`."""
+        """The whole device memory as one host-visible uint8 array; index 0 is `va_base`. When
+        the VMM window lies right after the memory on the host too (the usual case), the array
+        spans it: index vmm_size + k is vmm_base + k."""
+        if self.adjacent:
+            return vmm.as_array(self.arena.host_address, 2 * self.vmm_size)
         return self.arena.mem
 
     # accounting (the arena's page allocator)
@@ -102,6 +122,9 @@ class SimulatedDevice:
         """Release every page and let go of the memory (a shared device: detach from it)."""
         self.arena.release_all()
         self.vmm.close()
+        if self._gap:
+            vmm.release(self._gap, self.vmm_size - self.spec.memory_bytes)
+            self._gap = None
         if self.shared:
             self.arena.close()
 
