@@ -16,6 +16,10 @@ rt = Group("acl.rt")
 # the hot paths: the runtime operations themselves
 malloc = rt.one(0, args="ki", hot="policy")(api.malloc)  # the runtime compares policy with ==
 free = rt.ret(args="k", names="dev_ptr", hot=True)(api.free)
+# with the C accelerator: C entry points that serve a cached block themselves, and call the
+# wrappers above for anything else (npurt.runtime.entries)
+malloc = api.fast_entry("acl_malloc", malloc)
+free = api.fast_entry("acl_free", free)
 
 
 @rt.one(0, args="ki")

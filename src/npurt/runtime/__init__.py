@@ -45,6 +45,18 @@ from .graph import (CaptureError, Graph, capture_begin, capture_end, capture_inf
 from . import model_build
 from .notify import (Notify, create_notify, destroy_notify, notify_of, record_notify, value_wait, value_write,
                      wait_and_reset_notify)
+from . import ipc
+from ..driver.shared import detach_all as detach_shared_devices
+from .ipc import (IpcEvent, IpcNotify, ipc_get_event_handle, ipc_mem_close, ipc_mem_get_export_key,
+                  ipc_mem_import_by_key, ipc_mem_set_import_pid, ipc_open_event_handle, notify_get_export_key,
+                  notify_import_by_key, notify_set_import_pid)
+from .accel import describe as accelerator
+from .entries import fast_entry
+
+# malloc and free of every face: C entry points with the C accelerator (entries.py); the
+# Python operations stay in api/ (what fault injection gates and the entries fall back to)
+malloc = fast_entry("malloc", _api.malloc)
+free = fast_entry("free", _api.free)
 
 # The surface: everything above the runtime (faces, clients, tools, the Pythonic API) imports
 # only these names, from `npurt.runtime` itself (tests/test_architecture.py holds it).
@@ -59,6 +71,8 @@ __all__ = [
     'Task', 'current_context', 'peek_context', 'task_error', 'RecordTask', 'WaitTask',
     # the current stream per thread and device
     'current_stream_on', 'current_streams', 'set_current_stream',
+    # the C accelerator: which pool runs (a line for `npurt info`), C entry points of malloc/free
+    'accelerator', 'fast_entry',
     # observers; fault injection (faults.py) and controlled schedules (schedule.py)
     'HOOKS', 'API_SURFACES', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # settings
@@ -92,6 +106,10 @@ __all__ = [
     # notifies and value waits (notify.py)
     'Notify', 'create_notify', 'destroy_notify', 'notify_of', 'record_notify', 'wait_and_reset_notify',
     'value_write', 'value_wait',
+    # IPC between the processes sharing a device (ipc.py; `ipc` is the module: flags, imported())
+    'ipc', 'IpcEvent', 'IpcNotify', 'ipc_get_event_handle', 'ipc_mem_close', 'ipc_mem_get_export_key',
+    'ipc_mem_import_by_key', 'ipc_mem_set_import_pid', 'ipc_open_event_handle', 'notify_get_export_key',
+    'notify_import_by_key', 'notify_set_import_pid', 'detach_shared_devices',
     # operations (api/, one module per ACL group)
     'AllocatorDesc', 'allocator_create_desc', 'allocator_destroy_desc', 'allocator_of',
     'allocator_register', 'allocator_set', 'allocator_unregister', 'check_device_id',

@@ -311,6 +311,9 @@ def check_capture_safe(what: str, context=None) -> None:
         return
     for cap in culprits:
         cap.invalidate(f"{what} was called during the capture")
+        if HOOKS.active:  # the sanitizer reports it with both sites (the call, the capture's begin)
+            HOOKS.emit("capture_invalidated", capture=cap, call=what, code=C.ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT,
+                       mode=MODE_NAMES[cap.mode], thread_mode=MODE_NAMES[exchange])
     cap = culprits[0]
     raise CaptureError(
         f"{what} is not allowed while stream {cap.origin.stream_id} is being captured in "
@@ -326,6 +329,9 @@ def refuse_if_capturing(stream, what: str) -> None:
     if cap is None:
         return
     cap.invalidate(f"{what} of capturing stream {stream.stream_id} was called")
+    if HOOKS.active and type(cap) is Capture:
+        HOOKS.emit("capture_invalidated", capture=cap, call=what, code=C.ACL_ERROR_RT_STREAM_CAPTURED,
+                   mode=MODE_NAMES[cap.mode], thread_mode=MODE_NAMES[THREAD.exchange])
     raise CaptureError(f"{what}: stream {stream.stream_id} is being captured (its work is recorded, not "
                        f"run); end the capture first. The capture is invalidated. It began at:\n{cap.where}",
                        C.ACL_ERROR_RT_STREAM_CAPTURED)
@@ -371,6 +377,8 @@ def capture_begin(stream, mode: int = GLOBAL, into: Graph | None = None) -> None
     with _lock:
         _active.append(cap)
     THREAD.capturing = mode
+    if HOOKS.active:
+        HOOKS.emit("capture_begin", capture=cap, stream=stream)
 
 
 def capture_info(stream) -> tuple:
@@ -556,8 +564,12 @@ def _replay(graph: Graph, stream) -> int:
         for s in graph.lane_streams:  # each lane starts after what the replay stream holds already
             s.enqueue(JoinTask(stream, start))
         done: dict = {}
-        if HOOKS.active:  # tools watch: every task replays as itself (the sanitizer sees each access)
+        watched = HOOKS.active
+        if watched:  # tools watch: every task replays as itself (the sanitizer sees each access),
+            # between two markers per lane: the profiler shows the replay as one range with its tasks
             plan = [(lane, kind, payload, i) for i, (lane, kind, payload) in enumerate(graph.nodes)]
+            for s in lanes:
+                s.enqueue(ReplayMarkTask(graph, 0))
         else:
             plan = graph.steps
         for lane, kind, payload, i in plan:
@@ -585,8 +597,32 @@ def _replay(graph: Graph, stream) -> int:
                 s.enqueue(GroupTask(payload, graph), holders=payload.holders)
             else:  # cond
                 s.enqueue(CondTask(payload, graph), holders=payload.holders())
+        if watched:
+            for s in lanes:
+                s.enqueue(ReplayMarkTask(graph, 1))
         graph.replays += 1
     return stream.enqueued_seq
+
+
+class ReplayMarkTask(Task):
+    """The begin (0) or end (1) of a replay on one of its streams, for the profiler (a marker
+    task: the timeline pairs them into a "graph replay" range). Enqueued only while tools watch."""
+
+    __slots__ = ("graph_handle", "replay", "edge", "tasks")
+    kind = "profiler_marker"
+
+    def __init__(self, graph: Graph, edge: int):
+        self.graph_handle, self.replay, self.edge = graph.handle, graph.replays + 1, edge
+        self.tasks = graph.task_count()
+
+    def run(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return f"{'end' if self.edge else 'begin'} of replay {self.replay} of graph {self.graph_handle:#x}"
+
+    def details(self) -> dict:
+        return {"name": self.describe(), "graph replay": (self.graph_handle, self.replay, self.edge, self.tasks)}
 
 
 Graph.enqueue_replay = _replay

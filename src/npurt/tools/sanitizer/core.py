@@ -30,7 +30,7 @@ from .frames import user_site
 from .hangcheck import HangCheck, stream_label
 from .intervals import IntervalSet
 from .racecheck import race_report
-from .report import Actor, Reporter
+from .report import Actor, Report, Reporter
 from .shadow import Shadow
 
 ALL_TOOLS = ("race", "mem", "init", "leak", "sync")
@@ -161,6 +161,7 @@ class Sanitizer:
         self.infos: dict[int, TaskInfo] = {}     # id(task) -> info, from enqueue to finish
         self.running: dict[int, TaskInfo] = {}   # thread ident -> the task it runs now
         self.records: dict[int, tuple] = {}      # id(event record) -> (record, clock)
+        self.capture_sites: dict = {}            # id(graph capture) -> (site, thread name) of its begin
         self.enabled = False
         self.finished = False
         self._dispatch = {name[4:]: getattr(self, name) for name in dir(self) if name.startswith("_on_")}
@@ -556,6 +557,31 @@ class Sanitizer:
         if ok:
             with self.lock:
                 self._learn(stream, seq)
+
+    def _on_capture_begin(self, capture, stream, **_) -> None:
+        with self.lock:
+            self.capture_sites[id(capture)] = (user_site(), threading.current_thread().name)
+
+    def _on_capture_invalidated(self, capture, call, code, mode, thread_mode, **_) -> None:
+        """A call the capture forbids (107030 / 107027): where it was made and where the
+        capture began, as one report (the runtime's message carries the begin stack too)."""
+        if "sync" not in self.tools:
+            return
+        with self.lock:
+            begin_site, begin_thread = self.capture_sites.get(id(capture), (None, "?"))
+        stream = capture.origin
+        name = threading.current_thread().name
+        self.emit(Report(
+            "synccheck", "capture invalidated",
+            f"{call} invalidated the capture of {stream_label(stream)} ({mode} mode): the runtime returned {code}",
+            actors=[Actor(call, f"host thread {name} (capture mode {thread_mode})", user_site(), "at"),
+                    Actor(f"the capture of {stream_label(stream)}", f"host thread {begin_thread}", begin_site,
+                          "began at")],
+            details=["aclmdlRICaptureEnd of it will return ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED (507903); "
+                     "the graph is lost"],
+            fix="use the asynchronous form on the capturing stream, capture in RELAXED mode, or switch this "
+                "thread's mode with aclmdlRICaptureThreadExchangeMode; never synchronize a capturing stream",
+            key=("capture", call, begin_site)))
 
     def _on_wait_refused(self, stream, seq, message="", **_) -> None:
         if "sync" in self.tools:
