@@ -155,3 +155,27 @@ def map_anonymous_near(hint: int, size: int, accessible: bool = True) -> int | N
 
 def unmap_anonymous(addr: int, size: int) -> None:
     _check(_munmap(addr, size), "munmap of managed memory")
+
+
+def plug_gaps_above(addr: int, min_size: int) -> list[tuple[int, int]]:
+    """Fill every unmapped gap of at least `min_size` bytes above `addr` (up to the top of the
+    mmap area) with inaccessible reservations, so that the next mapping of that size goes into
+    the highest gap below them; the reservations made, for `unplug`."""
+    spans = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            lo, hi = line.split(None, 1)[0].split("-")
+            spans.append((int(lo, 16), int(hi, 16)))
+    spans.sort()
+    plugs = []
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        if end >= addr and start - end >= min_size:
+            got = map_anonymous_near(end, start - end, accessible=False)
+            if got is not None:
+                plugs.append((got, start - end))
+    return plugs
+
+
+def unplug(plugs: list[tuple[int, int]]) -> None:
+    for addr, size in plugs:
+        release(addr, size)
