@@ -101,6 +101,11 @@ class SharedHbmArena(PageAllocator):
             self.va_slot = int(self._header[_H_VA_SLOT])
             self.slot = self._take_slot()
         except BaseException:
+            # a device nobody is attached to (we may have just made it) goes again, so that a
+            # failed start (ulimit -v, a full slot table) leaves nothing in /dev/shm
+            slots = getattr(self, "_slots", None)
+            if slots is not None and not slots[:, 0].any():
+                self._remove_files()
             os.close(self._fd)  # (closing drops the lock)
             raise
         fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -258,20 +263,25 @@ class SharedHbmArena(PageAllocator):
                 self._reclaim_dead()
                 last = not self._slots[:, 0].any()
                 if last:
-                    self.registry.remove_all(self.physical_id)
-                    for path in (self.path, self.ctl_path):
-                        try:
-                            os.unlink(path)
-                        except FileNotFoundError:
-                            pass
-                    try:
-                        os.rmdir(self.directory)
-                    except OSError:  # other devices of the namespace are still in use
-                        pass
+                    self._remove_files()
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
                 os.close(self._fd)
         _OPEN.discard(self)
+
+    def _remove_files(self) -> None:
+        """(Control file locked, no process attached.) Remove the device's objects, and the
+        namespace's directory if no other device is left in it."""
+        self.registry.remove_all(self.physical_id)
+        for path in (self.path, self.ctl_path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        try:
+            os.rmdir(self.directory)
+        except OSError:  # other devices of the namespace are still in use
+            pass
 
     def _lock_ctl(self) -> None:
         fcntl.flock(self._fd, fcntl.LOCK_EX)
