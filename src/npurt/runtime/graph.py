@@ -455,6 +455,9 @@ def _discard(graph: Graph) -> None:
             _discard(body)
     for cond in graph.cond_handles:
         COND_HANDLES.remove(cond.handle)
+        if HOOKS.active:
+            HOOKS.emit("mem_free", device=graph.device, addr=cond.addr, size=8, managed=True,
+                       uses=dict(cond.block.uses or {}))
         graph.device.memory.free(cond.addr)  # stream-ordered: replays still queued keep it
     graph.cond_handles, graph.bodies = [], []
     for group in graph.groups_made:
@@ -911,9 +914,14 @@ class CondHandle:
 
     def __init__(self, graph: Graph, default: int, flag: int):
         self.graph, self.default, self.flag = graph, default, flag
-        self.addr = graph.device.memory.malloc(8)
-        self.block = graph.device.memory.live[self.addr]
+        device = graph.device
+        self.addr = device.memory.malloc(8)
+        self.block = device.memory.live[self.addr]
+        if HOOKS.active:  # tools know the word (owned by the graph: freed with it, never a leak)
+            HOOKS.emit("mem_alloc", device=device, addr=self.addr, size=8, managed=True)
         address.view(self.addr, 8).view(np.uint64)[0] = default
+        if HOOKS.active:
+            HOOKS.emit("host_access", addr=self.addr, nbytes=8, mode="w", what="the condition's default value")
         self.handle = COND_HANDLES.add(self)
         graph.cond_handles.append(self)
 
