@@ -455,6 +455,9 @@ def _discard(graph: Graph) -> None:
             _discard(body)
     for cond in graph.cond_handles:
         COND_HANDLES.remove(cond.handle)
+        if HOOKS.active:
+            HOOKS.emit("mem_free", device=graph.device, addr=cond.addr, size=8, managed=True,
+                       uses=dict(cond.block.uses or {}))
         graph.device.memory.free(cond.addr)  # stream-ordered: replays still queued keep it
     graph.cond_handles, graph.bodies = [], []
     for group in graph.groups_made:
@@ -787,8 +790,11 @@ class _Updating:
         if task.kind in ("record_event", "reset_event"):
             raise CaptureError(f"{task.kind} during a task update: the update holds only the group's new "
                                "tasks", C.ACL_ERROR_RT_PARAM_INVALID)
+        held = tuple(h for h in holders if h is not None)
+        if held:  # held from now on: a temporary freed in the update block stays the graph's
+            note_uses(held, self.group.graph.hold, 1)
         self.tasks.append(task)
-        self.holders.extend(h for h in holders if h is not None)
+        self.holders.extend(held)
         return stream.enqueued_seq
 
     def wait(self, stream, event):
@@ -813,6 +819,14 @@ def capture_task_update_begin(stream, group: TaskGroup) -> None:
         raise ParamInvalidError(f"capture_task_update_begin: the group's graph is on device "
                                 f"{group.graph.device.id}, stream {stream.stream_id} on {stream.device.id}")
     stream.capture = _Updating(stream, group)
+
+
+def capture_task_update_cancel(stream) -> None:
+    """Leave update mode without updating (the group keeps its tasks)."""
+    if type(stream.capture) is not _Updating:
+        raise CaptureError(f"stream {stream.stream_id} is not updating a task group",
+                           C.ACL_ERROR_RT_STREAM_NOT_CAPTURED)
+    stream.capture = None
 
 
 class ApplyUpdateTask(Task):
@@ -851,9 +865,7 @@ def capture_task_update_end(stream) -> int:
                                 f"({', '.join(old) or 'none'}); the update gave {len(new)} "
                                 f"({', '.join(new) or 'none'}): an update keeps the number and kinds of tasks")
     held = tuple(upd.holders)
-    if held:
-        note_uses(held, group.graph.hold, 1)
-        group.holders.extend(held)
+    group.holders.extend(held)
     return stream.enqueue(ApplyUpdateTask(group, upd.tasks), holders=held)
 
 
@@ -902,9 +914,14 @@ class CondHandle:
 
     def __init__(self, graph: Graph, default: int, flag: int):
         self.graph, self.default, self.flag = graph, default, flag
-        self.addr = graph.device.memory.malloc(8)
-        self.block = graph.device.memory.live[self.addr]
+        device = graph.device
+        self.addr = device.memory.malloc(8)
+        self.block = device.memory.live[self.addr]
+        if HOOKS.active:  # tools know the word (owned by the graph: freed with it, never a leak)
+            HOOKS.emit("mem_alloc", device=device, addr=self.addr, size=8, managed=True)
         address.view(self.addr, 8).view(np.uint64)[0] = default
+        if HOOKS.active:
+            HOOKS.emit("host_access", addr=self.addr, nbytes=8, mode="w", what="the condition's default value")
         self.handle = COND_HANDLES.add(self)
         graph.cond_handles.append(self)
 
