@@ -385,3 +385,40 @@ def test_out_of_streams_says_who_holds_them_and_a_failed_capture_leaks_none(rt):
         rt.destroy_stream(rt.create_stream())
     finally:
         device.max_streams = saved
+
+
+# ------------------------------------------------------------------ per-task queries and parameters
+def test_tasks_of_a_graphs_streams_can_be_changed_or_disabled_and_an_update_applies_them(rt):
+    s = rt.create_stream()
+    w1, w2 = _word(rt), _word(rt)
+    rt.capture_begin(s, G.GLOBAL)
+    rt.value_write(w1, 5, 0, s)
+    rt.value_write(w2, 6, 0, s)
+    graph = rt.capture_end(s)
+    [stream] = G.graph_streams(graph)            # one lane: its stream is the execute stream
+    t1, t2 = G.tasks_of_stream(stream)
+    assert t1.task_type() == G.TASK_VALUE_WRITE and G.task_params(t1) == {"type": G.TASK_VALUE_WRITE,
+                                                                         "addr": w1, "value": 5}
+    G.set_task_params(t1, value=50)
+    G.disable_task(t2)
+    rt.execute_async(graph, s)                   # not applied yet
+    rt.synchronize_stream(s)
+    assert _read(rt, w1) == 5 and _read(rt, w2) == 6
+    _set(rt, w2, 0)
+    G.update_graph(graph)
+    rt.execute_async(graph, s)
+    rt.synchronize_stream(s)
+    assert _read(rt, w1) == 50 and _read(rt, w2) == 0
+    with pytest.raises(ParamInvalidError, match="can set"):
+        G.set_task_params(t1, flag=1)            # a value write has no flag
+    with pytest.raises(ParamInvalidError, match="keeps its type"):
+        G.set_task_params(t1, type=G.TASK_KERNEL, num_blocks=2)
+    rt.destroy_graph(graph)
+    with pytest.raises(InvalidHandleError):
+        G.model_task_of(t1.handle)
+
+
+def _read(rt, addr):
+    out = np.zeros(1, np.uint64)
+    rt.memcpy(out.ctypes.data, 8, addr, 8, C.ACL_MEMCPY_DEVICE_TO_HOST)
+    return int(out[0])

@@ -15,6 +15,7 @@ import numpy as np
 from .cores import CorePool
 from .hbm import HbmArena
 from .shared import SharedHbmArena, namespace_dir
+from .paged import PagedDevice
 from .layout import DEVICE_WINDOW, HOST_ALIAS_OFFSET, VA_BASE, device_of_address, window_of  # noqa: F401
 from .soc import SocSpec
 from .vmm import VmmWindow
@@ -22,8 +23,9 @@ from .vmm import VmmWindow
 _GENERATIONS = itertools.count()  # driver instances of this process (see SimulatedDevice)
 
 
-class SimulatedDevice:
-    """One simulated NPU: its SoC facts, its memory arena and its address window.
+class SimulatedDevice(PagedDevice):
+    """One simulated NPU: its SoC facts, its memory arena and its address window (the
+    accounting of its pages: PagedDevice's, as the null device's).
 
     `generation` (one per driver instance) moves the arena inside the lower half of the
     window, so that a device address kept from an earlier driver (before a finalize and a new
@@ -55,14 +57,6 @@ class SimulatedDevice:
         self.vmm_base, self.vmm_size = self.va_base + half, half
         self.uuid = bytes((physical_id * 37 + i * 11) & 0xFF for i in range(16))
 
-    def map_pages(self, size: int, page: int) -> int | None:
-        """Reserve page-granular device memory; its device VA, or None when full."""
-        offset = self.arena.map_pages(size, page)
-        return None if offset is None else self.va_base + offset
-
-    def unmap_pages(self, va: int, size: int, page: int) -> None:
-        self.arena.unmap_pages(va - self.va_base, size, page)
-
     def view(self, va: int, nbytes: int) -> np.ndarray:
         """Host-visible uint8 view of device memory [va, va + nbytes) (the simulator's DMA)."""
         offset = va - self.va_base
@@ -78,25 +72,6 @@ class SimulatedDevice:
     def host_buffer(self) -> np.ndarray:
         """The whole device memory as one host-visible uint8 array; index 0 is `va_base`."""
         return self.arena.mem
-
-    # accounting (the arena's page allocator)
-    @property
-    def usable(self) -> int:
-        return self.arena.usable
-
-    @property
-    def committed_bytes(self) -> int:
-        return self.arena.committed_bytes
-
-    @property
-    def free_bytes(self) -> int:
-        return self.arena.free_bytes
-
-    def largest_free(self, page: int) -> int:
-        return self.arena.largest_free(page)
-
-    def reset(self) -> None:
-        self.arena.release_all()
 
     def close(self) -> None:
         """Release every page and let go of the memory (a shared device: detach from it)."""
