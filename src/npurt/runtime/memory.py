@@ -294,6 +294,7 @@ class DeviceMemory(PoolBase):
         # reserved ranges, resolved by it (set by the Device)
         self.vmm = None
         self.vmm_base = getattr(backend, "vmm_base", 0) or (1 << 64)
+        self.children: list = []  # caching pools on reserved ranges of the device (vmm.reserved_pool)
         # statistics (see memory_stats)
         self.allocated = 0
         self.peak = 0
@@ -646,6 +647,8 @@ class DeviceMemory(PoolBase):
     def empty_cache(self) -> None:
         """Give every cached segment that holds no live block back to the driver (its pages
         go back to the OS)."""
+        for child in list(self.children):
+            child.empty_cache()
         with self.lock:
             self.collect_pending()
             for pool in self.pools.values():
@@ -718,17 +721,21 @@ class DeviceMemory(PoolBase):
         """Counters of this device's memory, PyTorch-style names."""
         self.collect_pending()  # a stream-ordered free whose work is done counts as free
         committed = self.backend.committed_bytes
-        allocs = self.num_frees + len(self.live) + self.forgotten
+        kids = list(self.children)  # pools on reserved ranges share `live`; their bytes count here
+        for k in kids:
+            k.collect_pending()
+        frees = self.num_frees + sum(k.num_frees for k in kids)
+        allocs = frees + len(self.live) + self.forgotten
         return {
-            "allocated_bytes": self.allocated,
-            "peak_allocated_bytes": self.peak,
-            "reserved_bytes": self.reserved,
-            "peak_reserved_bytes": self.peak_reserved,
+            "allocated_bytes": self.allocated + sum(k.allocated for k in kids),
+            "peak_allocated_bytes": self.peak + sum(k.peak for k in kids),
+            "reserved_bytes": self.reserved + sum(k.reserved for k in kids),
+            "peak_reserved_bytes": self.peak_reserved + sum(k.peak_reserved for k in kids),
             "committed_bytes": committed,
             "active_blocks": len(self.live),
             "pending_free_blocks": self.pending_count,
             "num_allocs": allocs,
-            "num_frees": self.num_frees,
+            "num_frees": frees,
             "pool_hits": allocs - (self.slow_allocs - self.slow_hits),  # all but segment maps
             "segment_maps": self.segment_maps,
             "segment_unmaps": self.segment_unmaps,
