@@ -445,3 +445,14 @@ def test_runs_of_one_built_model_on_two_streams_are_ordered(rt):
     assert order == ["gate", "run", "run", "after the second run"]
     MB.unbind_stream(model, s)
     rt.destroy_graph(model)
+
+
+def test_a_capture_whose_stream_a_device_reset_destroys_ends_with_it(rt):
+    s = rt.create_stream()
+    rt.capture_begin(s, G.GLOBAL)            # never ended: the reset takes the stream
+    rt.reset_device(0)
+    rt.set_device(0)
+    a = rt.malloc(64)
+    out = np.zeros(16, np.float32)
+    rt.memcpy(out.ctypes.data, 64, a, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)   # no GLOBAL capture refuses it
+    assert G._active == []
