@@ -19,8 +19,9 @@ from __future__ import annotations
 import torch
 
 from ..runtime import fork_safe_lock, free, malloc_on
-from . import alloc_conf, storage
+from . import alloc_conf, mem_pools, storage
 from .device import index_of
+from .mem_pools import _dump_snapshot, _record_memory_history, _snapshot  # noqa: F401 - torch.npu.memory's
 
 _raw: dict[int, tuple] = {}  # address -> (its stream, DeviceInfo, block, bytes asked) (caching_allocator_*)
 _lock = fork_safe_lock()
@@ -78,6 +79,7 @@ def _set_allocator_settings(settings: str) -> None:
     """Change the caching allocator's run-time settings (npurt.torch.alloc_conf: torch_npu's
     keys, checks and messages)."""
     alloc_conf.set_allocator_settings(settings)
+    mem_pools.refresh()  # expandable_segments may have changed
 
 
 def get_allocator_backend() -> str:
