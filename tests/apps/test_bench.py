@@ -25,6 +25,7 @@ REQUIRED_KEYS = {
     "graph_replay_ratio", "torch_graph_step_ratio",  # issue 25: ACL graphs
     "ddp_step_ratio",  # issue 27: DistributedDataParallel on 2 ranks, backend "hccl"
     "gelu_ratio",  # issue 28: the built-in gelu against the plain numpy formula
+    "shared_alloc_free_ratio", "ipc_copy_ratio",  # issue 26: a device shared by processes
 }
 # measured where the C interface can be built (gcc, a shared libpython, cffi), else skipped with a note
 CAPI_KEYS = {"c_call_ratio", "c_malloc_free_ratio", "c_first_call_s"}

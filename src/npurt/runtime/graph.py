@@ -277,6 +277,20 @@ class Capture:
         if self.thread == ident:  # a capture of this thread that is still open keeps its mode
             THREAD.capturing = mine[-1] if mine else None
 
+    def abandon(self, stream) -> None:
+        """`stream` goes away without the capture ending (a device reset, a finalize, a
+        context destroyed): the capture is invalid; if it began there, it ends and its graph
+        is gone, so no other thread stays refused because of it."""
+        self.invalidate(f"stream {stream.stream_id} was destroyed (device reset, finalize or context "
+                        "destroyed) during the capture")
+        if stream is self.origin:
+            self.leave()
+            graph = self.graph
+            if graph.parent is not None:
+                graph.pending, graph.nodes = True, []
+            elif not graph.destroyed:
+                _discard(graph)
+
     def unjoined(self) -> list:
         """Lanes whose last node is not a record some other lane's join waits for."""
         nodes = self.graph.nodes
@@ -455,6 +469,9 @@ def _discard(graph: Graph) -> None:
             _discard(body)
     for cond in graph.cond_handles:
         COND_HANDLES.remove(cond.handle)
+        if HOOKS.active:
+            HOOKS.emit("mem_free", device=graph.device, addr=cond.addr, size=8, managed=True,
+                       uses=dict(cond.block.uses or {}))
         graph.device.memory.free(cond.addr)  # stream-ordered: replays still queued keep it
     graph.cond_handles, graph.bodies = [], []
     for group in graph.groups_made:
@@ -911,9 +928,14 @@ class CondHandle:
 
     def __init__(self, graph: Graph, default: int, flag: int):
         self.graph, self.default, self.flag = graph, default, flag
-        self.addr = graph.device.memory.malloc(8)
-        self.block = graph.device.memory.live[self.addr]
+        device = graph.device
+        self.addr = device.memory.malloc(8)
+        self.block = device.memory.live[self.addr]
+        if HOOKS.active:  # tools know the word (owned by the graph: freed with it, never a leak)
+            HOOKS.emit("mem_alloc", device=device, addr=self.addr, size=8, managed=True)
         address.view(self.addr, 8).view(np.uint64)[0] = default
+        if HOOKS.active:
+            HOOKS.emit("host_access", addr=self.addr, nbytes=8, mode="w", what="the condition's default value")
         self.handle = COND_HANDLES.add(self)
         graph.cond_handles.append(self)
 
