@@ -32,13 +32,16 @@ builds are refused at import for this reason: see npurt.runtime.)
 Stream-ordered reuse: tasks that touch a block record (stream -> sequence number) in
 `block.uses`. `free` of a block whose recorded work has not finished parks it as *pending*;
 it returns to the cache only once that work has completed, so new allocations never alias
-memory that queued work still reads or writes. A malloc that finds no memory while blocks
+memory that queued work still reads or writes. The stream's retirement of that work gives it
+back to its bin (a retire callback armed per stream at the smallest sequence number waited
+for), so the next malloc of its size takes the fast path instead of scanning. A malloc that finds no memory while blocks
 are pending waits for their work and retries before it reports ACL_ERROR_RT_MEMORY_ALLOCATION
 (207001), as torch's caching allocator does.
 """
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import itertools
 import threading
@@ -283,6 +286,9 @@ class DeviceMemory(PoolBase):
         self.pending: dict = {}
         self.pending_count = 0
         self._pending_tie = itertools.count()
+        # stream -> the sequence number a retire callback is armed for: its retirement gives
+        # that stream's finished pending blocks back to their bins (no scan at the next malloc)
+        self._armed: dict = {}
         self.released: dict[int, str] = {}        # addresses invalidated by reset, for messages
         # the device's virtual memory management (vmm.py): addresses from vmm_base on are
         # reserved ranges, resolved by it (set by the Device)
@@ -580,9 +586,53 @@ class DeviceMemory(PoolBase):
                     heap = self.pending[stream] = []
                 heapq.heappush(heap, (seq, next(self._pending_tie), block))
                 self.pending_count += 1
+                armed = self._armed.get(stream)
+                if (armed is None or seq < armed) and hasattr(stream, "on_retired"):
+                    self._armed[stream] = seq
+                    stream.on_retired(seq, functools.partial(self._on_retired, stream))
                 return True
         block.uses.clear()
         return False
+
+    def _on_retired(self, stream) -> None:
+        """`stream` retired the task a pending block waited for (in the retiring thread):
+        give its finished pending blocks back to their bins, and arm for the next. Never
+        waits: with the pool's lock busy the blocks stay pending, for the next slow-path
+        malloc's collect_pending."""
+        if not self.lock.acquire(blocking=False):
+            if self._armed.get(stream) is not None:
+                del self._armed[stream]  # the next park arms again
+            return
+        try:
+            self._armed.pop(stream, None)
+            heap = self.pending.get(stream)
+            if heap:
+                self._collect_stream(stream, heap)
+            heap = self.pending.get(stream)
+            if heap:
+                seq = heap[0][0]
+                self._armed[stream] = seq
+                stream.on_retired(seq, functools.partial(self._on_retired, stream))
+        finally:
+            self.lock.release()
+
+    def _collect_stream(self, stream, heap: list) -> int:
+        """collect_pending for one stream's heap (caller holds the lock)."""
+        done = 0
+        completed = stream.completed_seq
+        while heap and heap[0][0] <= completed:
+            block = heapq.heappop(heap)[2]
+            self.pending_count -= 1
+            if block.work_pending() and self._park(block):
+                continue  # still used by another stream: now waits under that one
+            if self.poison:
+                self.backend.view(block.addr, block.size).fill(POISON_BYTE)
+            block.pool.dirty.add(block.segment)
+            block.pool.push(block)
+            done += 1
+        if not heap and self.pending.get(stream) is heap:
+            del self.pending[stream]
+        return done
 
     def collect_pending(self) -> int:
         """Return pending-free blocks whose work has finished to the cache; how many."""
@@ -591,19 +641,7 @@ class DeviceMemory(PoolBase):
         done = 0
         with self.lock:
             for stream, heap in list(self.pending.items()):
-                completed = stream.completed_seq
-                while heap and heap[0][0] <= completed:
-                    block = heapq.heappop(heap)[2]
-                    self.pending_count -= 1
-                    if block.work_pending() and self._park(block):
-                        continue  # still used by another stream: now waits under that one
-                    if self.poison:
-                        self.backend.view(block.addr, block.size).fill(POISON_BYTE)
-                    block.pool.dirty.add(block.segment)
-                    block.pool.push(block)
-                    done += 1
-                if not heap:
-                    del self.pending[stream]
+                done += self._collect_stream(stream, heap)
         return done
 
     def empty_cache(self) -> None:
@@ -631,6 +669,7 @@ class DeviceMemory(PoolBase):
             self.segment_starts.clear()
             self.segment_at.clear()
             self.pending.clear()
+            self._armed.clear()
             self.pending_count = 0
             for page, pool in self.pools.items():
                 self.pools[page] = PagePool(self, page)
