@@ -422,3 +422,62 @@ def _read(rt, addr):
     out = np.zeros(1, np.uint64)
     rt.memcpy(out.ctypes.data, 8, addr, 8, C.ACL_MEMCPY_DEVICE_TO_HOST)
     return int(out[0])
+
+
+def test_runs_of_one_built_model_on_two_streams_are_ordered(rt):
+    s = _persistent(rt)
+    order = []
+    model = _model(rt)
+    MB.bind_stream(model, s, MB.STREAM_FLAG_HEAD)
+    rt.launch_host_func(s, lambda: order.append("run"))
+    MB.end_task(model, s)
+    MB.build_end(model)
+    a, b = rt.create_stream(), rt.create_stream()
+    gate = rt.create_event(C.ACL_EVENT_SYNC)
+    rt.stream_wait_event(a, gate)                  # the first run cannot start yet
+    rt.execute_async(model, a)
+    rt.execute_async(model, b)                     # waits for the first
+    rt.launch_host_func(b, lambda: order.append("after the second run"))
+    other = rt.create_stream()
+    rt.launch_host_func(other, lambda: order.append("gate"))
+    rt.record_event(gate, other)
+    rt.synchronize_stream(b)
+    assert order == ["gate", "run", "run", "after the second run"]
+    MB.unbind_stream(model, s)
+    rt.destroy_graph(model)
+
+
+def test_a_capture_whose_stream_a_device_reset_destroys_ends_with_it(rt):
+    s = rt.create_stream()
+    rt.capture_begin(s, G.GLOBAL)            # never ended: the reset takes the stream
+    rt.reset_device(0)
+    rt.set_device(0)
+    a = rt.malloc(64)
+    out = np.zeros(16, np.float32)
+    rt.memcpy(out.ctypes.data, 64, a, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)   # no GLOBAL capture refuses it
+    assert G._active == []
+
+
+def test_the_capture_mode_limits_async_copies_of_pageable_host_memory(rt):
+    """acl_rt.h's aclmdlRICaptureBegin: the mode limits aclrtMemset, aclrtMemcpy, aclrtMemcpy2d
+    and asynchronous copies of non-pinned host memory (aclrtMemcpyAsync)."""
+    s = rt.create_stream()
+    dev = rt.malloc(64)
+    host = np.zeros(16, np.float32)
+    rt.capture_begin(s, G.GLOBAL)
+    with pytest.raises(NpuError) as e:
+        rt.memcpy_async(dev, 64, host.ctypes.data, 64, C.ACL_MEMCPY_HOST_TO_DEVICE, s)
+    assert e.value.code == C.ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT
+    with pytest.raises(NpuError):
+        rt.capture_end(s)                         # invalidated
+    rt.capture_begin(s, G.RELAXED)                # allowed: recorded, reads the host memory at replay
+    rt.memcpy_async(dev, 64, host.ctypes.data, 64, C.ACL_MEMCPY_HOST_TO_DEVICE, s)
+    graph = rt.capture_end(s)
+    out = np.zeros(16, np.float32)
+    for k in (3.0, 4.0):
+        host[:] = k
+        rt.execute_async(graph, s)
+        rt.synchronize_stream(s)
+        rt.memcpy(out.ctypes.data, 64, dev, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)
+        assert (out == k).all()
+    rt.destroy_graph(graph)

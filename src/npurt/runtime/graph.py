@@ -277,6 +277,20 @@ class Capture:
         if self.thread == ident:  # a capture of this thread that is still open keeps its mode
             THREAD.capturing = mine[-1] if mine else None
 
+    def abandon(self, stream) -> None:
+        """`stream` goes away without the capture ending (a device reset, a finalize, a
+        context destroyed): the capture is invalid; if it began there, it ends and its graph
+        is gone, so no other thread stays refused because of it."""
+        self.invalidate(f"stream {stream.stream_id} was destroyed (device reset, finalize or context "
+                        "destroyed) during the capture")
+        if stream is self.origin:
+            self.leave()
+            graph = self.graph
+            if graph.parent is not None:
+                graph.pending, graph.nodes = True, []
+            elif not graph.destroyed:
+                _discard(graph)
+
     def unjoined(self) -> list:
         """Lanes whose last node is not a record some other lane's join waits for."""
         nodes = self.graph.nodes

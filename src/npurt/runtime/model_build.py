@@ -37,7 +37,8 @@ bound to a model):
   on a capturing stream is refused (ApiErrorDecorator::LabelCreate: "ACL Graph mode is not
   supported").
 
-A run (`execute_async(model, stream)`) is one task on `stream` that interprets the model: the
+A run (`execute_async(model, stream)`) is one task on `stream` that interprets the model (runs
+of one model are ordered: a run launched on another stream waits for the previous one): the
 HEAD streams in binding order, each activated stream after them, cooperatively: a stream runs
 until its program ends, or until it waits for an event another stream of the model records
 that has not been recorded yet in this run (it resumes once that record ran). A wait for an
@@ -55,7 +56,7 @@ import numpy as np
 from . import address
 from . import constants as C
 from .errors import FeatureNotSupportedError, InvalidHandleError, NpuError, ParamInvalidError, TaskError
-from .graph import MODEL_TASKS, TASK_DEFAULT, CaptureError, Graph, _run_tasks, refuse_if_capturing
+from .graph import MODEL_TASKS, TASK_DEFAULT, CaptureError, Graph, JoinTask, _run_tasks, refuse_if_capturing
 from .handles import table
 from .memory import note_uses
 from .tasks import Task
@@ -93,6 +94,7 @@ class BuiltModel(Graph):
         self.built = False
         self.recorded_inside: set = set()       # events some stream of the model records
         self.holders: list = []
+        self.last_run = None                    # (stream, seq) of the latest run enqueued
 
     def __repr__(self) -> str:
         return (f"<npurt built model {self.handle:#x}: {len(self.programs)} stream(s), "
@@ -130,7 +132,11 @@ class BuiltModel(Graph):
                                     "(aclmdlRIBuildEnd) before running it")
         with self.lock:
             self.aborted = False
+            last = self.last_run
+            if last is not None and last[0] is not stream and last[0].completed_seq < last[1]:
+                stream.enqueue(JoinTask(*last))  # runs of one model are ordered, whatever the stream
             seq = stream.enqueue(ModelRunTask(self), holders=tuple(self.holders))
+            self.last_run = (stream, seq)
             self.replays += 1
         return seq
 
