@@ -268,6 +268,7 @@ class EventNextRecord(Blocker):
 class RecordTask(Task):
     __slots__ = ("event", "rec")
     kind = "record_event"
+    cheap = True  # a timestamp and the watchers it fires (inline.py)
 
     def __init__(self, event: Event, rec: Record):
         self.event, self.rec = event, rec
