@@ -7,7 +7,12 @@ import sys
 
 import pytest
 
-from npurt import runtime as _rt
+# processes of one device namespace share the simulated devices: this pytest process (an
+# xdist worker too) and the programs its tests start get a namespace of their own, so test
+# runs never see each other's devices (tests/isolation.py gives each fresh interpreter its own)
+os.environ["NPURT_DEVICE_NAMESPACE"] = f"pytest-{os.getpid()}"
+
+from npurt import runtime as _rt  # noqa: E402
 from npurt.runtime.runtime import RUNTIME
 
 # tests/torch needs PyTorch (an optional extra). Without it, `import torch` would find that

@@ -2,12 +2,24 @@
 killing or wedging pytest: `run_isolated(code)` for one snippet, `IsolatedCases` for the
 named snippets of a module (one interpreter for all, a new one after a crash or a hang).
 Tests import it by name (`from isolation import IsolatedCases`); conftest.py's `isolated`
-fixture is `run_isolated`."""
+fixture is `run_isolated`.
+
+Each fresh interpreter gets simulated devices of its own: a device namespace no other process
+uses (`own_namespace()`), since processes of one namespace share their devices. A caller that
+wants to share passes NPURT_DEVICE_NAMESPACE in `env`."""
 from __future__ import annotations
 
+import itertools
 import os
 
 import pytest
+
+_namespaces = itertools.count()
+
+
+def own_namespace() -> dict:
+    """Environment for a child whose simulated devices no other process shares."""
+    return {"NPURT_DEVICE_NAMESPACE": f"pytest-{os.getpid()}-{next(_namespaces)}"}
 
 
 def run_isolated(code: str, timeout: float = 60, env: dict | None = None):
@@ -18,7 +30,7 @@ def run_isolated(code: str, timeout: float = 60, env: dict | None = None):
     import textwrap
     try:
         proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                              timeout=timeout, env={**os.environ, **(env or {})})
+                              timeout=timeout, env={**os.environ, **own_namespace(), **(env or {})})
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"hung: no exit within {timeout} s; output so far:\n{exc.stdout or ''}{exc.stderr or ''}")
     if proc.returncode < 0:
@@ -64,7 +76,7 @@ class IsolatedCases:
              for n in names])
         try:
             proc = subprocess.run([sys.executable, "-c", runner], capture_output=True, text=True,
-                                  timeout=self.timeout)
+                                  timeout=self.timeout, env={**os.environ, **own_namespace()})
             out, err, why = proc.stdout, proc.stderr, f"crashed (exit status {proc.returncode})"
         except subprocess.TimeoutExpired as exc:
             out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")

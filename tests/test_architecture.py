@@ -1,11 +1,11 @@
 """The import contract: a module imports only the layers below it, and only their published names.
 
-The layer map is `tests/architecture/layers.toml`; today's exceptions are listed, one a line, in
-`tests/architecture/allowed.txt`, a list that only shrinks: a finding not on it fails the suite,
-and so does an entry that no longer matches a finding (delete the line once the code is fixed).
+The layer map is `tests/architecture/layers.toml`. There are no exceptions: any finding fails
+the suite (the allow-list of the first session's findings was emptied and removed; do not bring
+it back, fix the code or, for a rule the map should state, state it in layers.toml).
 
 Every import of npurt's own modules is read from the source (nothing is imported), at module
-level and inside functions alike. The findings, each one line of `allowed.txt`:
+level and inside functions alike. The findings:
 
 - ``circle: A -> B``    the import A -> B lies on an import circle (counting the imports that run:
                         not those under `if TYPE_CHECKING:`)
@@ -16,9 +16,22 @@ level and inside functions alike. The findings, each one line of `allowed.txt`:
 - ``reach: A -> X._y``  A, outside npurt.runtime, reads a private attribute of a runtime object
 - ``sysmodules: A``     A reaches an npurt module through `sys.modules` (by name, or by scanning it):
                         an import the contract cannot see (the apps floor may alias modules)
+- ``byname: A``         A loads modules by name (`importlib.import_module`, `__import__`) but the
+                        map's [loads] does not name the table it loads them from
+- ``unlisted: A -> B``  A loads B by name but B is not in the table [loads] names for A (or B,
+                        in A's [offers] table, is not a submodule of the package A)
 
-Run ``python tests/test_architecture.py`` to print today's findings (``+`` new, ``-`` fixed but
-still listed); ``--prune`` deletes the listed lines that no longer match a finding.
+Loading by name is allowed in one shape only: the module-level table that [loads] names for the
+module (a dict or tuple literal of module names, absolute or relative to the module's package)
+lists every npurt module it loads, and each entry counts as an import made when the module runs
+(it is checked for floors and circles like a written import; it is not "lazy": the table says in
+one place what is loaded). The CLI loads the module of the command being run this way, so that
+each command pays only for the layers it uses. A package may also offer some of its own
+submodules as attributes loaded on first use (PEP 562: `npurt.acl` after `import npurt`), the
+binding `import npurt.acl` makes anyway: the table [offers] names for it lists them, each must
+be a submodule of that package, and they are not imports of the package (it uses none of them).
+
+Run ``python tests/test_architecture.py`` to print the findings, one a line.
 """
 from __future__ import annotations
 
@@ -34,7 +47,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 HERE = Path(__file__).resolve().parent / "architecture"
 LAYERS = tomllib.loads((HERE / "layers.toml").read_text())
-ALLOWED_FILE = HERE / "allowed.txt"
 APPS_FLOOR = LAYERS["floors"]["npurt.apps"]   # processes may alias modules (npurt run)
 
 
@@ -217,6 +229,59 @@ def _sys_modules_back_doors(tree: ast.Module) -> bool:
     return False
 
 
+def _by_name_calls(tree: ast.Module) -> list[ast.Call]:
+    """`importlib.import_module(...)`, `import_module(...)` and `__import__(...)` calls."""
+    calls = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Attribute) and f.attr == "import_module") or \
+                    (isinstance(f, ast.Name) and f.id in ("import_module", "__import__")):
+                calls.append(node)
+    return calls
+
+
+def _module_named(name: str, text: str) -> str | None:
+    """The npurt module `text` names: absolute, or relative to `name`'s package."""
+    package = name if is_package(name) else name.rpartition(".")[0]
+    for candidate in (text, f"{package}.{text}"):
+        if candidate in MODULES and candidate != name:
+            return candidate
+    return None
+
+
+def _table_modules(name: str, tree: ast.Module, table: str, section: str) -> set[str]:
+    """The npurt modules named in `name`'s module-level literal table `table`: by a key or by the
+    first string of a value (the rest are names in that module)."""
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == table for t in targets):
+            if isinstance(node.value, ast.Dict):
+                texts = [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+                for v in node.value.values:
+                    first = v.elts[0] if isinstance(v, ast.Tuple) and v.elts else v
+                    if isinstance(first, ast.Constant):
+                        texts.append(first.value)
+            elif isinstance(node.value, (ast.Tuple, ast.List)):
+                texts = [e.value for e in node.value.elts if isinstance(e, ast.Constant)]
+            else:
+                raise AssertionError(f"{name}.{table} ([{section}] of layers.toml) is not a literal table")
+            return {m for t in texts if isinstance(t, str) and (m := _module_named(name, t))}
+    raise AssertionError(f"{name} has no module-level table {table!r} ([{section}] of layers.toml)")
+
+
+def load_table(name: str, tree: ast.Module, section: str = "loads") -> set[str] | None:
+    """The npurt modules `name` loads by name, read from the table the map's [loads] (or
+    [offers]) names for it; None: the map names no table for it; an empty set: it loads only
+    third-party modules."""
+    key = floor_key(name)
+    table = LAYERS.get(section, {}).get(key)
+    if table is None:
+        return None
+    return _table_modules(name, tree, table, section) if table else set()
+
+
 def _circle_edges(edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
     """The edges that lie on a circle: both ends in one strongly connected component (Tarjan)."""
     graph: dict[str, set[str]] = {}
@@ -300,6 +365,27 @@ def findings() -> set[str]:
                             result.add(f"private: {name} -> {runtime}.{n}")
                 elif imp.target[len(runtime) + 1:] not in surface:
                     result.add(f"private: {edge}")
+        table = load_table(name, tree)
+        offered = load_table(name, tree, "offers")   # its own submodules, loaded for the caller
+        calls = _by_name_calls(tree)
+        if calls and table is None and offered is None:
+            result.add(f"byname: {name}")
+        for sub in sorted(offered or ()):
+            if sub.rpartition(".")[0] != name or not is_package(name):
+                result.add(f"unlisted: {name} -> {sub}")   # [offers] is for a package's own children
+        for call in calls:   # a constant name must be one the tables list
+            arg = call.args[0] if call.args else None
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                target = _module_named(name, arg.value)
+                if target and target not in (table or set()) | (offered or set()):
+                    result.add(f"unlisted: {name} -> {target}")
+        for target in sorted(table or ()):
+            runs.add((name, target))
+            if floor_of(target)[0] > my_floor:
+                result.add(f"upward: {name} -> {target}")
+            if not _inside(name, runtime) and _inside(target, runtime) and \
+                    target[len(runtime) + 1:] not in surface:
+                result.add(f"private: {name} -> {target}")
         if not _inside(name, runtime):
             for reach in _private_reaches(name, tree, imports, runtime):
                 result.add(f"reach: {name} -> {reach}")
@@ -310,11 +396,6 @@ def findings() -> set[str]:
     for a, b in _circle_edges(runs):
         result.add(f"circle: {a} -> {b}")
     return result
-
-
-def allowed() -> list[str]:
-    lines = ALLOWED_FILE.read_text().splitlines() if ALLOWED_FILE.exists() else []
-    return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
 
 
 def test_every_module_has_a_room_on_the_layer_map():
@@ -334,18 +415,15 @@ def test_the_runtime_publishes_its_surface_in_all():
     assert not shadowed, f"published names hide the runtime's submodules of the same name: {shadowed}"
 
 
-def test_no_import_breaks_the_contract_beyond_the_allow_list():
-    new = sorted(findings() - set(allowed()))
-    assert not new, ("imports that break the layer contract (tests/architecture/layers.toml); "
-                     "fix them, do not list them:\n  " + "\n  ".join(new))
+def test_no_import_breaks_the_contract():
+    found = sorted(findings())
+    assert not found, ("imports that break the layer contract (tests/architecture/layers.toml); "
+                       "fix the code:\n  " + "\n  ".join(found))
 
 
-def test_the_allow_list_only_shrinks():
-    entries = allowed()
-    assert len(entries) == len(set(entries)), "tests/architecture/allowed.txt lists an entry twice"
-    stale = sorted(set(entries) - findings())
-    assert not stale, ("tests/architecture/allowed.txt lists exceptions the code no longer has; "
-                       "delete these lines:\n  " + "\n  ".join(stale))
+def test_there_is_no_allow_list():
+    """The contract has no exceptions file to grow: it was emptied and removed."""
+    assert not (HERE / "allowed.txt").exists(), "tests/architecture/allowed.txt is back: fix the findings instead"
 
 
 def test_the_checker_sees_function_level_upward_and_circular_imports(tmp_path, monkeypatch):
@@ -358,11 +436,17 @@ def test_the_checker_sees_function_level_upward_and_circular_imports(tmp_path, m
     (pkg / "runtime" / "stream.py").write_text("from . import scheduler\nclass Stream: pass\n")
     (pkg / "runtime" / "scheduler.py").write_text("def f():\n    from npurt.runtime import stream\n")
     (pkg / "driver" / "__init__.py").write_text("def f():\n    import npurt.runtime.stream\n")
+    (pkg / "apps.py").write_text("import importlib\nTABLE = {'x': 'npurt.acl'}\n"
+                                 "def f(n):\n    importlib.import_module(TABLE[n])\n"
+                                 "def g():\n    importlib.import_module('npurt.driver')\n")
+    (pkg / "tools.py").write_text("import importlib\ndef f():\n    importlib.import_module('npurt.acl')\n")
     (pkg / "acl.py").write_text("from npurt.runtime import Stream\nfrom npurt.runtime.stream import Stream as S\n"
                                 "import npurt.runtime as _rt\nx = _rt.RUNTIME._streams\n")
     monkeypatch.setattr(sys.modules[__name__], "SRC", tmp_path)
     monkeypatch.setattr(sys.modules[__name__], "MODULES", module_files())
-    monkeypatch.setattr(sys.modules[__name__], "ALLOWED_FILE", tmp_path / "none.txt")
+    monkeypatch.setitem(LAYERS, "loads", {"npurt.apps": "TABLE"})
+    monkeypatch.setitem(LAYERS, "offers", {})
+    monkeypatch.setitem(LAYERS, "floors", {**LAYERS["floors"], "npurt.apps": 5, "npurt.tools": 30})
     got = findings()
     assert {"lazy: npurt.runtime.scheduler -> npurt.runtime.stream",
             "circle: npurt.runtime.scheduler -> npurt.runtime.stream",
@@ -371,22 +455,17 @@ def test_the_checker_sees_function_level_upward_and_circular_imports(tmp_path, m
             "lazy: npurt.driver -> npurt.runtime.stream",
             "private: npurt.acl -> npurt.runtime.stream",
             "reach: npurt.acl -> _rt.RUNTIME._streams",
-            "private: npurt.acl -> npurt.runtime.RUNTIME"} <= got
+            "private: npurt.acl -> npurt.runtime.RUNTIME",
+            "upward: npurt.apps -> npurt.acl",      # a table's entries are imports: floors checked
+            "byname: npurt.tools",                  # a load by name with no table in [loads]
+            "unlisted: npurt.apps -> npurt.driver"} <= got   # a load by name its table does not list
     assert not any(f.startswith("private: npurt.acl -> npurt.runtime.Stream") for f in got)
 
 
 if __name__ == "__main__":
     now = findings()
-    listed = set(allowed())
-    if "--prune" in sys.argv:   # delete the lines of fixed findings (it never adds one)
-        kept = [ln for ln in ALLOWED_FILE.read_text().splitlines()
-                if not ln.strip() or ln.startswith("#") or ln.strip() in now]
-        ALLOWED_FILE.write_text("\n".join(kept) + "\n")
-        listed &= now
     for line in sorted(now):
-        print(("  " if line in listed else "+ ") + line)
-    for line in sorted(listed - now):
-        print("- " + line)
+        print(line)
     kinds = {}
     for line in now:
         kinds[line.split(":")[0]] = kinds.get(line.split(":")[0], 0) + 1

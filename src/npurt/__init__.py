@@ -17,6 +17,7 @@ pyACL-compatible facade over the same runtime; `npurt.runtime` is the runtime la
 """
 from ._version import __version__  # noqa: F401
 
+import importlib as _importlib
 import sys as _sys
 
 from .devices import (DeviceProperties, current_device, device, device_count, empty_cache,  # noqa: F401
@@ -51,23 +52,26 @@ for _owner, _prefix in ((_sys.modules[__name__], "npurt"), (ops, "npurt.ops"), (
 del _owner, _prefix
 
 # loaded on first use: the pyACL face, the profiler, the model runner, the sanitizer and the
-# collectives pull in more than the core needs
-_LAZY = {"acl": ("npurt.acl", None), "profiler": ("npurt.profiler", None), "Model": ("npurt.model", "Model"),
-         "sanitizer": ("npurt.sanitizer", None), "hccl": ("npurt.hccl", None)}
+# collectives pull in more than the core needs. The submodules are offered as attributes
+# (`npurt.acl` after `import npurt`, the binding `import npurt.acl` makes); the names are
+# published from their modules (tests/architecture/layers.toml [offers] and [loads]).
+_SUBMODULES = ("acl", "profiler", "sanitizer", "hccl")
+_LAZY = {"Model": ("npurt.model", "Model")}
 
 
 def __getattr__(name: str):
     if name in ("bfloat16", "bf16"):  # needs ml_dtypes: looked up on first use
         return getattr(_dtypes, name)
-    target = _LAZY.get(name)
-    if target is None:
+    if name in _SUBMODULES:
+        value = _importlib.import_module(f"{__name__}.{name}")
+    elif name in _LAZY:
+        module, attribute = _LAZY[name]
+        value = getattr(_importlib.import_module(module), attribute)
+    else:
         raise AttributeError(f"module 'npurt' has no attribute {name!r}")
-    import importlib
-    module = importlib.import_module(target[0])
-    value = module if target[1] is None else getattr(module, target[1])
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_LAZY) + ["bfloat16"])
+    return sorted(list(globals()) + list(_SUBMODULES) + list(_LAZY) + ["bfloat16"])

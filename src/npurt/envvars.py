@@ -46,6 +46,12 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("NPURT_DRIVER", "simulated", "simulated: the simulated NPU; null: addresses and accounting, no "
              "memory behind them and no kernel run (driver-contract tests, the runtime's own overhead)",
              "runtime"),
+    Variable("NPURT_SHARED_DEVICES", "1", "1: the processes of a namespace share the simulated devices (one "
+             "HBM in /dev/shm, equal device addresses, IPC memory and events), as on hardware; 0: each process "
+             "has devices of its own", "runtime"),
+    Variable("NPURT_DEVICE_NAMESPACE", "default", "the group of processes that share the simulated devices "
+             "(letters, digits, _ . -): processes of different namespaces never see each other's devices "
+             "(the test suite takes one per pytest process)", "runtime"),
     Variable("NPURT_LOG_LEVEL", "WARNING", "npurt's log messages on stderr: DEBUG, INFO, WARNING, ERROR, OFF",
              "runtime"),
     Variable("NPURT_FAULTS", "(unset)", "faults to inject, in the fault-spec language (docs/testing.md; "

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 
+import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,7 +54,10 @@ def test_kernels_binaries_and_launches_from_c(cann_home, tmp_path):
     assert "aclrtLaunchKernelWithArgsArray (kernel address): ok" in out
     assert "timeout: 507014" in out
     assert "trap: 507035, exception callback: 507035" in out
+    assert "exception info: kernel trap_if, 16 bytes of arguments, binary callback called" in out
     assert "a Python kernel file from C: ok" in out
+    assert "1 under a device limit of 1, 1 under a stream limit of 1" in out
+    assert "task ids: memset" in out  # aclrtGetThreadLastTaskId names a <<<>>> launch's task
 
 
 def test_the_custom_kernel_example(cann_home, tmp_path):
@@ -76,3 +80,21 @@ def test_aclnn_bad_input_from_c(build_c):
     assert res.returncode == 0 and "aclnn_errors: ok" in res.stdout, res.stdout + res.stderr
     assert "null other: 161001 aclnnAddGetWorkspaceSize: other is NULL" in res.stdout
     assert "small workspace: 161002 aclnnAdd: workspaceSize 511 is smaller than the 512 bytes" in res.stdout
+
+
+@pytest.mark.parametrize("mode", ["callback", "files"])
+def test_aclnn_ops_are_tasks_with_ids_and_their_tensors_reach_the_data_dump(build_c, tmp_path, mode):
+    config = tmp_path / "acl.json"
+    dump_dir = tmp_path / "dump"
+    config.write_text('{"dump": {"dump_path": "%s", "dump_list": [], "dump_op_switch": "on"}}' % dump_dir)
+    res = build_c("aclnn_dump.c", libs=("acl_rt", "opapi", "nnopbase")).run(str(config), mode)
+    assert res.returncode == 0 and "aclnn_dump: ok" in res.stdout, res.stdout + res.stderr
+    assert "task ids: copy" in res.stdout
+    if mode == "callback":
+        assert "callback: 3 chunks, 2 inputs, 1 outputs, output bytes correct" in res.stdout
+        assert not dump_dir.exists()  # the callback takes the data instead of files
+    else:
+        files = sorted(p.name for p in dump_dir.rglob("*.bin"))
+        assert len(files) == 3 and all(f.startswith("Add.") for f in files), files
+        out = next(dump_dir.rglob("Add.*.output.0.bin"))
+        assert np.array_equal(np.fromfile(out, np.float32), [11, 22, 33, 44])

@@ -20,6 +20,7 @@ failed run.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
@@ -27,7 +28,6 @@ from .._version import __version__
 from ..capi import home as capi_home
 from ..envvars import VARIABLES
 from ..ge import atc
-from . import launcher, runner
 from .cliargs import CommandParser, Exit, command_parser, parse
 from .. import runtime as rt  # the runtime's operations: its published surface
 from ..runtime import ENV_VARIABLES, NpuError, RUNTIME, Settings, constants as C
@@ -51,6 +51,19 @@ COMMANDS = {
     "cann-home": "make (or reuse) a CANN-like prefix for C/C++ programs (acl/acl.h, libacl_rt.so, set_env.sh); "
                  "print its path",
 }
+
+# The module that runs each of these commands, loaded when that command runs: `npurt --help`,
+# `npurt info` and `npurt atc` load none of them (the bench, the pyACL face, the sanitizer, the
+# collectives and matplotlib's plotting cost several times npurt's own start-up), `npurt demo`
+# loads the demo's. tests/architecture/layers.toml [loads] names this table, so its entries are
+# held to the import contract like the imports written above.
+COMMAND_MODULES = {"demo": "npurt.apps.demo", "bench": "npurt.apps.bench", "plot": "npurt.tools.profiler.plot",
+                   "run": "npurt.apps.runner", "launch": "npurt.apps.launcher"}
+
+
+def command_module(command: str):
+    """The module that runs `command` (COMMAND_MODULES), loaded on first use."""
+    return importlib.import_module(COMMAND_MODULES[command])
 
 
 class CliError(Exception):
@@ -149,15 +162,15 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from ..tools.profiler.plot import PlotError, picture_path, plot
+    plotting = command_module("plot")
     try:
-        check_output(picture_path(args.output), "picture")
-    except PlotError as exc:
+        check_output(plotting.picture_path(args.output), "picture")
+    except plotting.PlotError as exc:
         raise CliError(str(exc)) from None
     try:
-        out = plot(args.profile, args.output, window=tuple(args.window) if args.window else None,
+        out = plotting.plot(args.profile, args.output, window=tuple(args.window) if args.window else None,
                    range_name=args.range_name, host=not args.no_host, title=args.title)
-    except PlotError as exc:
+    except plotting.PlotError as exc:
         raise CliError(str(exc)) from None
     print(f"npurt plot: wrote {out}")
     return 0
@@ -167,16 +180,14 @@ def _demo(args: argparse.Namespace) -> int:
     check_settings()
     if args.batches is not None and args.batches < 1:
         raise CliError("--batches must be at least 1")
-    from .demo import main as demo_main
-    return demo_main(batches=args.batches, quiet=args.quiet, profile=args.profile)
+    return command_module("demo").main(batches=args.batches, quiet=args.quiet, profile=args.profile)
 
 
 def _bench(args: argparse.Namespace) -> int:
     check_settings()
     if args.json:
         check_output(args.json, "JSON file")
-    from .bench import main as bench_main
-    return bench_main(quick=args.quick, json_out=args.json, peers=args.peers)
+    return command_module("bench").main(quick=args.quick, json_out=args.json, peers=args.peers)
 
 
 def info_parser() -> CommandParser:
@@ -234,11 +245,20 @@ def _cann_home(args: argparse.Namespace) -> int:
 
 # name: (its parser, what runs it). run, launch and atc take their argv whole (they pass the
 # program's arguments through, or keep ATC's rules).
-PARSERS = {"info": info_parser, "demo": demo_parser, "run": runner.parser, "launch": launcher.parser,
+def run_parser() -> CommandParser:
+    return command_module("run").parser()
+
+
+def launch_parser() -> CommandParser:
+    return command_module("launch").parser()
+
+
+PARSERS = {"info": info_parser, "demo": demo_parser, "run": run_parser, "launch": launch_parser,
            "atc": atc.parser, "plot": plot_parser, "bench": bench_parser,
            "cann-home": cann_home_parser}
 _HANDLERS = {"info": _info, "demo": _demo, "plot": _plot, "bench": _bench, "cann-home": _cann_home}
-_PROGRAMS = {"run": runner.main, "launch": launcher.main, "atc": atc.main}
+_PROGRAMS = {"run": lambda argv: command_module("run").main(argv),
+             "launch": lambda argv: command_module("launch").main(argv), "atc": atc.main}
 
 
 def parser() -> CommandParser:

@@ -32,8 +32,11 @@ import time
 
 import numpy as np
 
+import npurt
+
 from ..progress import progress as progress_of
 from ..kernel import GM, kernel
+from .demo_bugs import run_all
 
 ROWS, COLS = 1024, 2048          # one batch: 8 MiB of float32
 DEFAULT_BATCHES = 24
@@ -225,8 +228,6 @@ def main(batches: int | None = None, quiet: bool = False, profile: str | None = 
     """Run the demo; returns the exit status (0: the scores match numpy and every bug was
     reported). With `profile`, the run is profiled and the trace, the summaries and
     summary.txt are written there."""
-    import npurt
-
     n = DEFAULT_BATCHES if batches is None else int(batches)
     if n < 1:
         print("npurt demo: --batches must be at least 1", file=sys.stderr)
@@ -327,7 +328,6 @@ def _main(npurt, n: int, quiet: bool, prof) -> int:
 
     say("\nnpurt demo: finding bugs. Each program below is wrong: on an NPU it crashes, corrupts data, hangs or works "
         "by accident.")
-    from .demo_bugs import run_all
     found = run_all(say)
     bugs = "bug programs not run under the sanitizer" if found is None else \
         f"{len(found)} of {len(found)} bugs reported"

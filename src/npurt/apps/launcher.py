@@ -35,6 +35,8 @@ import signal
 import subprocess
 import sys
 
+from ..hccl.world import World, _from_env
+from .runner import main as run_main
 from .cliargs import CommandParser, Exit, command_parser, parse, split_passthrough
 
 MAX_DEVICES = 16
@@ -212,7 +214,6 @@ def rank_main(argv: list[str]) -> int:
     script as `npurt run` does."""
     per_host = int(argv[1])
     rest = argv[3:] if argv[2:3] == ["--"] else argv[2:]    # npurt run's options, --, the program
-    from npurt.hccl.world import World, _from_env
     w: World = _from_env(mpi_only=True)
     if w.size <= 1 and os.environ.get("PMI_SIZE") is None:
         print("npurt launch: this module is started by `npurt launch`, not directly", file=sys.stderr)
@@ -227,7 +228,6 @@ def rank_main(argv: list[str]) -> int:
     # Initialize MPI in every rank now: MPI_Init waits for every process of the job, so a rank
     # that never used MPI (it never made a communicator) would leave the others hanging there.
     from mpi4py import MPI
-    from .runner import main as run_main
     uncaught: list = []
     status = run_main(rest, uncaught)
     if uncaught:

@@ -41,7 +41,10 @@ import types
 from npurt.runtime import (FAULTS, FaultSpecError, NpuError, SCHEDULE, ScheduleSpecError, Settings,
                            parse_schedule)
 
+from .. import acl  # a Python program's `import acl` is this package (install_acl_alias)
 from ..capi import home as capi_home
+from ..tools.profiler import Profile
+from ..tools.sanitizer import Sanitizer
 from . import schedules as runs
 from .cliargs import CommandParser, Exit, command_parser, parse, split_passthrough
 
@@ -52,11 +55,9 @@ SANITIZER_EXIT = 86  # the exit status of a run the sanitizer reported errors in
 
 def install_acl_alias() -> list[str]:
     """Make `acl` and `acl.<sub>` name npurt.acl and its submodules; returns the aliases."""
-    import npurt.acl  # noqa: F401 - imports every submodule and namespace
-
-    made = []
+    made = []   # npurt.acl imports every submodule and namespace of the face
     for name, module in list(sys.modules.items()):
-        if name == "npurt.acl" or name.startswith("npurt.acl."):
+        if name == acl.__name__ or name.startswith(acl.__name__ + "."):
             alias = name[len("npurt."):]
             if not alias.split(".")[-1].startswith("_"):
                 sys.modules[alias] = module
@@ -271,7 +272,6 @@ def main(argv: list[str], uncaught: list | None = None) -> int:
 
     profile = None
     if args.profile is not None:
-        from npurt.tools.profiler import Profile
         try:
             profile = Profile(args.profile)  # the directory is checked before the program runs
         except NpuError as exc:
@@ -280,7 +280,6 @@ def main(argv: list[str], uncaught: list | None = None) -> int:
 
     sanitizer = None
     if args.sanitize:
-        from npurt.tools.sanitizer import Sanitizer
         try:
             sanitizer = Sanitizer(args.tools or "all", json_path=args.sanitize_report)
         except ValueError as exc:

@@ -71,12 +71,17 @@ class Driver(Protocol):
 DRIVERS = {"simulated": SimulatedNpu, "null": NullNpu}
 
 
-def open(name: str, spec: SocSpec, physical_count: int) -> Driver:  # noqa: A001 - the driver's verb
-    """A new driver instance by name ("simulated" or "null")."""
+def open(name: str, spec: SocSpec, physical_count: int,  # noqa: A001 - the driver's verb
+         namespace: str | None = None) -> Driver:
+    """A new driver instance by name ("simulated" or "null"). `namespace`: the simulated
+    devices are shared with the other processes of that namespace (shared.py); None, or the
+    null driver: private to this process."""
     try:
         cls = DRIVERS[name]
     except KeyError:
         raise ValueError(f"unknown driver {name!r}: one of {', '.join(sorted(DRIVERS))}") from None
+    if cls is SimulatedNpu:
+        return cls(spec, physical_count, namespace)
     return cls(spec, physical_count)
 
 

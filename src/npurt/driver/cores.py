@@ -35,13 +35,18 @@ class CorePool:
         self._pool: list[threading.Thread] = []
         self._lock = threading.Lock()
 
-    def run(self, n: int, body: Callable[[int], None], lane_hooks=None) -> None:
-        """Run body(i) for i in range(n); returns when all have finished. The first exception
-        (lowest block index) is re-raised after every lane has stopped. `lane_hooks` is an
+    def lanes(self, n: int, cap: int | None = None) -> int:
+        """How many lanes (cores) `run` uses for n blocks under an optional cap on cores."""
+        return max(1, min(n, self.threads, cap or n))
+
+    def run(self, n: int, body: Callable[[int], None], lane_hooks=None, lanes: int | None = None) -> None:
+        """Run body(i) for i in range(n); returns when all have finished. Lane k runs blocks
+        k, k + lanes, ... (`lanes`: at most that many; default: one per thread). The first
+        exception (lowest block index) is re-raised after every lane has stopped. `lane_hooks` is an
         optional (enter, leave, stop): enter() -> state runs before each lane in its thread,
         leave(state) after it; stop() when the caller is interrupted (KeyboardInterrupt)
         while other lanes run, which are then waited for (a second interrupt ends the wait)."""
-        lanes = min(n, self.threads)
+        lanes = self.lanes(n, lanes)
         if lanes <= 1:
             self._lane(body, 0, 1, n, lane_hooks, True)
             return

@@ -1,7 +1,9 @@
 """The simulated NPU: devices made of host RAM (an HBM arena each) and host CPU cores.
 
 The default driver. Its addresses follow `layout.py` (the device window of each physical
-device); its memory is an `HbmArena` per device, its AI cores a `CorePool` of host threads.
+device); its memory is an arena per device, its AI cores a `CorePool` of host threads. The
+arena is shared with the other processes of a namespace (`SharedHbmArena`, shared.py: one
+device, as on hardware) or private to the process (`HbmArena`).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import numpy as np
 
 from .cores import CorePool
 from .hbm import HbmArena
+from .shared import SharedHbmArena, namespace_dir
 from .layout import DEVICE_WINDOW, HOST_ALIAS_OFFSET, VA_BASE, device_of_address, window_of  # noqa: F401
 from .soc import SocSpec
 
@@ -23,18 +26,27 @@ class SimulatedDevice:
 
     `generation` (one per driver instance) moves the arena inside the lower half of the
     window, so that a device address kept from an earlier driver (before a finalize and a new
-    init, or from the parent of a forked process) never points into memory allocated now."""
+    init, or from the parent of a forked process) never points into memory allocated now. A
+    shared device takes the place its first process chose: addresses are equal in every process.
+    `namespace` (None: a private device) names the shared device's group of processes."""
 
-    def __init__(self, physical_id: int, spec: SocSpec, generation: int = 0):
+    def __init__(self, physical_id: int, spec: SocSpec, generation: int = 0, namespace: str | None = None):
         if spec.memory_bytes >= HOST_ALIAS_OFFSET:
             raise ValueError(f"{spec.name}: capacity does not fit the device address window")
         self.physical_id = physical_id
         self.spec = spec
         window = window_of(physical_id)
         slot = 1 << max(spec.memory_bytes - 1, 1).bit_length()  # a power of two >= the capacity
-        self.va_base = window + generation % (HOST_ALIAS_OFFSET // slot) * slot
+        place = generation % (HOST_ALIAS_OFFSET // slot)
+        self.shared = namespace is not None
+        if self.shared:
+            self.arena = SharedHbmArena(namespace_dir(namespace), physical_id, spec.memory_bytes,
+                                        spec.system_reserved, place)
+            place = self.arena.va_slot
+        else:
+            self.arena = HbmArena(spec.memory_bytes, spec.system_reserved)
+        self.va_base = window + place * slot
         self.alias_base = window + HOST_ALIAS_OFFSET
-        self.arena = HbmArena(spec.memory_bytes, spec.system_reserved)
         self.uuid = bytes((physical_id * 37 + i * 11) & 0xFF for i in range(16))
 
     def map_pages(self, size: int, page: int) -> int | None:
@@ -73,14 +85,21 @@ class SimulatedDevice:
     def reset(self) -> None:
         self.arena.release_all()
 
+    def close(self) -> None:
+        """Release every page and let go of the memory (a shared device: detach from it)."""
+        self.arena.release_all()
+        if self.shared:
+            self.arena.close()
+
 
 class SimulatedNpu:
     """The driver: the simulated devices of one process, created on demand."""
 
     name = "simulated"
 
-    def __init__(self, spec: SocSpec, physical_count: int):
+    def __init__(self, spec: SocSpec, physical_count: int, namespace: str | None = None):
         self.spec = spec
+        self.namespace = namespace  # None: private devices
         self.physical_count = physical_count
         self.generation = next(_GENERATIONS)
         self._devices: dict[int, SimulatedDevice] = {}
@@ -93,11 +112,12 @@ class SimulatedNpu:
             with self._lock:
                 dev = self._devices.get(physical_id)
                 if dev is None:
-                    dev = self._devices[physical_id] = SimulatedDevice(physical_id, self.spec, self.generation)
+                    dev = self._devices[physical_id] = SimulatedDevice(
+                        physical_id, self.spec, self.generation, self.namespace)
         return dev
 
     def close(self) -> None:
         for dev in self._devices.values():
-            dev.reset()
+            dev.close()
         self._devices.clear()
         self.cores.shutdown()

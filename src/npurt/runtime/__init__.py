@@ -121,6 +121,10 @@ __all__ = [
     'set_ts_device', 'stream_abort', 'stream_of', 'stream_query', 'stream_wait_event',
     'subscribe_report', 'synchronize_device', 'synchronize_event', 'synchronize_stream',
     'unsubscribe_report',
+    # device and stream resource limits (cores kernels may use)
+    'RES_CUBE_CORE', 'RES_VECTOR_CORE', 'check_res_limit', 'core_limit', 'get_device_res_limit',
+    'get_stream_res_limit', 'res_cores', 'reset_device_res_limit', 'reset_stream_res_limit',
+    'set_device_res_limit', 'set_stream_res_limit',
 ]
 
 # The kernel model (kernels, binaries, kernel args, native kernels) loads on first use, so that

@@ -15,6 +15,8 @@
 | NPURT_HANG_WARNING_S | 10 | a host wait longer than this warns what it is stuck on (0: never) |
 | NPURT_HBM_SIZE | SoC capacity | device memory per simulated device, e.g. `4G`, `512M` (less than the SoC's: small machines, `ulimit -v`) |
 | NPURT_DRIVER | simulated | `simulated`: the simulated NPU; `null`: addresses and accounting, no memory behind them and no kernel run (tests of the driver contract, the runtime's own overhead) |
+| NPURT_SHARED_DEVICES | 1 | `1`: processes of one namespace share the simulated devices (as on hardware); `0`: private devices |
+| NPURT_DEVICE_NAMESPACE | default | the namespace whose processes share the devices |
 | NPURT_LOG_LEVEL | WARNING | level of npurt's log messages on stderr (DEBUG, INFO, WARNING, ERROR, OFF) |
 """
 from __future__ import annotations
@@ -27,6 +29,7 @@ import dataclasses
 import logging
 
 from ..driver import DRIVERS
+from ..driver.shared import NAMESPACE_PATTERN
 from ..driver.soc import DEFAULT_SOC, SocSpec, soc_by_name
 from .errors import InvalidValueError  # a ValueError that also carries ACL_ERROR_INVALID_PARAM
 
@@ -97,6 +100,9 @@ class Settings:
     hbm_size: int | None = None   # NPURT_HBM_SIZE: device memory per device (None: the SoC's)
     log_level: int | None = None  # NPURT_LOG_LEVEL (None: logging's default, warnings and up)
     driver: str = "simulated"      # NPURT_DRIVER: npurt.driver.DRIVERS
+    # NPURT_SHARED_DEVICES / NPURT_DEVICE_NAMESPACE: the namespace whose processes share the
+    # simulated devices (None: devices private to this process)
+    shared_namespace: str | None = None
 
     @classmethod
     def from_env(cls) -> "Settings":
@@ -137,6 +143,7 @@ class Settings:
             raise InvalidValueError(f"NPURT_DRIVER={driver!r} must be one of {', '.join(sorted(DRIVERS))}")
         return cls(
             driver=driver,
+            shared_namespace=_shared_namespace(),
             soc=os.environ.get("NPURT_SOC", DEFAULT_SOC).strip() or DEFAULT_SOC,
             physical_devices=count,
             visible_devices=parse_visible_devices(os.environ.get("ASCEND_RT_VISIBLE_DEVICES"), count),
@@ -181,6 +188,22 @@ class Settings:
             logger.propagate = False  # shown once, by our handler
 
 
+def _shared_namespace() -> str | None:
+    """NPURT_SHARED_DEVICES (default 1: processes share the devices, as on hardware) and
+    NPURT_DEVICE_NAMESPACE (default "default"): the group of processes that share them."""
+    raw = os.environ.get("NPURT_SHARED_DEVICES", "1").strip() or "1"
+    if raw not in ("0", "1"):
+        raise InvalidValueError(f"NPURT_SHARED_DEVICES={raw!r} must be 1 (processes share the simulated "
+                                "devices) or 0 (each process has devices of its own)")
+    if raw == "0":
+        return None
+    namespace = os.environ.get("NPURT_DEVICE_NAMESPACE", "default").strip() or "default"
+    if not NAMESPACE_PATTERN.fullmatch(namespace):
+        raise InvalidValueError(f"NPURT_DEVICE_NAMESPACE={namespace!r} must be 1-64 letters, digits, "
+                                "'_', '.' or '-'")
+    return namespace
+
+
 LOG_LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARNING": logging.WARNING, "ERROR": logging.ERROR,
               "OFF": logging.CRITICAL + 10}
 
@@ -194,6 +217,8 @@ def ENV_VARIABLES(settings: Settings) -> list[tuple[str, str]]:  # noqa: N802 - 
         ("NPURT_DEVICE_COUNT", str(settings.physical_devices)),
         ("ASCEND_RT_VISIBLE_DEVICES", ",".join(map(str, settings.visible_devices))),
         ("NPURT_HBM_SIZE", f"{spec.memory_bytes / 2**30:g} GiB per device"),
+        ("NPURT_SHARED_DEVICES", "0" if settings.shared_namespace is None else "1"),
+        ("NPURT_DEVICE_NAMESPACE", settings.shared_namespace or "(private devices)"),
         ("NPURT_MEMCPY_KIND", settings.memcpy_kind),
         ("NPURT_LAUNCH_BLOCKING", "1" if settings.launch_blocking else "0"),
         ("NPURT_INLINE", "1" if settings.inline else "0"),

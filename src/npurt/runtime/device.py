@@ -43,6 +43,7 @@ class Device:
         self.peer_access: set[int] = set()   # logical ids this device may access
         self.boot_ns = time.perf_counter_ns()
         self.sat_mode = 1  # ACL_RT_OVERFLOW_MODE_INFNAN
+        self.res_limits: dict[int, int] = {}  # aclrtDevResLimitType -> cores kernels may use (absent: all)
 
     def __repr__(self) -> str:
         return f"<npurt device {self.id} ({self.spec.name}, physical {self.backend.physical_id})>"

@@ -96,6 +96,8 @@ def check_kinds(kinds: str, name: str) -> str:
 class NativeKernel(KernelFunction):
     """A host-built kernel: its trampoline, the kernel's address and its parameter kinds."""
 
+    vector_kernel = True  # an Ascend C vector kernel: vector cores where the SoC has them
+
     def __init__(self, name: str, kernel_addr: int, trampoline_addr: int, kinds: str, binary=None):
         check_kinds(kinds, name)
         self.kinds = kinds

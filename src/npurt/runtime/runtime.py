@@ -14,6 +14,7 @@ import time
 from collections import deque
 
 from .. import driver as drivers
+from ..driver.shared import SharedDeviceError
 from . import address
 from . import constants as C
 from .config import Settings
@@ -38,11 +39,13 @@ RESET_GRACE_S = 1.0  # reset/finalize: work that makes no progress this long is 
 class ExceptionInfo:
     """What the exception-info callback learns about a failed task."""
 
-    __slots__ = ("task_id", "stream_id", "thread_id", "device_id", "error_code", "message")
+    __slots__ = ("task_id", "stream_id", "thread_id", "device_id", "error_code", "message", "func", "args")
 
-    def __init__(self, task_id, stream_id, thread_id, device_id, error_code, message):
+    def __init__(self, task_id, stream_id, thread_id, device_id, error_code, message, func=None, args=None):
         self.task_id, self.stream_id, self.thread_id = task_id, stream_id, thread_id
         self.device_id, self.error_code, self.message = device_id, error_code, message
+        self.func = func    # the kernel of a failed launch (an AI core exception), else None
+        self.args = args    # (device address, size) of that launch's packed arguments
 
 
 class ReportQueue:
@@ -119,10 +122,13 @@ class Runtime:
         settings = Settings.from_env()
         spec = settings.spec()
         settings.apply_log_level()
-        driver = drivers.open(settings.driver, spec, settings.physical_devices)
+        driver = drivers.open(settings.driver, spec, settings.physical_devices, settings.shared_namespace)
         try:  # map the visible devices' arenas now: copies resolve addresses by them
             for physical in settings.visible_devices:
                 driver.device(physical)
+        except SharedDeviceError as exc:
+            driver.close()
+            raise NpuError(f"cannot attach the shared simulated device: {exc}", C.ACL_ERROR_BAD_ALLOC) from None
         except OSError as exc:
             driver.close()
             raise NpuError(
@@ -369,8 +375,15 @@ class Runtime:
         callback = self.exception_callback
         if callback is None:
             return
+        func = args = None
+        if getattr(task, "kind", None) == "kernel":
+            func = task.func
+            try:
+                args = task.exception_args()
+            except NpuError:  # no device memory left for them: the info goes without
+                args = None
         info = ExceptionInfo(task.seq, stream.stream_id, threading.get_native_id(), stream.device.id,
-                             error.code, error.message)
+                             error.code, error.message, func, args)
         handle = self.exception_infos.add(info)
         self.exception_infos.keep_newest(1024)  # bounded: infos are read during or soon after
         try:

@@ -43,7 +43,8 @@ class Stream:
                  "queue", "enq_lock", "ticket", "state", "runner", "current", "enqueued_seq", "completed_seq",
                  "dropped_upto", "_cond", "waiters", "lock", "watchers", "parked_on", "error", "stopped", "stop_seen",
                  "failure_mode_set", "_failure_mode", "abort_epoch", "destroyed", "closing", "_attributes",
-                 "subscriber", "_task_stacks", "_launch_blocking", "_inline", "streak", "capture", "__weakref__")
+                 "subscriber", "_task_stacks", "_launch_blocking", "_inline", "streak", "capture", "res_limits",
+                 "__weakref__")
 
     def __init__(self, context: "Context", priority: int = 0, flags: int = 0, is_default: bool = False):
         device = context.device
@@ -75,6 +76,7 @@ class Stream:
         self.stop_seen = False               # a synchronize or query has reported the stop to the host
         self.failure_mode_set = False
         self._failure_mode = C.ACL_CONTINUE_ON_FAILURE
+        self.res_limits: dict | None = None  # the stream's own core limits (set_stream_res_limit)
         self.abort_epoch = 0
         self.destroyed = False
         self.closing = False                 # destroy_stream in progress (one destroyer wins)

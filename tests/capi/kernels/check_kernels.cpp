@@ -17,6 +17,12 @@ extern "C" __global__ __aicore__ void iscale(__gm__ int32_t *z, __gm__ const int
 
 extern "C" __global__ __aicore__ void trapping() { asm volatile("trap"); }
 
+// traps when *flag equals code (the exception info then carries both arguments)
+extern "C" __global__ __aicore__ void trap_if(__gm__ const int32_t *flag, uint32_t code)
+{
+    if (static_cast<uint32_t>(*flag) == code) asm volatile("trap");
+}
+
 // spins for about `loops` iterations (longer than a microsecond timeout)
 extern "C" __global__ __aicore__ void spin(__gm__ volatile uint64_t *out, uint64_t loops)
 {

@@ -31,7 +31,24 @@ extern "C" void iadd(const int32_t *x, const int32_t *y, int32_t *z, uint32_t n)
     } while (0)
 
 static int g_exception_code = 0;
-static void OnException(aclrtExceptionInfo *info) { g_exception_code = static_cast<int>(aclrtGetErrorCodeFromExceptionInfo(info)); }
+static void *g_exception_args = nullptr;
+static uint32_t g_exception_args_len = 0;
+static aclrtFuncHandle g_exception_func = nullptr;
+static int g_args_ret = -2, g_func_ret = -2;
+static void OnException(aclrtExceptionInfo *info)
+{
+    g_exception_code = static_cast<int>(aclrtGetErrorCodeFromExceptionInfo(info));
+    g_args_ret = aclrtGetArgsFromExceptionInfo(info, &g_exception_args, &g_exception_args_len);
+    g_func_ret = aclrtGetFuncHandleFromExceptionInfo(info, &g_exception_func);
+}
+static int g_binary_callbacks = 0;
+static void *g_binary_user_data = nullptr;
+static void OnBinaryException(aclrtExceptionInfo *info, void *userData)
+{
+    (void)info;
+    ++g_binary_callbacks;
+    g_binary_user_data = userData;
+}
 
 static int expect_sum(const char *what, int32_t *dz, const std::vector<int32_t> &x, const std::vector<int32_t> &y,
                       int factor = 1)
@@ -67,7 +84,13 @@ int main(int argc, char **argv)
     int32_t *tmp;
     CHECK(aclrtMalloc(reinterpret_cast<void **>(&tmp), bytes, ACL_MEM_MALLOC_HUGE_FIRST));
     CHECK(aclrtMemcpy(tmp, bytes, y.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE));
+    uint32_t task_before = 0, task_after = 0;
+    CHECK(aclrtMemsetAsync(dz, bytes, 0, bytes, stream));
+    CHECK(aclrtGetThreadLastTaskId(&task_before));
     CHECK(launch_iadd(4, stream, dx, tmp, dz, n));
+    CHECK(aclrtGetThreadLastTaskId(&task_after));
+    EXPECT(task_after == task_before + 1, "<<<>>> launch: task id %u after the memset's %u", task_after, task_before);
+    std::printf("task ids: memset %u, <<<>>> launch %u\n", task_before, task_after);
     CHECK(aclrtFree(tmp));
     CHECK(aclrtSynchronizeStream(stream));
     if (expect_sum("<<<>>> launch with a stream-ordered free", dz, x, y)) return 1;
@@ -100,7 +123,10 @@ int main(int argc, char **argv)
     CHECK(aclrtMalloc(&dargs, sizeof(packed), ACL_MEM_MALLOC_HUGE_FIRST));
     CHECK(aclrtMemcpy(dargs, sizeof(packed), &packed, sizeof(packed), ACL_MEMCPY_HOST_TO_DEVICE));
     CHECK(aclrtMemset(dz, bytes, 0, bytes));
+    CHECK(aclrtGetThreadLastTaskId(&task_before));
     CHECK(aclrtLaunchKernel(iadd_fn, 2, dargs, sizeof(packed), stream));
+    CHECK(aclrtGetThreadLastTaskId(&task_after));
+    EXPECT(task_after == task_before + 1, "aclrtLaunchKernel: task id %u after the memset's %u", task_after, task_before);
     CHECK(aclrtSynchronizeStream(stream));
     if (expect_sum("aclrtLaunchKernel (device args)", dz, x, y)) return 1;
     EXPECT(aclrtLaunchKernel(iadd_fn, 2, dargs, sizeof(packed) - 8, stream) == ACL_ERROR_INVALID_PARAM, "args size");
@@ -166,6 +192,40 @@ int main(int argc, char **argv)
     EXPECT(trap == ACL_ERROR_RT_VECTOR_CORE_EXCEPTION, "trap gave %d", static_cast<int>(trap));
     EXPECT(g_exception_code == ACL_ERROR_RT_VECTOR_CORE_EXCEPTION, "callback saw %d", g_exception_code);
     std::printf("trap: %d, exception callback: %d\n", static_cast<int>(trap), g_exception_code);
+    // the exception info of a <<<>>> launch: its kernel (a handle npurt makes for it), no arguments
+    char trapped[64] = {0};
+    EXPECT(g_func_ret == 0 && g_exception_func != nullptr, "aclrtGetFuncHandleFromExceptionInfo gave %d", g_func_ret);
+    CHECK(aclrtGetFunctionName(g_exception_func, sizeof(trapped), trapped));
+    EXPECT(std::strcmp(trapped, "trapping") == 0, "the exception's kernel is %s", trapped);
+    EXPECT(g_args_ret == 0 && g_exception_args == nullptr && g_exception_args_len == 0,
+           "a kernel without parameters: args %d %p %u", g_args_ret, g_exception_args, g_exception_args_len);
+    // a kernel of a binary: its function handle, its packed arguments in device memory, the
+    // binary's own exception callback with its user data
+    aclrtFuncHandle trap_if_fn = nullptr;
+    CHECK(aclrtBinaryGetFunction(bin, "trap_if", &trap_if_fn));
+    int marker = 0;
+    CHECK(aclrtBinarySetExceptionCallback(bin, OnBinaryException, &marker));
+    int32_t seven = 7;
+    CHECK(aclrtMemcpy(dz, 4, &seven, 4, ACL_MEMCPY_HOST_TO_DEVICE));
+    struct {
+        uint64_t flag, code;
+    } trap_args = {reinterpret_cast<uintptr_t>(dz), 7};
+    CHECK(aclrtLaunchKernelWithHostArgs(trap_if_fn, 2, s3, nullptr, &trap_args, sizeof(trap_args), nullptr, 0));
+    trap = aclrtSynchronizeStream(s3);
+    EXPECT(trap == ACL_ERROR_RT_VECTOR_CORE_EXCEPTION, "trap_if gave %d", static_cast<int>(trap));
+    EXPECT(g_func_ret == 0 && g_exception_func == trap_if_fn, "the exception's function handle is not trap_if's");
+    EXPECT(g_args_ret == 0 && g_exception_args_len == sizeof(trap_args), "args: %d, %u bytes", g_args_ret,
+           g_exception_args_len);
+    uint64_t seen[2] = {0, 0};
+    CHECK(aclrtMemcpy(seen, sizeof(seen), g_exception_args, sizeof(seen), ACL_MEMCPY_DEVICE_TO_HOST));
+    EXPECT(seen[0] == trap_args.flag && seen[1] == 7, "the exception's args hold 0x%llx %llu",
+           static_cast<unsigned long long>(seen[0]), static_cast<unsigned long long>(seen[1]));
+    EXPECT(g_binary_callbacks == 1 && g_binary_user_data == &marker, "binary callback: %d calls", g_binary_callbacks);
+    std::printf("exception info: kernel trap_if, %u bytes of arguments, binary callback called\n",
+                g_exception_args_len);
+    void *no_args = nullptr;
+    uint32_t no_len = 0;
+    EXPECT(aclrtGetArgsFromExceptionInfo(nullptr, &no_args, &no_len) != ACL_SUCCESS, "a NULL info gave success");
     CHECK(aclrtDestroyStreamForce(s3));
 
     // a Python kernel file stays loadable from C
@@ -181,6 +241,42 @@ int main(int argc, char **argv)
         CHECK(aclrtLaunchKernelWithHostArgs(pyadd, 2, stream, nullptr, &pyargs, sizeof(pyargs), nullptr, 0));
         CHECK(aclrtSynchronizeStream(stream));
         if (expect_sum("a Python kernel file from C", dz, x, y)) return 1;
+
+        // resource limits confine a launch's blocks to that many cores; GetBlockNum stays 8
+        aclrtFuncHandle where = nullptr;
+        CHECK(aclrtBinaryGetFunction(pybin, "where_blocks_run", &where));
+        uint64_t where_args = reinterpret_cast<uintptr_t>(dz);
+        auto cores_used = [&](aclrtStream s, int32_t *distinct) -> int {
+            CHECK(aclrtLaunchKernelWithHostArgs(where, 8, s, nullptr, &where_args, sizeof(where_args), nullptr, 0));
+            CHECK(aclrtSynchronizeStream(s));
+            int32_t seen[8];
+            CHECK(aclrtMemcpy(seen, sizeof(seen), dz, sizeof(seen), ACL_MEMCPY_DEVICE_TO_HOST));
+            bool core[64] = {false};
+            *distinct = 0;
+            for (int32_t v : seen) {
+                EXPECT(v % 1000 == 8 && v / 1000 < 64, "a block saw %d", v);
+                if (!core[v / 1000]) ++*distinct;
+                core[v / 1000] = true;
+            }
+            return 0;
+        };
+        int32_t unlimited = 0, device_limited = 0, stream_limited = 0;
+        if (cores_used(stream, &unlimited)) return 1;
+        CHECK(aclrtSetDeviceResLimit(0, ACL_RT_DEV_RES_CUBE_CORE, 1));
+        uint32_t limit = 0;
+        CHECK(aclrtGetDeviceResLimit(0, ACL_RT_DEV_RES_CUBE_CORE, &limit));
+        EXPECT(limit == 1, "device limit %u", limit);
+        if (cores_used(stream, &device_limited)) return 1;
+        CHECK(aclrtResetDeviceResLimit(0));
+        CHECK(aclrtSetStreamResLimit(stream, ACL_RT_DEV_RES_CUBE_CORE, 1));
+        if (cores_used(stream, &stream_limited)) return 1;
+        CHECK(aclrtResetStreamResLimit(stream));
+        EXPECT(device_limited == 1 && stream_limited == 1, "limited launches used %d and %d cores", device_limited,
+               stream_limited);
+        EXPECT(aclrtSetDeviceResLimit(0, ACL_RT_DEV_RES_CUBE_CORE, 100000) == ACL_ERROR_INVALID_PARAM,
+               "a limit above the cores was accepted");
+        std::printf("resource limits: %d cores unlimited, 1 under a device limit of 1, 1 under a stream limit of 1\n",
+                    unlimited);
         CHECK(aclrtBinaryUnLoad(pybin));
     }
 

@@ -8,3 +8,9 @@ from npurt import GM, kernel
 def pyadd(ctx, z: GM, x: GM, y: GM, n: np.uint32):
     lo, hi = ctx.block_range(n)
     ctx.gm(z, np.int32, n)[lo:hi] = ctx.gm(x, np.int32, n)[lo:hi] + ctx.gm(y, np.int32, n)[lo:hi]
+
+
+@kernel
+def where_blocks_run(ctx, out: GM):
+    """out[block] = the simulated core running it * 1000 + block_num (resource limits from C)."""
+    ctx.gm(out, np.int32, ctx.block_num)[ctx.block_idx] = ctx.core_id * 1000 + ctx.block_num

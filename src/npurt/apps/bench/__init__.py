@@ -18,7 +18,9 @@ import time
 
 from . import capi, ddp, graphs, schedules
 from ...progress import on_terminal, progress
+from . import collectives, media, metrics, models, profiler, pythonic, sanitizer, torchnpu
 from .harness import FULL, QUICK, Profile
+from .peers import PEERS, run_peer
 from .report import JSON_KEYS, Results, derived, footer, header, json_figures, table, write_json
 
 __all__ = ["main", "run", "JSON_KEYS"]
@@ -32,7 +34,6 @@ def _progress(msg: str) -> None:
 
 def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
     """Measure npurt (and the peers); returns (npurt's results, the peers' results)."""
-    from . import collectives, media, metrics, models, profiler, pythonic, sanitizer, torchnpu
     res = Results("npurt")
     steps = [
         ("latency", metrics.measure_latency),
@@ -73,7 +74,6 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
     res.add(derived(res.stats))
     peer_results = []
     if peers:
-        from .peers import PEERS, run_peer
         for name in PEERS:
             _progress(f"peer {name}")
             peer_results.append(run_peer(name, profile))

@@ -16,13 +16,18 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
+import npurt
+from npurt.hccl import Communicator, spawn
+
+from ..launcher import find_mpiexec
 from .harness import Profile, Stat
 
 RANKS = 2
 
 
 def measure_allreduce(session, p: Profile) -> dict[str, Stat]:
-    from ..launcher import find_mpiexec
     mpiexec = find_mpiexec()
     try:
         import mpi4py  # noqa: F401 - only checks the extra is there
@@ -30,7 +35,7 @@ def measure_allreduce(session, p: Profile) -> dict[str, Stat]:
         raise RuntimeError("needs mpi4py and an MPI library: pip install 'npurt[dist]'") from None
     if mpiexec is None:
         raise RuntimeError("found no mpiexec: pip install 'npurt[dist]'")
-    command = [mpiexec, "-n", str(RANKS), sys.executable, "-m", "npurt.apps.bench.collectives",
+    command = [mpiexec, "-n", str(RANKS), sys.executable, "-c", RANK_PROGRAM,
                str(p.allreduce_bytes), str(p.big_repeats), str(p.warmup)]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
@@ -56,11 +61,7 @@ def measure_allreduce(session, p: Profile) -> dict[str, Stat]:
 
 def _rank(nbytes: int, repeats: int, warmup: int) -> None:
     """One rank of the measurement (run under mpiexec)."""
-    import numpy as np
     from mpi4py import MPI
-
-    import npurt
-    from npurt.hccl import Communicator, spawn
 
     def main(rank: int) -> None:
         world = MPI.COMM_WORLD
@@ -103,5 +104,7 @@ def _rank(nbytes: int, repeats: int, warmup: int) -> None:
     spawn(main)
 
 
-if __name__ == "__main__":
-    _rank(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
+
+# each rank's program (`python -c`, not `-m`: the bench package already imports this module)
+RANK_PROGRAM = ("import sys; from npurt.apps.bench.collectives import _rank; "
+                "_rank(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))")

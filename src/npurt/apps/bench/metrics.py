@@ -14,28 +14,26 @@ import tracemalloc
 
 import numpy as np
 
-from ... import memory_stats
-from ...runtime import RUNTIME, constants as C
+from ... import acl, memory_stats
+from ...ops import launch as ops_launch
 from ...ops.kernels import gelu_into
+from ...runtime import RUNTIME, constants as C
 from .harness import Profile, Stat, c_heap_bytes, clock, paired, per_call_us, rss_bytes, sample
 
 TINY = 64  # bytes of a tiny copy: the smallest 64-byte aligned copy memcpy_async accepts
 H2D, D2H, D2D = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_MEMCPY_DEVICE_TO_DEVICE
 POLICY = C.ACL_MEM_MALLOC_HUGE_FIRST
+# the benchmarks' kernel binary: a .py file loaded by path, as a pyACL script loads an Ascend C .o
+KERNEL_BINARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels.py")
 
 
 class AclCallError(RuntimeError):
     """A facade call returned an error code during a benchmark."""
 
 
-def _acl():
-    from ... import acl  # the facade; imported late so `npurt bench --help` stays light
-    return acl
-
-
 def check(ret, what: str) -> None:
     if ret != 0:
-        raise AclCallError(f"{what} returned {ret}: {_acl().get_recent_err_msg()}")
+        raise AclCallError(f"{what} returned {ret}: {acl.get_recent_err_msg()}")
 
 
 def value(pair, what: str):
@@ -56,7 +54,7 @@ class Session:
 
     def __init__(self, profile: Profile):
         self.profile = profile
-        self.acl = _acl()
+        self.acl = acl
         self._undo: list = []
         self._env_before: str | None = None
         self.owns_runtime = True
@@ -186,9 +184,8 @@ def measure_latency(s: Session, p: Profile) -> dict[str, Stat]:
 def measure_empty_kernel(s: Session, p: Profile) -> dict[str, Stat]:
     """Launch of an empty kernel + synchronize_stream, through a kernel binary (a .py file)
     loaded with acl.rt.binary_load_from_file, as a pyACL script launches an Ascend C kernel."""
-    from . import kernels
     rt = s.acl.rt
-    binary = value(rt.binary_load_from_file(os.path.abspath(kernels.__file__), []), "binary_load_from_file")
+    binary = value(rt.binary_load_from_file(KERNEL_BINARY, []), "binary_load_from_file")
     try:
         func = value(rt.binary_get_function(binary, "empty"), "binary_get_function")
         args = s.malloc(64)  # the packed arguments: none, but launch_kernel wants a device buffer
@@ -253,11 +250,6 @@ def _gbps(nbytes: int, seconds: Stat) -> Stat:
 
 
 # ================================================================ kernels
-def _ops():
-    from ...ops import launch
-    return launch
-
-
 def _stream_object(s: Session):
     """The runtime stream behind the facade handle (the op launcher takes stream objects)."""
     return RUNTIME.streams.get(s.stream)
@@ -272,7 +264,7 @@ def _device_array(s: Session, host: np.ndarray) -> int:
 def measure_add(s: Session, p: Profile) -> dict[str, Stat]:
     """float32 c = a + b over `add_bytes` per operand: npurt.ops.launch.elementwise on the
     stream + synchronize_stream, against np.add(a, b, out=c)."""
-    launch = _ops()
+    launch = ops_launch
     n = p.add_bytes // 4
     rng = np.random.default_rng()
     a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
@@ -299,7 +291,7 @@ def measure_add(s: Session, p: Profile) -> dict[str, Stat]:
 def measure_matmul(s: Session, p: Profile) -> dict[str, Stat]:
     """float32 n x n matmul: npurt.ops.launch.matmul + synchronize_stream against
     np.matmul(a, b, out=c)."""
-    launch = _ops()
+    launch = ops_launch
     n = p.matmul_n
     rng = np.random.default_rng()
     a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
@@ -341,7 +333,7 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
     (copies + kernels) / max(copies, kernels), from the copies alone and the kernels alone on
     one stream in the same run. overlap_threads_limit is what this machine gives the same
     copies and the same formula on two plain threads, with no runtime at all."""
-    launch = _ops()
+    launch = ops_launch
     rt = s.acl.rt
     B, batches = p.overlap_batch_bytes, p.overlap_batches
     n = B // 4
@@ -419,7 +411,7 @@ def _gelu_ratio(s: Session, d_in: int, d_out: int, m: int, repeats: int, warmup:
     arrays, the same m float32 elements, timed alternately: > 1 means the kernel is slower.
     Each pair gives one time ratio (the inverse of `paired`'s speed ratio, so the median of
     an odd count and the range carry over exactly)."""
-    launch = _ops()
+    launch = ops_launch
     x = np.random.default_rng().standard_normal(m).astype(np.float32)
     y, t = np.empty_like(x), np.empty(1 << 16, np.float32)
     check(s.acl.rt.memcpy(d_in, x.nbytes, x.ctypes.data, x.nbytes, H2D), "memcpy H2D")  # the same elements

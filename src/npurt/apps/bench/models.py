@@ -17,6 +17,8 @@ import tempfile
 import numpy as np
 
 from .harness import Profile, Stat, clock, paired, per_call_us
+from ...ge import engine
+from ...ge.converter import convert
 from .metrics import H2D, Session, check, value
 from ...runtime import RUNTIME
 
@@ -63,7 +65,6 @@ class _Loaded:
     """A converted model loaded through acl.mdl with device buffers and datasets."""
 
     def __init__(self, s: Session, onnx_path: str, x: np.ndarray):
-        from ...ge.converter import convert
         acl = s.acl
         om = onnx_path[:-5]
         convert(onnx_path, om, acl.get_soc_name())  # what `npurt atc --model=... --framework=5` does
@@ -97,7 +98,6 @@ class _Loaded:
 
 
 def measure(s: Session, p: Profile) -> dict[str, Stat]:
-    from ...ge import engine
     side = 16 if p.name == "tiny" else 64
     repeats = max(3, p.big_repeats * 2 + 1)
     with tempfile.TemporaryDirectory(prefix="npurt_bench_") as tmp:

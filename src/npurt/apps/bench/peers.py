@@ -3,7 +3,7 @@
 * PoCL (OpenCL on the CPU) through pyopencl, with the pocl-binary-distribution wheel.
 * Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1).
 
-Each peer runs in its own Python process (`python -m npurt.apps.bench.peers NAME PROFILE_JSON`):
+Each peer runs in its own Python process (`CHILD_PROGRAM NAME PROFILE_JSON` under `python -c`):
 Numba reads NUMBA_ENABLE_CUDASIM when numba.cuda is first imported, so the variable must be
 in the environment before that import, and a separate process also keeps PoCL's threads and
 memory out of npurt's measurements. Each process measures its own numpy reference for its
@@ -42,7 +42,7 @@ def run_peer(name: str, profile: Profile, timeout_s: float = 1200) -> Results:
     env = dict(os.environ)
     if name == "Numba sim":
         env["NUMBA_ENABLE_CUDASIM"] = "1"
-    cmd = [sys.executable, "-m", "npurt.apps.bench.peers", name, json.dumps(dataclasses.asdict(profile))]
+    cmd = [sys.executable, "-c", CHILD_PROGRAM, name, json.dumps(dataclasses.asdict(profile))]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -492,5 +492,6 @@ def _child(name: str, profile_json: str) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(_child(sys.argv[1], sys.argv[2]))
+
+# the child's program (`python -c`, not `-m`: the bench package already imports this module)
+CHILD_PROGRAM = "import sys; from npurt.apps.bench.peers import _child; sys.exit(_child(sys.argv[1], sys.argv[2]))"

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+import npurt
+
 from .harness import Profile, Stat, clock, per_call_us
 
 
 def measure(session, p: Profile) -> dict[str, Stat]:
-    import npurt
     if not hasattr(npurt, "Stream"):
         raise RuntimeError("the Pythonic API (npurt.Stream, npurt.Event, npurt.empty) is not available")
     stream = npurt.Stream()

@@ -13,13 +13,14 @@ import gc
 
 import numpy as np
 
+import npurt
+
+from .. import demo
+from ...tools.sanitizer import Sanitizer
 from .harness import Profile, Stat, clock
 
 
 def measure(s, p: Profile) -> dict[str, Stat]:
-    import npurt
-    from .. import demo
-    from ...tools.sanitizer import Sanitizer
     rows = max(16, min(demo.ROWS, p.overlap_batch_bytes // (demo.COLS * 4)))
     batches = max(2, min(demo.DEFAULT_BATCHES, p.overlap_batches))
     rng = np.random.default_rng(0)

@@ -609,5 +609,13 @@ def resolve_args(op: Op, values: dict) -> dict:
 def get_workspace_size(name: str, values: dict) -> tuple[int, int]:
     """Phase one of aclnn<name>: (workspace bytes, executor handle)."""
     op = BY_NAME[name]
-    plan = op.planner(name, **resolve_args(op, values))
+    args = resolve_args(op, values)
+    plan = op.planner(name, **args)
+    counts = {"input": 0, "output": 0}
+    for ctype, param in op.params:  # the op's tensors in signature order, for a data dump
+        t = args.get(param) if ctype in (T_IN, T_OUT) else None
+        if t is not None:
+            role = "input" if ctype == T_IN else "output"
+            plan.tensors.append((role, counts[role], t))
+            counts[role] += 1
     return plan.size, new_executor(plan)

@@ -44,6 +44,7 @@ class Plan:
         self.size = 0
         self.steps: list[tuple] = []
         self.repeatable = False
+        self.tensors: list[tuple] = []   # (role "input" / "output", index, Tensor): what a data dump holds
 
     def temp(self, nbytes: int) -> Temp:
         t = Temp(self.size, nbytes)
@@ -53,7 +54,9 @@ class Plan:
     def step(self, fn, *args, **kwargs) -> None:
         self.steps.append((fn, args, kwargs))
 
-    def run(self, workspace: int, workspace_size: int, stream) -> None:
+    def run(self, workspace: int, workspace_size: int, stream) -> int:
+        """Enqueue the steps; returns the last task's sequence number (0 for an op with no
+        work), the task id aclrtGetThreadLastTaskId reports."""
         if workspace_size < self.size:
             raise invalid(f"workspaceSize {workspace_size} is smaller than the {self.size} bytes "
                           f"aclnn{self.op}GetWorkspaceSize asked for")
@@ -61,16 +64,18 @@ class Plan:
             raise null(f"workspace (the op needs {self.size} bytes)")
         if self.size:
             self._check_workspace(workspace, stream)
+        seq = 0
         for fn, args, kwargs in self.steps:
             real = tuple(workspace + a.offset if type(a) is Temp else a for a in args)
             try:
-                fn(*real, stream=stream, **kwargs)
+                seq = fn(*real, stream=stream, **kwargs)
             except AclnnError:
                 raise
             except InvalidValueError as exc:  # e.g. a workspace that is not device memory of that size
                 raise AclnnError(exc.message, ACLNN_ERR_PARAM_INVALID) from None
             except NpuError as exc:
                 raise AclnnError(exc.message, ACLNN_ERR_RUNTIME_ERROR) from None
+        return seq if type(seq) is int else 0
 
 
     def _check_workspace(self, workspace: int, stream) -> None:
@@ -105,12 +110,14 @@ def executor(handle, what: str = "executor") -> Plan:
     return plan
 
 
-def run_executor(handle, workspace: int, workspace_size: int, stream, op: str) -> None:
+def run_executor(handle, workspace: int, workspace_size: int, stream, op: str) -> int:
+    """Phase two: enqueue the executor's plan on `stream`; returns the last task's sequence
+    number."""
     plan = executor(handle)
     if plan.op != op:
         raise invalid(f"this executor was made by aclnn{plan.op}GetWorkspaceSize; aclnn{op} runs only its own")
     try:
-        plan.run(workspace, workspace_size, stream)
+        return plan.run(workspace, workspace_size, stream)
     finally:
         if not plan.repeatable:
             destroy_executor(handle)

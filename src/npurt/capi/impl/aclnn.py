@@ -13,7 +13,8 @@ from ..aclnn import objects as O
 from ..aclnn import optable as T
 from ..aclnn import plans as P
 from ..registry import c_function
-from ._common import stream_of
+from . import dump
+from ._common import note_task, stream_of
 
 _libc = ctypes.CDLL(None)
 _libc.malloc.restype = ctypes.c_void_p
@@ -186,7 +187,11 @@ def _register(op: T.Op) -> None:
         return 0
 
     def second(workspace, workspaceSize, executor, stream):
-        P.run_executor(executor, workspace, workspaceSize, rt.stream_of(stream_of(stream)), op.name)
+        s = rt.stream_of(stream_of(stream))
+        tensors = P.executor(executor).tensors
+        note_task(P.run_executor(executor, workspace, workspaceSize, s, op.name))
+        if dump.dumping():
+            dump.dump_after(s, op.name, tensors)
         return 0
 
     first.__name__ = f"aclnn{op.name}GetWorkspaceSize"

@@ -226,14 +226,25 @@ _exception_callbacks: dict[str, object] = {}
 _registered: list[int] = []
 
 
+# aclrtBinarySetExceptionCallback: binary handle -> (callback, userData), called (after the
+# callbacks above) for an exception of a kernel of that binary, as CANN's op task-fail notify
+_binary_callbacks: dict[int, tuple] = {}
+
+
 def _dispatch_exception(handle: int) -> None:
     info = cdata.ffi.cast("aclrtExceptionInfo *", handle)
     for call in list(_exception_callbacks.values()):
         call(info)
+    got = rt.exception_info(handle)
+    binary = getattr(got.func, "binary", None) if got is not None else None
+    entry = _binary_callbacks.get(binary.handle) if binary is not None and binary.handle else None
+    if entry is not None:
+        entry[0](info, cdata.ffi.cast("void *", entry[1]))
 
 
 def _update_exception_callback() -> None:
-    rt.set_exception_info_callback(_dispatch_exception if _exception_callbacks else None)
+    wanted = _exception_callbacks or _binary_callbacks
+    rt.set_exception_info_callback(_dispatch_exception if wanted else None)
 
 
 @c_function("aclrtSetExceptionInfoCallback")
@@ -296,3 +307,57 @@ def aclrtGetDeviceIdFromExceptionInfo(info):
 @c_function("aclrtGetErrorCodeFromExceptionInfo")
 def aclrtGetErrorCodeFromExceptionInfo(info):
     return _info(info, "error_code")
+
+
+# ACL_ERROR_INVALID_EXCEPTION_INFO of CANN's acl (0xFFFFFFFF as an aclError): what the getters
+# answer for a NULL info, and the args getter for an exception that is not a kernel's
+_INVALID_EXCEPTION_INFO = -1
+
+
+def _exception(info, what: str):
+    got = rt.exception_info(info) if info else None
+    if got is None:
+        raise NpuError("info is NULL" if not info else f"info 0x{info:x} is not an exception info of this process",
+                       _INVALID_EXCEPTION_INFO)
+    return got
+
+
+@c_function("aclrtGetArgsFromExceptionInfo")
+def aclrtGetArgsFromExceptionInfo(info, devArgsPtr, devArgsLen):
+    """The failed launch's packed arguments in device memory (read them with aclrtMemcpy)."""
+    got = _exception(info, "args")
+    if not devArgsPtr:
+        raise null("devArgsPtr")
+    if not devArgsLen:
+        raise null("devArgsLen")
+    if got.func is None or got.args is None:
+        raise NpuError(f"the exception (task {got.task_id} of stream {got.stream_id}, error {got.error_code}) is "
+                       "not an AI core kernel's: it has no kernel arguments", _INVALID_EXCEPTION_INFO)
+    devArgsPtr[0], devArgsLen[0] = got.args[0], got.args[1]
+    return 0
+
+
+@c_function("aclrtGetFuncHandleFromExceptionInfo")
+def aclrtGetFuncHandleFromExceptionInfo(info, func):
+    """The failed kernel's function handle (aclrtGetFunctionName and the launch functions take
+    it; a kernel met only through <<<>>> gets a handle here)."""
+    got = _exception(info, "func")
+    if not func:
+        raise null("func")
+    if got.func is None:
+        raise rt.InvalidValueError(f"the exception (task {got.task_id} of stream {got.stream_id}, error "
+                                   f"{got.error_code}) is not a kernel's: it has no function handle")
+    func[0] = rt.function_handle(got.func)
+    return 0
+
+
+@c_function("aclrtBinarySetExceptionCallback")
+def aclrtBinarySetExceptionCallback(binHandle, callback, userData):
+    if not binHandle:
+        raise null("binHandle")
+    if not callback:
+        raise null("callback")
+    rt.binary_of(binHandle)
+    _binary_callbacks[binHandle] = (cdata.ffi.cast("aclrtOpExceptionCallback", callback), userData)
+    _update_exception_callback()
+    return 0

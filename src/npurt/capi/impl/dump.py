@@ -21,6 +21,9 @@ import struct
 import threading
 import time
 
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
 from ... import runtime as rt
 from ...runtime import NpuError, constants as C
 from .. import cdata
@@ -69,8 +72,8 @@ def configure(path: str | None, where: str) -> None:
             STATE.data_path = base
 
 
-def _device_dir(base: str) -> str:
-    return os.path.join(base, "npurt_dump", f"device_{rt.get_device()}")
+def _device_dir(base: str, device: int | None = None) -> str:
+    return os.path.join(base, "npurt_dump", f"device_{rt.get_device() if device is None else device}")
 
 
 @c_function("aclmdlInitDump")
@@ -193,22 +196,57 @@ def acldumpSaveExceptionInfo(fileName, userTag, tensors, tensorCount):
     return 0
 
 
-def dump_op(op_name: str, tensors: list[tuple[str, int, bytes]]) -> None:
-    """An operator's tensors after it ran ("input"/"output", index, bytes): written under the
-    data dump path, or passed to the registered callback, when data dump is on."""
+def dumping() -> bool:
+    """Whether operators' tensors are dumped now (data dump or the op-args dump is on)."""
+    return (STATE.data_path or STATE.args_path) is not None
+
+
+def _tensor_bytes(t) -> bytes:
+    """The elements of an aclnn tensor view, contiguous, read from device memory."""
+    if not t.numel:
+        return b""
+    span = (sum((d - 1) * s for d, s in zip(t.shape, t.strides)) + 1) * t.itemsize
+    rt.resolve(rt.RUNTIME, t.address, span, "dumped tensor")  # still live (else NpuError)
+    raw = rt.address.view(t.address, span).view(t.dtype)
+    return np.ascontiguousarray(as_strided(raw, t.shape, tuple(s * t.itemsize for s in t.strides))).tobytes()
+
+
+def dump_after(stream, op_name: str, tensors) -> None:
+    """Enqueue, after an operator's tasks on `stream`, the dump of its tensors ((role,
+    index, aclnn Tensor)): their bytes are read when the op has run, in stream order, as the
+    device's dump does, then go to dump_op. A tensor freed before that is left out."""
+    def run():
+        out = []
+        for role, index, t in tensors:
+            try:
+                out.append((role, index, _tensor_bytes(t)))
+            except NpuError:
+                continue
+        dump_op(op_name, out, device)
+    device = rt.stream_of(stream).device.id  # the host function runs on a thread without a context
+    rt.launch_host_func(stream, run, name=f"dump of {op_name}")
+
+
+def dump_op(op_name: str, tensors: list[tuple[str, int, bytes]], device: int | None = None) -> None:
+    """An operator's tensors after it ran ("input"/"output", index, bytes) on `device` (default:
+    the current one): written under the data dump path, or passed to the registered callback,
+    when data dump is on."""
     base = STATE.data_path or STATE.args_path
     if base is None:
         return
     stamp = int(time.time() * 1e6)
     for role, index, data in tensors:
-        path = os.path.join(_device_dir(base), f"{op_name}.{stamp}.{role}.{index}.bin")
+        path = os.path.join(_device_dir(base, device), f"{op_name}.{stamp}.{role}.{index}.bin")
         if STATE.callback is not None:
+            # the callback is told sizeof(acldumpChunk) + bufLen, as CANN's; the bytes start at
+            # dataBuf, which lies before the struct's tail padding
             size = cdata.ffi.sizeof("acldumpChunk")
+            at = cdata.ffi.offsetof("acldumpChunk", "dataBuf")
             chunk = cdata.ffi.new("char[]", size + len(data))
             c = cdata.ffi.cast("acldumpChunk *", chunk)
             c.fileName = path.encode()[:4095]
             c.bufLen, c.isLastChunk, c.offset, c.flag = len(data), 1, 0, 0
-            cdata.ffi.memmove(cdata.ffi.cast("char *", chunk) + size, data, len(data))
+            cdata.ffi.memmove(cdata.ffi.cast("char *", chunk) + at, data, len(data))
             STATE.callback(c, size + len(data))
         else:
             os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -18,7 +18,7 @@ import numpy as np
 from ... import runtime as rt
 from ..cstructs import c_string, launch_cfg, load_options, place_holders
 from ..registry import c_function
-from ._common import null, stream_of
+from ._common import note_task, null, stream_of
 
 
 def _stream(handle):
@@ -40,7 +40,8 @@ def npurtLaunchNativeKernel(name, kernel, trampoline, kinds, blockDim, stream, s
     if count and not slots:
         raise null("slots")
     packed = struct.pack(f"<{count}Q", *(slots[i] for i in range(count)))
-    rt.launch_native(c_string(name, "name"), kernel, trampoline, kinds_s, blockDim, _stream(stream), packed)
+    note_task(rt.launch_native(c_string(name, "name"), kernel, trampoline, kinds_s, blockDim, _stream(stream),
+                               packed))
     return 0
 
 
@@ -128,20 +129,20 @@ def aclrtGetFunctionAddr(funcHandle, aicAddr, aivAddr):
 
 @c_function("aclrtLaunchKernel")
 def aclrtLaunchKernel(funcHandle, numBlocks, argsData, argsSize, stream):
-    rt.launch_kernel(funcHandle, numBlocks, argsData, argsSize, _stream(stream))
+    note_task(rt.launch_kernel(funcHandle, numBlocks, argsData, argsSize, _stream(stream)))
     return 0
 
 
 @c_function("aclrtLaunchKernelV2")
 def aclrtLaunchKernelV2(funcHandle, numBlocks, argsData, argsSize, cfg, stream):
-    rt.launch_kernel(funcHandle, numBlocks, argsData, argsSize, _stream(stream), launch_cfg(cfg))
+    note_task(rt.launch_kernel(funcHandle, numBlocks, argsData, argsSize, _stream(stream), launch_cfg(cfg)))
     return 0
 
 
 @c_function("aclrtLaunchKernelWithConfig")
 def aclrtLaunchKernelWithConfig(funcHandle, numBlocks, stream, cfg, argsHandle, reserve):
-    rt.launch_kernel_with_config(funcHandle, numBlocks, _stream(stream), launch_cfg(cfg), argsHandle,
-                                 reserve or None)
+    note_task(rt.launch_kernel_with_config(funcHandle, numBlocks, _stream(stream), launch_cfg(cfg), argsHandle,
+                                           reserve or None))
     return 0
 
 
@@ -151,8 +152,8 @@ def aclrtLaunchKernelWithHostArgs(funcHandle, numBlocks, stream, cfg, hostArgs, 
     if not hostArgs:
         raise null("hostArgs")
     holders = place_holders(placeHolderArray, placeHolderNum)
-    rt.launch_kernel_with_host_args(funcHandle, numBlocks, _stream(stream), launch_cfg(cfg), hostArgs, argsSize,
-                                    holders, len(holders))
+    note_task(rt.launch_kernel_with_host_args(funcHandle, numBlocks, _stream(stream), launch_cfg(cfg), hostArgs,
+                                              argsSize, holders, len(holders)))
     return 0
 
 
@@ -185,7 +186,7 @@ def aclrtLaunchKernelWithArgsArray(func, numBlocks, stream, cfg, args):
         if not pointer:
             raise null(f"args[{i}] ({name})")
         raw += ctypes.string_at(pointer, _slot_size(annotation)).ljust(8, b"\0")
-    rt.launch(kernel, numBlocks, raw, _stream(stream), cfg=launch_cfg(cfg))
+    note_task(rt.launch(kernel, numBlocks, raw, _stream(stream), cfg=launch_cfg(cfg)))
     return 0
 
 

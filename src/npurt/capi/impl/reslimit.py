@@ -1,55 +1,32 @@
 """Device and stream resource limits (acl_rt.h: aclrtSetDeviceResLimit ...
-aclrtGetResInCurrentThread): how many cube and vector cores kernels may use.
+aclrtGetResInCurrentThread): how many cube and vector cores kernels may use, over the
+runtime's limits (npurt.runtime: set_device_res_limit ... core_limit).
 
-The limits are recorded and answered as on CANN (a device's limit defaults to its core count;
-a stream's to its device's; a thread that took a stream's resources with
-aclrtUseStreamResInCurrentThread answers with the stream's), and checked against the core
-counts. npurt's simulated cores do not confine kernels to them: a kernel may still use every
-core (docs/c-api.md); the pyACL facade reports these calls as not supported.
+As on CANN: a device's limit defaults to its core count, a stream's to its device's; a value
+above the device's cores is refused; a thread that took a stream's resources with
+aclrtUseStreamResInCurrentThread answers aclrtGetResInCurrentThread with the stream's. The
+limit is enforced where the hardware applies it: a kernel launch's blocks run on at most
+that many simulated cores (in waves beyond; GetBlockNum is unchanged), its stream's limit
+first, then its device's.
 """
 from __future__ import annotations
 
 import threading
 
 from ... import runtime as rt
-from ...runtime import InvalidValueError, constants as C
 from ..registry import c_function
 from ._common import null, stream_of
 
-CUBE, VECTOR = 0, 1  # aclrtDevResLimitType: ACL_RT_DEV_RES_CUBE_CORE, ACL_RT_DEV_RES_VECTOR_CORE
-_ATTR = {CUBE: C.ACL_DEV_ATTR_CUBE_CORE_NUM, VECTOR: C.ACL_DEV_ATTR_VECTOR_CORE_NUM}
-
-_device_limits: dict[tuple[int, int], int] = {}
-_stream_limits: dict[tuple[int, int], int] = {}
 _thread = threading.local()
 
 
-def _cores(device_id: int, kind: int) -> int:
-    if kind not in _ATTR:
-        raise InvalidValueError(f"type {kind} is not an aclrtDevResLimitType (ACL_RT_DEV_RES_CUBE_CORE 0, "
-                                "ACL_RT_DEV_RES_VECTOR_CORE 1)")
-    return rt.get_device_info(device_id, _ATTR[kind])
-
-
-def _device_limit(device_id: int, kind: int) -> int:
-    return _device_limits.get((device_id, kind), _cores(device_id, kind))
-
-
-def _stream_limit(stream, kind: int) -> int:
-    s = rt.stream_of(stream)
-    return _stream_limits.get((s.handle, kind), _device_limit(s.device.id, kind))
-
-
-def _check(device_id, kind, value):
-    cores = _cores(device_id, kind)
-    if not 0 < value <= cores:
-        raise InvalidValueError(f"value {value} is outside 1..{cores}, the device's cores of that type")
+def _stream(handle):
+    return rt.stream_of(stream_of(handle))
 
 
 @c_function("aclrtSetDeviceResLimit")
 def aclrtSetDeviceResLimit(deviceId, type, value):  # noqa: A002 - the C parameter's name
-    _check(deviceId, type, value)
-    _device_limits[(deviceId, type)] = value
+    rt.set_device_res_limit(deviceId, type, value)
     return 0
 
 
@@ -57,23 +34,19 @@ def aclrtSetDeviceResLimit(deviceId, type, value):  # noqa: A002 - the C paramet
 def aclrtGetDeviceResLimit(deviceId, type, value):  # noqa: A002
     if not value:
         raise null("value")
-    value[0] = _device_limit(deviceId, type)
+    value[0] = rt.get_device_res_limit(deviceId, type)
     return 0
 
 
 @c_function("aclrtResetDeviceResLimit")
 def aclrtResetDeviceResLimit(deviceId):
-    _cores(deviceId, CUBE)
-    for kind in _ATTR:
-        _device_limits.pop((deviceId, kind), None)
+    rt.reset_device_res_limit(deviceId)
     return 0
 
 
 @c_function("aclrtSetStreamResLimit")
 def aclrtSetStreamResLimit(stream, type, value):  # noqa: A002
-    s = rt.stream_of(stream_of(stream))
-    _check(s.device.id, type, value)
-    _stream_limits[(s.handle, type)] = value
+    rt.set_stream_res_limit(_stream(stream), type, value)
     return 0
 
 
@@ -81,21 +54,19 @@ def aclrtSetStreamResLimit(stream, type, value):  # noqa: A002
 def aclrtGetStreamResLimit(stream, type, value):  # noqa: A002
     if not value:
         raise null("value")
-    value[0] = _stream_limit(stream_of(stream), type)
+    value[0] = rt.get_stream_res_limit(_stream(stream), type)
     return 0
 
 
 @c_function("aclrtResetStreamResLimit")
 def aclrtResetStreamResLimit(stream):
-    s = rt.stream_of(stream_of(stream))
-    for kind in _ATTR:
-        _stream_limits.pop((s.handle, kind), None)
+    rt.reset_stream_res_limit(_stream(stream))
     return 0
 
 
 @c_function("aclrtUseStreamResInCurrentThread")
 def aclrtUseStreamResInCurrentThread(stream):
-    _thread.stream = rt.stream_of(stream_of(stream))
+    _thread.stream = _stream(stream)
     return 0
 
 
@@ -110,5 +81,8 @@ def aclrtGetResInCurrentThread(type, value):  # noqa: A002
     if not value:
         raise null("value")
     stream = getattr(_thread, "stream", None)
-    value[0] = _stream_limit(stream, type) if stream is not None else _device_limit(rt.get_device(), type)
+    if stream is not None:
+        value[0] = rt.get_stream_res_limit(stream, type)
+    else:
+        value[0] = rt.get_device_res_limit(rt.get_device(), type)
     return 0

@@ -429,3 +429,74 @@ def reset_overflow_status(stream: Stream | None) -> None:
     stream_of(stream)  # nothing to clear: the status is always zero (see get_overflow_status)
 
 
+
+
+# ---------------------------------------------------------------- device resource limits
+# aclrtDevResLimitType: how many cube (AI) cores and vector cores kernels may use. A kernel's
+# blocks run on at most that many simulated cores (KernelTask: waves of blocks, GetBlockNum
+# unchanged); the built-in ops size their launches to it (core_limit). hicann/runtime
+# api_impl.cc: a value above the device's cores is refused; there is no lower bound but 0.
+RES_CUBE_CORE, RES_VECTOR_CORE = 0, 1
+_RES_ATTRS = {RES_CUBE_CORE: C.ACL_DEV_ATTR_CUBE_CORE_NUM, RES_VECTOR_CORE: C.ACL_DEV_ATTR_VECTOR_CORE_NUM}
+
+
+def res_cores(device_id: int, kind: int) -> int:
+    """The device's cores of an aclrtDevResLimitType (the limit when none is set)."""
+    if kind not in _RES_ATTRS:
+        raise InvalidValueError(f"type {kind!r} is not an aclrtDevResLimitType (ACL_RT_DEV_RES_CUBE_CORE 0, "
+                                "ACL_RT_DEV_RES_VECTOR_CORE 1)")
+    return get_device_info(device_id, _RES_ATTRS[kind])
+
+
+def check_res_limit(device_id: int, kind: int, value) -> int:
+    cores = res_cores(device_id, kind)
+    if type(value) is not int or not 0 < value <= cores:
+        raise InvalidValueError(f"value {value!r} is outside 1..{cores}, the device's cores of that type "
+                                "(the value must be less than or equal to them)")
+    return value
+
+
+def set_device_res_limit(device_id: int, kind: int, value: int) -> None:
+    device = rt.device(device_id)
+    device.res_limits[kind] = check_res_limit(device_id, kind, value)
+
+
+def get_device_res_limit(device_id: int, kind: int) -> int:
+    device = rt.device(device_id)
+    return device.res_limits.get(kind, res_cores(device_id, kind))
+
+
+def reset_device_res_limit(device_id: int) -> None:
+    rt.device(device_id).res_limits.clear()
+
+
+def set_stream_res_limit(stream, kind: int, value: int) -> None:
+    """The stream's own limit (it may exceed the device's: hicann/runtime does not check)."""
+    s = stream_of(stream)
+    check_res_limit(s.device.id, kind, value)
+    if s.res_limits is None:
+        s.res_limits = {}
+    s.res_limits[kind] = value
+
+
+def get_stream_res_limit(stream, kind: int) -> int:
+    """The stream's limit if it has one, else its device's."""
+    s = stream_of(stream)
+    if s.res_limits and kind in s.res_limits:
+        return s.res_limits[kind]
+    return get_device_res_limit(s.device.id, kind)
+
+
+def reset_stream_res_limit(stream) -> None:
+    stream_of(stream).res_limits = None
+
+
+def core_limit(stream, kind: int = RES_CUBE_CORE) -> int:
+    """How many cores a kernel launched on `stream` may use (its limit, else its device's, else
+    all of them); for launchers sizing their block count."""
+    s = stream_of(stream)
+    own = s.res_limits
+    if own and kind in own:
+        return own[kind]
+    limit = s.device.res_limits.get(kind)
+    return limit if limit is not None else res_cores(s.device.id, kind)

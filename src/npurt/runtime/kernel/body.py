@@ -30,12 +30,16 @@ _MODES = ("rw", "r", "w")
 
 
 class KernelContext:
-    """What one block of a running kernel sees: its index, the block count, and `gm()`."""
+    """What one block of a running kernel sees: its index, the block count, `gm()`, and
+    `core_id`, the simulated AI core running it (0 .. the cores the launch may use - 1: a
+    device or stream resource limit confines a launch to that many; blocks beyond run in
+    waves on the same cores, as on an NPU)."""
 
-    __slots__ = ("block_idx", "block_num", "task", "device")
+    __slots__ = ("block_idx", "block_num", "task", "device", "core_id")
 
-    def __init__(self, block_idx: int, block_num: int, task: "KernelTask", device):
+    def __init__(self, block_idx: int, block_num: int, task: "KernelTask", device, core_id: int = 0):
         self.block_idx, self.block_num, self.task, self.device = block_idx, block_num, task, device
+        self.core_id = core_id
 
     def block_range(self, n: int, align: int = 1) -> tuple[int, int]:
         """[lo, hi) of range(n) that this block handles when n is split evenly over the blocks

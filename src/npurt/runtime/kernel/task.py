@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from .. import constants as C, address
 from ..errors import NpuError, TaskError
+from ..forking import fork_safe_lock
 from ..observers import HOOKS
 from ..runtime import RUNTIME
 from ..scheduler import TLS, thread_token
@@ -83,15 +86,18 @@ class KernelTask(Task):
                 finally:
                     leave_body(self, ident)
             else:
+                cores = RUNTIME.driver.cores
+                lanes = cores.lanes(n, self.core_budget())  # block i runs on core i % lanes
+
                 def body(i: int) -> None:
                     idx = offset + i
                     try:
-                        fn(KernelContext(idx, n, self, device), *values)
+                        fn(KernelContext(idx, n, self, device, i % lanes), *values)
                     except Exception as exc:  # noqa: BLE001
                         raise _BlockFailure(idx, exc) from exc
 
                 try:
-                    RUNTIME.driver.cores.run(n, body, self._lane_hooks())
+                    cores.run(n, body, self._lane_hooks(), lanes=lanes)
                 except _BlockFailure as failure:
                     raise self._failure(failure.block_idx, failure.exc) from failure.exc
         finally:
@@ -154,6 +160,50 @@ class KernelTask(Task):
         # a native kernel's trap carries the code its SoC reports (native.KernelTrap)
         code = getattr(exc, "aicore_code", C.ACL_ERROR_RT_AICORE_EXCEPTION)
         return NpuError(f"kernel {self.func.name!r} failed in block {block_idx} of {self.num_blocks}: {msg}", code)
+
+
+    def core_budget(self) -> int | None:
+        """The cores this launch may use: its stream's resource limit of the kernel's core
+        type, else its device's, else None (all). A native kernel is a vector kernel on a SoC
+        with vector cores (the code its trap reports says so too); the others run on the cube
+        (AI) cores."""
+        s = self.stream
+        device = s.device
+        kind = 1 if getattr(self.func, "vector_kernel", False) and device.spec.vector_core_num else 0
+        own = s.res_limits
+        if own and kind in own:
+            return own[kind]
+        return device.res_limits.get(kind)
+
+    def exception_args(self) -> tuple[int, int]:
+        """(device address, size) of the launch's packed arguments, for the exception info
+        (aclrtGetArgsFromExceptionInfo): the device args of aclrtLaunchKernel as they are; a
+        launch whose args came from the host has them copied to device memory now, as the
+        NPU's args pool holds them (the last few are kept, see _EXCEPTION_ARGS)."""
+        func = self.func
+        if self.values is None:
+            return self.args_ptr, func.args_size
+        packed = func.struct.pack(*self.values) if func.args_size else b""
+        if not packed:
+            return 0, 0
+        device = self.stream.device
+        addr = device.memory.malloc(len(packed), C.ACL_MEM_MALLOC_HUGE_FIRST)
+        device.backend.view(addr, len(packed))[:] = np.frombuffer(packed, np.uint8)
+        with _EXCEPTION_ARGS_LOCK:
+            _EXCEPTION_ARGS.append((device, addr))
+            old = _EXCEPTION_ARGS.pop(0) if len(_EXCEPTION_ARGS) > _EXCEPTION_ARGS_KEPT else None
+        if old is not None:
+            try:
+                old[0].memory.free(old[1])
+            except NpuError:
+                pass  # its device was reset meanwhile
+        return addr, len(packed)
+
+
+# args staged for exception infos: kept while an exception callback may still read them
+_EXCEPTION_ARGS: list = []
+_EXCEPTION_ARGS_KEPT = 16
+_EXCEPTION_ARGS_LOCK = fork_safe_lock()
 
 
 def _default_timeout_ns() -> int:

@@ -1,0 +1,402 @@
+"""Device memory shared by the processes of one host: the HBM of a simulated NPU in /dev/shm.
+
+On hardware every process that opens device N uses the same HBM, and an allocation has the
+same device address in each process that imports it. The shared arena gives the simulated NPU
+that: the device's memory is one sparse file in shared memory (`/dev/shm/npurt-<uid>-<namespace>/
+hbm<N>`, sized to the capacity, so pages cost RAM only once touched), mapped MAP_SHARED by every
+process of the namespace at the same device addresses.
+
+Who owns which memory is a table in a second shared file (`hbm<N>.ctl`):
+
+    header   magic, layout version, capacity, usable bytes, chunk size, chunk count, the arena's
+             address slot (so va_base is equal in every process)
+    slots    one row per attached process: pid, its start time (a reused pid is not the same
+             process), the bytes it has committed
+    chunks   per 2 MiB chunk of the usable memory: 0 (free) or the owner's slot + 1
+
+A process claims coarse chunks from the table (under an flock(2) of the control file) and runs
+its own page allocator inside them, so malloc and free stay process-local: the caching pool
+above reaches the table only when it maps or unmaps a segment, and whole chunks a free leaves
+empty go back to the table at once (another process may need them).
+
+Lifetime: attaching takes a slot; a process that closes its device (finalize, exit) punches its
+chunks' pages out of the file and frees them; slots of processes that died (kill -9) are
+reclaimed the same way by whoever next takes the lock; the last process out removes the files
+and the directory. An attach that races with a last-out removal finds its file unlinked (the
+inode behind the path changed) and retries, so no process maps a removed object.
+"""
+from __future__ import annotations
+
+import atexit
+import bisect
+import ctypes
+import fcntl
+import mmap
+import os
+import re
+import weakref
+
+import numpy as np
+
+from .hbm import HUGE_PAGE, PAGE_KINDS, PAGE_SIZE, PageAllocator, _mincore, align_up
+
+CHUNK = HUGE_PAGE          # the unit processes claim memory in
+MAGIC = 0x4E50555254484D31  # "NPURTHM1"
+LAYOUT_VERSION = 1
+MAX_SLOTS = 128            # processes attached to one device at once
+_HEADER_WORDS = 16
+_SLOT_WORDS = 4            # pid, start time, committed bytes, (spare)
+_H_MAGIC, _H_VERSION, _H_CAPACITY, _H_USABLE, _H_CHUNK, _H_CHUNKS, _H_VA_SLOT = range(7)
+
+NAMESPACE_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+class SharedDeviceError(OSError):
+    """The shared device cannot be attached (a mismatch with the processes already on it,
+    or every slot taken)."""
+
+
+def shm_root() -> str:
+    """Where the shared objects live: /dev/shm (tmpfs), else the temporary directory."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") else os.environ.get("TMPDIR", "/tmp")
+
+
+def namespace_dir(namespace: str) -> str:
+    """The directory of one namespace's shared devices (per user: others cannot join)."""
+    if not NAMESPACE_PATTERN.fullmatch(namespace):
+        raise ValueError(f"device namespace {namespace!r}: use 1-64 letters, digits, '_', '.' or '-'")
+    return os.path.join(shm_root(), f"npurt-{os.getuid()}-{namespace}")
+
+
+def process_start_time(pid: int) -> int:
+    """The start time of a live process (clock ticks since boot), 0 when it is gone or a zombie
+    (a killed process waiting for its parent holds no memory any more)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return 0
+    fields = stat[stat.rfind(b")") + 2:].split()
+    if fields[0] in (b"Z", b"X"):
+        return 0
+    return int(fields[19])
+
+
+_SELF_START = {}  # pid -> start time of this process (computed once per pid: forks change it)
+
+
+def _self_start() -> int:
+    pid = os.getpid()
+    if pid not in _SELF_START:
+        _SELF_START[pid] = process_start_time(pid)
+    return _SELF_START[pid]
+
+
+class SharedHbmArena(PageAllocator):
+    """The HBM of one device, shared with the other processes of a namespace; the same face as
+    `HbmArena` (map_pages / unmap_pages / release_all / mem / accounting), with accounting that
+    covers every process on the device."""
+
+    def __init__(self, directory: str, physical_id: int, capacity: int, system_reserved: int, va_slot: int):
+        super().__init__(capacity - system_reserved)
+        self._free_starts, self._free_sizes = [], {}   # nothing is ours until claimed
+        self.directory = directory
+        self.capacity = capacity
+        self.path = os.path.join(directory, f"hbm{physical_id}")
+        self.ctl_path = self.path + ".ctl"
+        self.n_chunks = self.usable // CHUNK
+        self._pid = os.getpid()
+        self._fd = self._attach_control()
+        try:
+            self._init_or_check(capacity, va_slot)
+            hbm_fd = os.open(self.path, os.O_RDWR)
+            try:
+                self._mm = mmap.mmap(hbm_fd, capacity, flags=mmap.MAP_SHARED,
+                                     prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            finally:
+                os.close(hbm_fd)
+            self.va_slot = int(self._header[_H_VA_SLOT])
+            self.slot = self._take_slot()
+        except BaseException:
+            os.close(self._fd)  # (closing drops the lock)
+            raise
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self.mem = np.frombuffer(self._mm, dtype=np.uint8)
+        self.host_address = self.mem.ctypes.data
+        self.closed = False
+        _OPEN.add(self)
+
+    # ------------------------------------------------------------ attach / detach
+    def _attach_control(self) -> int:
+        """Open and lock the control file, retrying while a last-out process removes it."""
+        while True:
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
+            try:
+                fd = os.open(self.ctl_path, os.O_RDWR | os.O_CREAT, 0o600)
+            except FileNotFoundError:  # the directory went away between makedirs and open
+                continue
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.stat(self.ctl_path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                return fd
+            os.close(fd)  # we locked a file the last process out had already unlinked
+
+    def _layout_size(self) -> int:
+        return (_HEADER_WORDS + MAX_SLOTS * _SLOT_WORDS) * 8 + align_up(self.n_chunks * 2, 8)
+
+    def _init_or_check(self, capacity: int, va_slot: int) -> None:
+        """(Control file locked.) Create the device if this process is the first, else check
+        that it simulates the same memory as the processes already on it."""
+        size = self._layout_size()
+        fresh = not self._has_header()
+        if fresh:
+            os.ftruncate(self._fd, 0)   # a creator that died half-way left garbage: start over
+            os.ftruncate(self._fd, size)
+            hbm_fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                os.ftruncate(hbm_fd, capacity)
+            finally:
+                os.close(hbm_fd)
+        else:
+            self._check_header(capacity)
+        self._ctl = mmap.mmap(self._fd, size, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        words = np.frombuffer(self._ctl, dtype=np.int64, count=_HEADER_WORDS + MAX_SLOTS * _SLOT_WORDS)
+        self._header = words[:_HEADER_WORDS]
+        self._slots = words[_HEADER_WORDS:].reshape(MAX_SLOTS, _SLOT_WORDS)
+        self._chunks = np.frombuffer(self._ctl, dtype=np.int16, count=self.n_chunks,
+                                     offset=(_HEADER_WORDS + MAX_SLOTS * _SLOT_WORDS) * 8)
+        h = self._header
+        if fresh:
+            h[_H_VERSION], h[_H_CAPACITY], h[_H_USABLE] = LAYOUT_VERSION, capacity, self.usable
+            h[_H_CHUNK], h[_H_CHUNKS], h[_H_VA_SLOT] = CHUNK, self.n_chunks, va_slot
+            h[_H_MAGIC] = MAGIC  # last: a half-made header is not taken for a device
+
+    def _has_header(self) -> bool:
+        header = os.pread(self._fd, _HEADER_WORDS * 8, 0)
+        return len(header) == _HEADER_WORDS * 8 and np.frombuffer(header, np.int64)[_H_MAGIC] == MAGIC
+
+    def _check_header(self, capacity: int) -> None:
+        h = np.frombuffer(os.pread(self._fd, _HEADER_WORDS * 8, 0), np.int64)
+        if (h[_H_VERSION], h[_H_CAPACITY], h[_H_USABLE], h[_H_CHUNKS]) != (
+                LAYOUT_VERSION, capacity, self.usable, self.n_chunks):
+            raise SharedDeviceError(
+                f"shared device {self.path}: its processes simulate {int(h[_H_CAPACITY]) >> 20} MiB "
+                f"({int(h[_H_USABLE]) >> 20} MiB usable), this one {capacity >> 20} MiB ({self.usable >> 20} MiB): "
+                "use the same NPURT_SOC and NPURT_HBM_SIZE, another NPURT_DEVICE_NAMESPACE, or "
+                "NPURT_SHARED_DEVICES=0 for a private device")
+
+    def _take_slot(self) -> int:
+        self._reclaim_dead()
+        free = np.flatnonzero(self._slots[:, 0] == 0)
+        if not len(free):
+            raise SharedDeviceError(f"shared device {self.path}: {MAX_SLOTS} processes are attached already")
+        slot = int(free[0])
+        self._slots[slot, 1] = _self_start()
+        self._slots[slot, 2] = 0
+        self._slots[slot, 0] = self._pid
+        return slot
+
+    def _reclaim_dead(self) -> int:
+        """(Control file locked.) Free the chunks of attached processes that died; how many
+        slots were reclaimed."""
+        reclaimed = 0
+        for slot in np.flatnonzero(self._slots[:, 0]):
+            pid, start = int(self._slots[slot, 0]), int(self._slots[slot, 1])
+            if pid == self._pid and start == _self_start():
+                continue
+            if process_start_time(pid) == start:
+                continue
+            self._release_chunks_of(int(slot))
+            self._slots[slot] = 0
+            reclaimed += 1
+        return reclaimed
+
+    def _release_chunks_of(self, slot: int) -> None:
+        """(Control file locked.) Punch a slot's chunks out of the file and free them."""
+        mine = self._chunks == slot + 1
+        if not mine.any():
+            return
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], mine.view(np.int8), [0]))))
+        for start, end in zip(edges[::2], edges[1::2]):
+            self._punch(int(start) * CHUNK, int(end - start) * CHUNK)
+        self._chunks[mine] = 0
+
+    def _punch(self, offset: int, size: int) -> None:
+        """Give pages back to the OS: in a shared file that means removing them from the file
+        (MADV_DONTNEED would only drop this process's mapping of them)."""
+        self._mm.madvise(mmap.MADV_REMOVE, offset, size)
+
+    def close(self) -> None:
+        """Detach: free this process's chunks and slot; the last process out removes the files."""
+        if self.closed or os.getpid() != self._pid:  # a forked child does not own the parent's slot
+            return
+        with self._lock:
+            self.closed = True
+            self._lock_ctl()
+            try:
+                self._release_chunks_of(self.slot)
+                self._slots[self.slot] = 0
+                self._reclaim_dead()
+                last = not self._slots[:, 0].any()
+                if last:
+                    for path in (self.path, self.ctl_path):
+                        try:
+                            os.unlink(path)
+                        except FileNotFoundError:
+                            pass
+                    try:
+                        os.rmdir(self.directory)
+                    except OSError:  # other devices of the namespace are still in use
+                        pass
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+                os.close(self._fd)
+        _OPEN.discard(self)
+
+    def _lock_ctl(self) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+
+    # ------------------------------------------------------------ page allocation
+    def map_pages(self, size: int, page: int) -> int | None:
+        """Reserve `size` bytes (rounded up to `page`) aligned to `page`: from chunks this
+        process holds, else from chunks it claims now; the offset, or None when the device is
+        full."""
+        size = align_up(size, page)
+        with self._lock:
+            offset = self._take_local(size, page)
+            if offset is None and self._claim(size, page):
+                offset = self._take_local(size, page)
+            if offset is not None:
+                self.committed[PAGE_KINDS[page]] += size
+                self._slots[self.slot, 2] = sum(self.committed.values())
+            return offset
+
+    def _take_local(self, size: int, page: int) -> int | None:
+        for start in self._free_starts:
+            free = self._free_sizes[start]
+            offset = align_up(start, page)
+            if offset + size <= start + free:
+                self._take(start, free, offset, size)
+                return offset
+        return None
+
+    def _claim(self, size: int, page: int) -> bool:
+        """Claim a run of free chunks large enough for `size` at `page` alignment."""
+        count = -(-size // CHUNK)
+        step = max(page // CHUNK, 1)
+        self._lock_ctl()
+        try:
+            start = self._find_run(count, step)
+            if start is None and self._reclaim_dead():
+                start = self._find_run(count, step)
+            if start is None:
+                return False
+            self._chunks[start:start + count] = self.slot + 1
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self._give(start * CHUNK, count * CHUNK)  # merges with a free neighbour we hold
+        return True
+
+    def _find_run(self, count: int, step: int) -> int | None:
+        free = np.concatenate(([0], np.cumsum(self._chunks == 0)))
+        runs = free[count:] - free[:-count] if count <= self.n_chunks else np.zeros(0, np.int64)
+        fits = np.flatnonzero(runs[::step] == count) * step
+        return int(fits[0]) if len(fits) else None
+
+    def unmap_pages(self, offset: int, size: int, page: int) -> None:
+        """Give a range back: its pages leave the file, and chunks left wholly free go back to
+        the device's table."""
+        size = align_up(size, page)
+        self._mm.madvise(mmap.MADV_REMOVE, offset, size)
+        with self._lock:
+            self.committed[PAGE_KINDS[page]] -= size
+            self._slots[self.slot, 2] = sum(self.committed.values())
+            self._give(offset, size)
+            self._return_empty_chunks(offset)
+
+    def _return_empty_chunks(self, offset: int) -> None:
+        """(Local lock held.) Cut the whole chunks out of the free range holding `offset` and
+        hand them back to the device's table."""
+        i = bisect.bisect_right(self._free_starts, offset) - 1
+        start = self._free_starts[i]
+        end = start + self._free_sizes[start]
+        first, last = -(-start // CHUNK), end // CHUNK
+        if last <= first:
+            return
+        del self._free_starts[i]
+        del self._free_sizes[start]
+        if first * CHUNK > start:
+            self._insert(start, first * CHUNK - start)
+        if end > last * CHUNK:
+            self._insert(last * CHUNK, end - last * CHUNK)
+        self._lock_ctl()
+        try:
+            self._chunks[first:last] = 0
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def release_all(self) -> None:
+        """Device reset in this process: its memory goes back; the other processes' stays."""
+        with self._lock:
+            self._lock_ctl()
+            try:
+                self._release_chunks_of(self.slot)
+                self._slots[self.slot, 2] = 0
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            self._free_starts, self._free_sizes = [], {}
+            self.committed = {kind: 0 for kind in PAGE_KINDS.values()}
+
+    reset = release_all
+
+    # ------------------------------------------------------------ accounting (the whole device)
+    @property
+    def committed_bytes(self) -> int:
+        return int(self._slots[:, 2].sum())
+
+    @property
+    def own_committed_bytes(self) -> int:
+        return sum(self.committed.values())
+
+    @property
+    def free_bytes(self) -> int:
+        return self.usable - self.committed_bytes
+
+    def largest_free(self, page: int) -> int:
+        local = PageAllocator.largest_free(self, page)
+        free = np.concatenate(([False], self._chunks == 0, [False])).view(np.int8)
+        edges = np.flatnonzero(np.diff(free))
+        best = 0
+        step = max(page // CHUNK, 1)
+        for start, end in zip(edges[::2], edges[1::2]):
+            aligned = -(-int(start) // step) * step
+            best = max(best, (int(end) - aligned) * CHUNK // page * page)
+        return max(local, best)
+
+    def attached_pids(self) -> list[int]:
+        """Pids of the processes attached to this device now (this one included)."""
+        return [int(p) for p in self._slots[:, 0] if p]
+
+    def resident_bytes(self) -> int:
+        """RAM the kernel backs the device's file with now (every process's pages)."""
+        vec = np.zeros(self.capacity // PAGE_SIZE, dtype=np.uint8)
+        if _mincore(self.host_address, self.capacity, vec.ctypes.data) != 0:
+            raise OSError(ctypes.get_errno(), "mincore failed on the device memory arena")
+        return int(np.count_nonzero(vec & 1)) * PAGE_SIZE
+
+
+_OPEN: "weakref.WeakSet[SharedHbmArena]" = weakref.WeakSet()
+
+
+@atexit.register
+def _detach_all() -> None:
+    """At exit, detach from every shared device still attached (a killed process is reclaimed
+    by the others instead)."""
+    for arena in list(_OPEN):
+        try:
+            arena.close()
+        except OSError:
+            pass
