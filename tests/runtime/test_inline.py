@@ -43,6 +43,15 @@ def retired(stream, seq: int, timeout_s: float = 30.0) -> None:
 ME = threading.get_ident
 
 
+@pytest.fixture
+def rt(fresh_runtime, monkeypatch):
+    """The runtime with inline execution on (the suite also runs with NPURT_INLINE=0)."""
+    monkeypatch.setenv("NPURT_INLINE", "1")
+    fresh_runtime.init()
+    fresh_runtime.set_device(0)
+    return fresh_runtime
+
+
 def test_a_cheap_task_on_an_idle_stream_has_run_when_the_enqueue_returns(rt):
     s = rt.create_stream()
     probe = Probe()

@@ -29,6 +29,7 @@ from ..exceptions import InvalidValueError
 from ..runtime import peek_context
 from ..streams import Stream
 from . import launchers as launch
+from .fused import fused_binary, fused_same
 
 __all__ = ["add", "sub", "mul", "div", "maximum", "minimum", "power", "relu", "gelu", "abs", "exp", "log", "sqrt",
            "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "where", "concatenate", "stack",
@@ -118,6 +119,9 @@ def _binary(op: str, a, b, out, stream) -> DeviceArray:
         if b.shape == shape and b.dtype == dtype and b._mem.device is device and a.is_contiguous() \
                 and b.is_contiguous():  # the common case: the checks below all pass
             s = _stream(stream, device.id)
+            fused = fused_same(op, a, b, s)  # one task, when it gives the kernel's bits
+            if fused is not None:
+                return fused
             result = DeviceArray._new(shape, dtype, device)
             n = math.prod(shape)
             if n:
@@ -135,6 +139,10 @@ def _binary(op: str, a, b, out, stream) -> DeviceArray:
     except ValueError:
         raise InvalidValueError(f"npurt.ops.{op}: shapes {a.shape} and {b.shape} do not broadcast") from None
     s = _stream(stream, dev)
+    if out is None or isinstance(out, DeviceArray):
+        fused = fused_binary(op, a, b, s, out)  # scalars and broadcasting in the one task
+        if fused is not None:
+            return fused
     stream = _wrap(s)
     result = _out(op, out, shape, dtype, dev)
     n = math.prod(shape)
