@@ -41,6 +41,7 @@ from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, D
                          StreamAbortedError, SubscriptionError, SyncTimeoutError, TaskError)
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
 from .graphs import CaptureError, Graph, graph, is_capturing  # noqa: F401,E402
+from .virtual import VirtualBuffer  # noqa: F401,E402
 from . import faults  # noqa: F401,E402 - npurt.faults: fault injection and controlled schedules
 from .runtime import API_SURFACES as _API_SURFACES  # noqa: E402
 

@@ -41,6 +41,8 @@ VARIABLES: tuple[Variable, ...] = (
              "runtime"),
     Variable("NPURT_MAX_STREAMS", "SoC limit", "streams per device, default streams included", "runtime"),
     Variable("NPURT_WORKERS", "2", "scheduler worker threads per device", "runtime"),
+    Variable("NPURT_SPEEDUPS", "1", "0: the pure-Python caching pool and malloc/free even where the C "
+             "accelerator npurt._speedups is installed or can be built (npurt.runtime.accel)", "runtime"),
     Variable("NPURT_HANG_WARNING_S", "10", "a host wait longer than this many seconds warns what it is stuck "
              "on (0: never)", "runtime"),
     Variable("NPURT_DRIVER", "simulated", "simulated: the simulated NPU; null: addresses and accounting, no "

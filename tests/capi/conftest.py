@@ -69,7 +69,7 @@ def build_c(cann_home, tmp_path_factory):
         cc = "g++" if source.endswith(".cpp") else "gcc"
         cmd = [cc, "-O1", "-Wall", "-Werror", "-Wno-deprecated-declarations", "-I", os.path.join(cann_home, "include"),
                os.path.join(C_DIR, source), "-o", exe, "-L", os.path.join(cann_home, "lib64"),
-               *[f"-l{lib}" for lib in libs], "-lpthread"]
+               *[f"-l{lib}" for lib in libs], "-lpthread", "-rdynamic"]
         res = subprocess.run(cmd, capture_output=True, text=True)
         assert res.returncode == 0, f"{' '.join(cmd)}\n{res.stderr}"
         built[source] = Program(cann_home, exe)

@@ -47,6 +47,11 @@ def test_a_host_dereference_of_device_memory_is_sigsegv_explained(build_c):
     assert "about to read device memory" in res.stdout
     assert "device memory of device 0: 4096 bytes from aclrtMalloc" in res.stderr
     assert "aclrtMemcpy" in res.stderr
+    # where it was allocated: the call site in the program (fault.c's allocate_buffer), with
+    # the addr2line command that names its source line
+    assert "It was allocated by aclrtMalloc called from" in res.stderr, res.stderr
+    site = res.stderr.split("called from ", 1)[1].split("\n", 1)[0]
+    assert "allocate_buffer+0x" in site and f"addr2line -f -e {build_c('fault.c').exe} 0x" in site, site
 
 
 def test_no_call_succeeds_when_the_python_side_cannot_start(build_c, tmp_path):
@@ -117,3 +122,33 @@ def test_acl_graph_capture_and_replay(build_c):
     assert "synchronize during capture: 107027" in res.stdout
     assert "end after invalidation: 507903" in res.stdout
     assert "synchronous copy in GLOBAL mode: 107030" in res.stdout
+
+
+def test_virtual_memory_reserve_map_share_and_bad_input(build_c):
+    res = run_ok(build_c("vmm.c"), "vmm")
+    for line in ("copy from unmapped: 100000", "map over mapped: 107000", "unmap never mapped: 107000",
+                 "size not a granularity multiple: 107000", "release with mappings: 107000",
+                 "export twice: 107000", "import refused: 207006", "imported value 4242",
+                 "import of a freed handle: 107000"):
+        assert line in res.stdout, res.stdout
+
+
+def test_built_models_labels_switches_task_groups_and_conditional_tasks(build_c):
+    res = run_ok(build_c("model_build.c"), "model_build")
+    assert "bind a non-persistent stream: 107000" in res.stdout
+    assert "activate from an unbound stream: 107005" in res.stdout
+    assert "label 1: a=0 b=0x22" in res.stdout
+    assert "after the update: a=0x44" in res.stdout
+    assert "IF on zero: b=0x66" in res.stdout
+
+
+def test_stream_ordered_memory_pools_and_managed_memory(build_c):
+    res = run_ok(build_c("mempool.c"), "mempool")
+    for line in ("past maxSize: 507000", "set a read-only attribute: 107000", "destroy in use: 507000"):
+        assert line in res.stdout, res.stdout
+
+
+def test_model_subscription_registers_the_model_and_closes_the_pipe_at_unsubscribe(build_c):
+    res = build_c("prof_subscribe.c", libs=("ascendcl", "msprofiler", "profapi")).run()
+    assert res.returncode == 0 and "prof_subscribe: ok" in res.stdout, res.stdout + res.stderr
+    assert "unregistered model: 145003" in res.stdout

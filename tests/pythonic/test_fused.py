@@ -1,4 +1,4 @@
-"""One task per elementwise op (npurt.ops.fused): `a + b`, `a * 2`, `x - row` queue a single
+"""One task per elementwise op (npurt.array.fused): `a + b`, `a * 2`, `x - row` queue a single
 ElementwiseTask with the kernel route's bits; what that does not hold for (float16, bfloat16,
 scalars an integer dtype cannot hold, strided operands) takes the kernel route."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 import npurt
 from gates import Gate
-from npurt.ops.fused import ElementwiseTask
+from npurt.array.fused import ElementwiseTask
 from npurt.runtime import HOOKS
 
 

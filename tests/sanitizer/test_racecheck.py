@@ -78,6 +78,26 @@ def test_a_synchronous_copy_from_memory_a_kernel_on_a_stream_still_writes_is_a_r
     assert [r.kind for r in races(san)] in (["RAW hazard"], ["WAR hazard"])
 
 
+def test_a_synchronous_copy_from_a_kernel_s_output_freed_before_the_kernel_ran_is_still_a_race(rt, san):
+    # hicann/runtime's 1_basic_features/memory/5_d2d_sync_memory_copy: the kernel is still
+    # queued when the host copies its output and frees it; its writes would be found only
+    # after the free, so the race is reported at the free, beside the illegal free
+    src, dst = rt.malloc(4096), rt.malloc(4096)
+    a = rt.create_stream()
+    gate = threading.Event()
+    rt.launch_host_func(a, gate.wait)
+    launch(_fill_sevens, 1, (src, 4096), a)
+    rt.memcpy(dst, 4096, src, 4096, D2D)
+    rt.free(src)
+    gate.set()
+    rt.synchronize_device()
+    kinds = sorted((r.tool, r.kind) for r in san.reports)
+    assert ("racecheck", "RAW hazard") in kinds and ("memcheck", "illegal free") in kinds, kinds
+    assert not [r for r in san.reports if r.tool == "initcheck"]  # the race explains the unwritten read
+    (race,) = races(san)
+    assert "kernel _fill_sevens" in race.actors[0].what and "memcpy" in race.actors[1].what
+
+
 def test_an_event_orders_the_reader_after_the_writer(rt, san):
     a, b = rt.create_stream(), rt.create_stream()
     dev, host = rt.malloc(4096), rt.malloc_host(4096)

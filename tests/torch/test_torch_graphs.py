@@ -70,8 +70,54 @@ def test_make_graphed_callables_forward_matches_eager():
             x = torch.randn(8, 16, device="npu")
             out = graphed(x)
             torch.testing.assert_close(out.cpu(), model(x).cpu(), rtol=1e-5, atol=1e-5)
-    with pytest.raises(NotImplementedError):
-        torch.npu.make_graphed_callables(model, (sample,))   # grad enabled, parameters require grad
+    with pytest.raises(ValueError, match="does not match"):
+        graphed(torch.randn(4, 16, device="npu"))
+
+
+def test_a_graphed_modules_backward_replays_a_captured_backward_with_cpu_torchs_grads():
+    cpu = _mlp()
+    npu_model = _mlp().to("npu")
+    sample = torch.randn(8, 16, device="npu", requires_grad=True)
+    graphed = torch.npu.make_graphed_callables(npu_model, (sample,))
+    assert graphed is npu_model                      # a Module comes back with its forward graphed
+    for step in range(3):
+        # as with CUDA graphs, a parameter's .grad may alias the static grad the backward graph
+        # writes: clear grads between steps (zero_grad(set_to_none=True), the usual loop)
+        npu_model.zero_grad(set_to_none=True)
+        cpu.zero_grad(set_to_none=True)
+        x = torch.randn(8, 16)
+        w = torch.randn(8, 4)
+        x_npu = x.to("npu").requires_grad_()
+        (graphed(x_npu) * w.to("npu")).sum().backward()
+        x_cpu = x.clone().requires_grad_()
+        (cpu(x_cpu) * w).sum().backward()
+        torch.testing.assert_close(x_npu.grad.cpu(), x_cpu.grad, rtol=1e-5, atol=1e-5)
+        for p_npu, p_cpu in zip(npu_model.parameters(), cpu.parameters()):
+            torch.testing.assert_close(p_npu.grad.cpu(), p_cpu.grad, rtol=1e-5, atol=1e-5)
+    npu_model.eval()                                 # another training state: the eager forward
+    x = torch.randn(8, 16)
+    torch.testing.assert_close(npu_model(x.to("npu")).detach().cpu(), cpu(x).detach(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_graphed_function_of_two_inputs_gives_the_grads_of_both():
+    def fn(a, b):
+        return (a * b).relu(), a.tanh()
+
+    a0 = torch.randn(6, device="npu", requires_grad=True)
+    b0 = torch.randn(6, device="npu", requires_grad=True)
+    graphed = torch.npu.make_graphed_callables(fn, (a0, b0), num_warmup_iters=1)
+    a, b = torch.randn(6), torch.randn(6)
+    an, bn = a.to("npu").requires_grad_(), b.to("npu").requires_grad_()
+    y, z = graphed(an, bn)
+    (y.sum() + 2 * z.sum()).backward()
+    ac, bc = a.clone().requires_grad_(), b.clone().requires_grad_()
+    yc, zc = fn(ac, bc)
+    (yc.sum() + 2 * zc.sum()).backward()
+    torch.testing.assert_close(y.detach().cpu(), yc.detach(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(an.grad.cpu(), ac.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(bn.grad.cpu(), bc.grad, rtol=1e-5, atol=1e-5)
+    with pytest.raises(TypeError, match="only tensors"):
+        torch.npu.make_graphed_callables(fn, (a0, 3))
 
 
 def test_torch_npu_graph_captures_again_after_the_runtime_was_finalized(fresh_runtime):

@@ -16,6 +16,10 @@ rt = Group("acl.rt")
 # the hot paths: the runtime operations themselves
 malloc = rt.one(0, args="ki", hot="policy")(api.malloc)  # the runtime compares policy with ==
 free = rt.ret(args="k", names="dev_ptr", hot=True)(api.free)
+# with the C accelerator: C entry points that serve a cached block themselves, and call the
+# wrappers above for anything else (npurt.runtime.entries)
+malloc = api.fast_entry("acl_malloc", malloc)
+free = api.fast_entry("acl_free", free)
 
 
 @rt.one(0, args="ki")
@@ -181,7 +185,6 @@ def cmo_async(src, size, cmo_type, stream):
 
 
 _DESC = "memcpy descriptors (aclrtMemcpyAsyncWithDesc) are not simulated"
-_VMM = "virtual memory management (reserve/map physical memory) is not simulated"
 _IPC = "IPC memory sharing between processes is not simulated (one process owns the simulated device)"
 get_memcpy_desc_size = not_supported("acl.rt.get_memcpy_desc_size", _DESC, "one", 0, args="i")
 set_memcpy_desc = not_supported("acl.rt.set_memcpy_desc", _DESC, "one", computed(lambda desc, *_: desc),
@@ -201,19 +204,61 @@ def value_wait(dev_addr, value, flag, stream):
     api.value_wait(dev_addr, value, flag, stream_of(stream))
 
 
-malloc_physical = not_supported("acl.rt.malloc_physical", _VMM, "one", 0, args="kOK")
-free_physical = not_supported("acl.rt.free_physical", _VMM, args="k")
-reserve_mem_address = not_supported("acl.rt.reserve_mem_address", _VMM, "one", 0, args="kkkK")
-release_mem_address = not_supported("acl.rt.release_mem_address", _VMM, args="k")
-map_mem = not_supported("acl.rt.map_mem", _VMM, args="kkkkK")
-unmap_mem = not_supported("acl.rt.unmap_mem", _VMM, args="k")
-mem_export_to_shareable_handle = not_supported("acl.rt.mem_export_to_shareable_handle", _VMM, "one", 0,
-                                               args="kiK")
-mem_set_pid_to_shareable_handle = not_supported("acl.rt.mem_set_pid_to_shareable_handle", _VMM, args="KO")
-mem_import_from_shareable_handle = not_supported("acl.rt.mem_import_from_shareable_handle", _VMM, "one", 0,
-                                                 args="Ki")
-mem_get_allocation_granularity = not_supported("acl.rt.mem_get_allocation_granularity", _VMM, "one", 0,
-                                               args="Oi")
+@rt.one(0, args="kOK")
+def malloc_physical(size, prop, flags):
+    """A physical memory handle (prop: an aclrtPhysicalMemProp dict)."""
+    return api.malloc_physical(size, prop, flags)
+
+
+@rt.ret(args="k")
+def free_physical(handle):
+    """Free physical memory; memory still mapped is released at its last unmap."""
+    api.free_physical(handle)
+
+
+@rt.one(0, args="kkkK")
+def reserve_mem_address(size, alignment, expect_ptr, flags):
+    """Reserve device addresses on the current device (nothing is mapped yet)."""
+    return api.reserve_mem_address(size, alignment, expect_ptr, flags)
+
+
+@rt.ret(args="k")
+def release_mem_address(vir_ptr):
+    api.release_mem_address(vir_ptr)
+
+
+@rt.ret(args="kkkkK")
+def map_mem(vir_ptr, size, offset, handle, flags):
+    api.map_mem(vir_ptr, size, offset, handle, flags)
+
+
+@rt.ret(args="k")
+def unmap_mem(vir_ptr):
+    api.unmap_mem(vir_ptr)
+
+
+@rt.one(0, args="kiK")
+def mem_export_to_shareable_handle(handle, handle_type, flags):
+    return api.mem_export_to_shareable_handle(handle, handle_type, flags)
+
+
+@rt.ret(args="KO")
+def mem_set_pid_to_shareable_handle(shareable_handle, pid):
+    if not isinstance(pid, (list, tuple)):
+        raise Raise(TypeError("pid must be a list"))
+    api.mem_set_pid_to_shareable_handle(shareable_handle, list(pid))
+
+
+@rt.one(0, args="Ki")
+def mem_import_from_shareable_handle(shareable_handle, device_id):
+    return api.mem_import_from_shareable_handle(shareable_handle, device_id)
+
+
+@rt.one(0, args="Oi")
+def mem_get_allocation_granularity(prop, option):
+    return api.mem_get_allocation_granularity(prop, option)
+
+
 ipc_mem_get_export_key = not_supported("acl.rt.ipc_mem_get_export_key", _IPC, "one", "", args="kkkK")
 ipc_mem_set_import_pid = not_supported("acl.rt.ipc_mem_set_import_pid", _IPC, args="sO")
 ipc_mem_import_by_key = not_supported("acl.rt.ipc_mem_import_by_key", _IPC, "one", 0, args="sK")
@@ -221,9 +266,7 @@ ipc_mem_close = not_supported("acl.rt.ipc_mem_close", _IPC, args="s")
 
 NOT_SUPPORTED = [
     "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
-    "malloc_physical", "free_physical", "reserve_mem_address", "release_mem_address",
-    "map_mem", "unmap_mem", "mem_export_to_shareable_handle", "mem_set_pid_to_shareable_handle",
-    "mem_import_from_shareable_handle", "mem_get_allocation_granularity", "ipc_mem_get_export_key",
+    "ipc_mem_get_export_key",
     "ipc_mem_set_import_pid", "ipc_mem_import_by_key", "ipc_mem_close",
 ]
 __all__ = [*rt.names, *NOT_SUPPORTED]

@@ -531,9 +531,27 @@ class _SubscribeConfig:
         self.time_info, self.metrics, self.fd = time_info, metrics, fd
 
 
+# model indexes registered with profiling by MsprofSetDeviceIdByGeModelIdx (aprof_pub.h): what
+# aclmdlLoadFromFile registers on CANN, and what a program without a model registers itself
+# (hicann/runtime example/5_performance/profiling/2_subscribe_model): index -> device id
+_registered_models: dict[int, int] = {}
+
+
+def register_model_device(model_id: int, device_id: int) -> None:
+    _registered_models[model_id] = device_id
+
+
+def unregister_model_device(model_id: int, device_id: int) -> None:
+    if _registered_models.get(model_id) == device_id:
+        del _registered_models[model_id]
+
+
 def _loaded_model(model_id: int):
-    """The loaded model `model_id` (npurt.ge), or None."""
-    return ge_model._models.get(model_id)
+    """The loaded model `model_id` (npurt.ge), a registered model index, or None."""
+    model = ge_model._models.get(model_id)
+    if model is None and model_id in _registered_models:
+        return _registered_models[model_id]
+    return model
 
 
 class _Subscriptions:

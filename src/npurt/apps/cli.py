@@ -154,6 +154,7 @@ def _info(args: argparse.Namespace) -> int:
               f"{spec.memory_bandwidth / 1e9:.0f} GB/s memory, {spec.host_link_bandwidth / 1e9:.0f} GB/s host link")
         rt.reset_device(dev_id)
     print("  (device memory is reserved address space; RAM is used only for the pages touched)")
+    print(f"caching pool: {rt.accelerator()}")
     print("settings in effect:")
     print("\n".join(_settings_lines(RUNTIME.settings)))
     print("optional extras:")
@@ -187,7 +188,8 @@ def _bench(args: argparse.Namespace) -> int:
     check_settings()
     if args.json:
         check_output(args.json, "JSON file")
-    return command_module("bench").main(quick=args.quick, json_out=args.json, peers=args.peers)
+    only = tuple(w.strip() for w in args.only.split(",") if w.strip()) if args.only else None
+    return command_module("bench").main(quick=args.quick, json_out=args.json, peers=args.peers, only=only)
 
 
 def info_parser() -> CommandParser:
@@ -210,6 +212,8 @@ def bench_parser() -> CommandParser:
     p.add_argument("--quick", action="store_true", help="smoke size (CI): checks the benchmarks work")
     p.add_argument("--json", metavar="OUT", help="write the metrics as JSON")
     p.add_argument("--peers", action="store_true", help="also measure PoCL and Numba's CUDA simulator")
+    p.add_argument("--only", metavar="WORDS", help="only the groups of figures whose names contain one of these "
+                                                   "comma-separated words (latency,streams,overlap,...)")
     return p
 
 

@@ -16,7 +16,7 @@ import atexit
 import os
 import sys
 
-from ..runtime import constants as C
+from ..runtime import constants as C, detach_shared_devices
 from . import cdata, impl, session  # noqa: F401 - impl registers the implementations
 from .errors import code_space, fail, record
 from .faults import describe_fault
@@ -26,8 +26,7 @@ from .spec import load
 
 STUB_REASONS = (
     ("aclmdlRI", "model run instances (graph capture, aclmdlRI*) are not simulated yet"),
-    ("aclrtIpc", "IPC between processes is not simulated (one process owns the simulated device)"),
-    ("Notify", "notifies are not simulated; use events"),
+    ("InterServer", "IPC across the servers of a super pod is not simulated (one host is)"),
     ("Label", "labels are not simulated"),
     ("PhysicalMem", "virtual memory management is not simulated"),
     ("MemAddress", "virtual memory management is not simulated"),
@@ -73,6 +72,7 @@ def _onerror(name: str, params: tuple[str, ...], returns_error: bool):
 
 def flush() -> None:
     session.stop()       # the tools npurt run asked for end here: the interpreter never finalises
+    detach_shared_devices()  # and the shared devices are let go of here (the last one out removes them)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -160,6 +160,24 @@ def _fast_body(spec: Spec, fn: dict, k: int) -> list[str]:
     return lines
 
 
+# Device allocations whose C call site is recorded for the fault explanation (c/start.c):
+# the exported function wraps the shim and notes *devPtr with its caller's return address;
+# aclrtFree forgets it.
+ALLOC_SITES = ("aclrtMalloc", "aclrtMallocAlign32", "aclrtMallocCached", "aclrtMallocWithCfg")
+
+
+def _site_wrapper(fn: dict, params: str) -> str:
+    name, ret = fn["name"], fn["ret"]
+    args = ", ".join(p["name"] for p in fn["params"])
+    if name == "aclrtFree":
+        after = "    if (r_ == ACL_SUCCESS) npurt_forget_alloc((uintptr_t)devPtr);"
+    else:
+        after = (f"    if (r_ == ACL_SUCCESS && devPtr) npurt_note_alloc((uintptr_t)*devPtr, size, "
+                 f'__builtin_return_address(0), "{name}");')
+    return (f"NPURT_EXPORT {ret} {name}({params})\n{{\n    {ret} r_ = npurt_shim_{name}({args});\n"
+            f"{after}\n    return r_;\n}}\n")
+
+
 def _ret_wire(spec: Spec, fn: dict) -> str:
     return spec.wire(fn["ret"])
 
@@ -223,5 +241,9 @@ def c_source(spec: Spec, includes: list[str], runtime_c: str) -> str:
         else:
             body.append(f"    return ({ret}){call};")
         sep = "" if ret.endswith("*") else " "
+        if name in ALLOC_SITES or name == "aclrtFree":
+            out.append(f"static inline {ret}{sep}npurt_shim_{name}({params})\n{{\n" + "\n".join(body) + "\n}\n")
+            out.append(_site_wrapper(fn, params))
+            continue
         out.append(f"NPURT_EXPORT {ret}{sep}{name}({params})\n{{\n" + "\n".join(body) + "\n}\n")
     return "\n".join(out)

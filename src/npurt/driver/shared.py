@@ -12,7 +12,8 @@ Who owns which memory is a table in a second shared file (`hbm<N>.ctl`):
              address slot (so va_base is equal in every process)
     slots    one row per attached process: pid, its start time (a reused pid is not the same
              process), the bytes it has committed
-    chunks   per 2 MiB chunk of the usable memory: 0 (free) or the owner's slot + 1
+    chunks   per 2 MiB chunk of the usable memory: 0 (free), the owner's slot + 1, or -1 (an
+             orphan: its owner died while another process held an IPC import of it)
 
 A process claims coarse chunks from the table (under an flock(2) of the control file) and runs
 its own page allocator inside them, so malloc and free stay process-local: the caching pool
@@ -21,7 +22,8 @@ empty go back to the table at once (another process may need them).
 
 Lifetime: attaching takes a slot; a process that closes its device (finalize, exit) punches its
 chunks' pages out of the file and frees them; slots of processes that died (kill -9) are
-reclaimed the same way by whoever next takes the lock; the last process out removes the files
+reclaimed the same way by whoever next takes the lock (except memory a live process still
+imports through IPC, freed once that import is closed: ipc.py); the last process out removes the files
 and the directory. An attach that races with a last-out removal finds its file unlinked (the
 inode behind the path changed) and retries, so no process maps a removed object.
 """
@@ -38,12 +40,15 @@ import weakref
 
 import numpy as np
 
+from .ipc import IpcRegistry
+from .processes import alive, me
 from .hbm import HUGE_PAGE, PAGE_KINDS, PAGE_SIZE, PageAllocator, _mincore, align_up
 
 CHUNK = HUGE_PAGE          # the unit processes claim memory in
 MAGIC = 0x4E50555254484D31  # "NPURTHM1"
 LAYOUT_VERSION = 1
 MAX_SLOTS = 128            # processes attached to one device at once
+ORPHAN = -1                # a chunk of a dead process that a live import still holds
 _HEADER_WORDS = 16
 _SLOT_WORDS = 4            # pid, start time, committed bytes, (spare)
 _H_MAGIC, _H_VERSION, _H_CAPACITY, _H_USABLE, _H_CHUNK, _H_CHUNKS, _H_VA_SLOT = range(7)
@@ -68,30 +73,6 @@ def namespace_dir(namespace: str) -> str:
     return os.path.join(shm_root(), f"npurt-{os.getuid()}-{namespace}")
 
 
-def process_start_time(pid: int) -> int:
-    """The start time of a live process (clock ticks since boot), 0 when it is gone or a zombie
-    (a killed process waiting for its parent holds no memory any more)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return 0
-    fields = stat[stat.rfind(b")") + 2:].split()
-    if fields[0] in (b"Z", b"X"):
-        return 0
-    return int(fields[19])
-
-
-_SELF_START = {}  # pid -> start time of this process (computed once per pid: forks change it)
-
-
-def _self_start() -> int:
-    pid = os.getpid()
-    if pid not in _SELF_START:
-        _SELF_START[pid] = process_start_time(pid)
-    return _SELF_START[pid]
-
-
 class SharedHbmArena(PageAllocator):
     """The HBM of one device, shared with the other processes of a namespace; the same face as
     `HbmArena` (map_pages / unmap_pages / release_all / mem / accounting), with accounting that
@@ -101,6 +82,8 @@ class SharedHbmArena(PageAllocator):
         super().__init__(capacity - system_reserved)
         self._free_starts, self._free_sizes = [], {}   # nothing is ours until claimed
         self.directory = directory
+        self.physical_id = physical_id
+        self.registry = IpcRegistry(directory)
         self.capacity = capacity
         self.path = os.path.join(directory, f"hbm{physical_id}")
         self.ctl_path = self.path + ".ctl"
@@ -194,35 +177,68 @@ class SharedHbmArena(PageAllocator):
         if not len(free):
             raise SharedDeviceError(f"shared device {self.path}: {MAX_SLOTS} processes are attached already")
         slot = int(free[0])
-        self._slots[slot, 1] = _self_start()
+        self._slots[slot, 1] = me()[1]
         self._slots[slot, 2] = 0
         self._slots[slot, 0] = self._pid
         return slot
 
     def _reclaim_dead(self) -> int:
-        """(Control file locked.) Free the chunks of attached processes that died; how many
+        """(Control file locked.) Free the chunks of attached processes that died, except those
+        a live import still holds (they become orphans, freed once nobody holds them); how many
         slots were reclaimed."""
-        reclaimed = 0
-        for slot in np.flatnonzero(self._slots[:, 0]):
-            pid, start = int(self._slots[slot, 0]), int(self._slots[slot, 1])
-            if pid == self._pid and start == _self_start():
-                continue
-            if process_start_time(pid) == start:
-                continue
-            self._release_chunks_of(int(slot))
+        dead = [int(slot) for slot in np.flatnonzero(self._slots[:, 0])
+                if not alive(self._slots[slot, :2].tolist())]
+        orphans = (self._chunks == ORPHAN).any()
+        if not dead and not orphans:
+            return 0
+        held = self._held_chunks()
+        for slot in dead:
+            self._chunks[(self._chunks == slot + 1) & held] = ORPHAN
+            self._release_chunks_of(slot)
             self._slots[slot] = 0
-            reclaimed += 1
-        return reclaimed
+        loose = (self._chunks == ORPHAN) & ~held
+        if loose.any():
+            self._release_where(loose)
+        return len(dead)
+
+    def reclaim(self) -> None:
+        """Free what dead processes and closed imports no longer hold (an importer closed)."""
+        with self._lock:
+            self._lock_ctl()
+            try:
+                self._reclaim_dead()
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def _release_chunks_of(self, slot: int) -> None:
         """(Control file locked.) Punch a slot's chunks out of the file and free them."""
-        mine = self._chunks == slot + 1
+        self._release_where(self._chunks == slot + 1)
+
+    def _release_own(self) -> None:
+        """(Control file locked.) Free this process's chunks, except those another live
+        process imports (they become orphans until that import is closed)."""
+        mine = self._chunks == self.slot + 1
         if not mine.any():
             return
-        edges = np.flatnonzero(np.diff(np.concatenate(([0], mine.view(np.int8), [0]))))
+        held = self._held_chunks()
+        self._chunks[mine & held] = ORPHAN
+        self._release_chunks_of(self.slot)
+
+    def _held_chunks(self):
+        held = np.zeros(self.n_chunks, dtype=bool)
+        for record in self.registry.sweep(self.physical_id):
+            if record["kind"] == "mem" and any(alive(w) for w in record["importers"]):
+                first = record["offset"] // CHUNK
+                held[first:-(-(record["offset"] + record["size"]) // CHUNK)] = True
+        return held
+
+    def _release_where(self, mask) -> None:
+        if not mask.any():
+            return
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.view(np.int8), [0]))))
         for start, end in zip(edges[::2], edges[1::2]):
             self._punch(int(start) * CHUNK, int(end - start) * CHUNK)
-        self._chunks[mine] = 0
+        self._chunks[mask] = 0
 
     def _punch(self, offset: int, size: int) -> None:
         """Give pages back to the OS: in a shared file that means removing them from the file
@@ -237,11 +253,12 @@ class SharedHbmArena(PageAllocator):
             self.closed = True
             self._lock_ctl()
             try:
-                self._release_chunks_of(self.slot)
+                self._release_own()
                 self._slots[self.slot] = 0
                 self._reclaim_dead()
                 last = not self._slots[:, 0].any()
                 if last:
+                    self.registry.remove_all(self.physical_id)
                     for path in (self.path, self.ctl_path):
                         try:
                             os.unlink(path)
@@ -343,7 +360,7 @@ class SharedHbmArena(PageAllocator):
         with self._lock:
             self._lock_ctl()
             try:
-                self._release_chunks_of(self.slot)
+                self._release_own()
                 self._slots[self.slot, 2] = 0
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -392,9 +409,9 @@ _OPEN: "weakref.WeakSet[SharedHbmArena]" = weakref.WeakSet()
 
 
 @atexit.register
-def _detach_all() -> None:
+def detach_all() -> None:
     """At exit, detach from every shared device still attached (a killed process is reclaimed
-    by the others instead)."""
+    by the others instead). A C program's interpreter never finalizes: its exit hook calls this."""
     for arena in list(_OPEN):
         try:
             arena.close()

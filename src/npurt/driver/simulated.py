@@ -17,6 +17,7 @@ from .hbm import HbmArena
 from .shared import SharedHbmArena, namespace_dir
 from .layout import DEVICE_WINDOW, HOST_ALIAS_OFFSET, VA_BASE, device_of_address, window_of  # noqa: F401
 from .soc import SocSpec
+from .vmm import VmmWindow
 
 _GENERATIONS = itertools.count()  # driver instances of this process (see SimulatedDevice)
 
@@ -31,13 +32,14 @@ class SimulatedDevice:
     `namespace` (None: a private device) names the shared device's group of processes."""
 
     def __init__(self, physical_id: int, spec: SocSpec, generation: int = 0, namespace: str | None = None):
-        if spec.memory_bytes >= HOST_ALIAS_OFFSET:
+        if 2 * spec.memory_bytes > HOST_ALIAS_OFFSET:
             raise ValueError(f"{spec.name}: capacity does not fit the device address window")
         self.physical_id = physical_id
         self.spec = spec
         window = window_of(physical_id)
-        slot = 1 << max(spec.memory_bytes - 1, 1).bit_length()  # a power of two >= the capacity
-        place = generation % (HOST_ALIAS_OFFSET // slot)
+        half = 1 << max(spec.memory_bytes - 1, 1).bit_length()  # a power of two >= the capacity
+        slot = 2 * half  # the memory, then its VMM window (addresses reserved with aclrtReserveMemAddress)
+        place = generation % max(HOST_ALIAS_OFFSET // slot, 1)
         self.shared = namespace is not None
         if self.shared:
             self.arena = SharedHbmArena(namespace_dir(namespace), physical_id, spec.memory_bytes,
@@ -47,6 +49,10 @@ class SimulatedDevice:
             self.arena = HbmArena(spec.memory_bytes, spec.system_reserved)
         self.va_base = window + place * slot
         self.alias_base = window + HOST_ALIAS_OFFSET
+        # the VMM window: device addresses [vmm_base, vmm_base + vmm_size), a host mapping of its
+        # own where physical memory is mapped (driver/vmm.py); inaccessible where nothing is
+        self.vmm = VmmWindow(half)
+        self.vmm_base, self.vmm_size = self.va_base + half, half
         self.uuid = bytes((physical_id * 37 + i * 11) & 0xFF for i in range(16))
 
     def map_pages(self, size: int, page: int) -> int | None:
@@ -60,7 +66,14 @@ class SimulatedDevice:
     def view(self, va: int, nbytes: int) -> np.ndarray:
         """Host-visible uint8 view of device memory [va, va + nbytes) (the simulator's DMA)."""
         offset = va - self.va_base
+        if offset >= self.vmm_size:  # an address of the VMM window
+            offset -= self.vmm_size
+            return self.vmm.mem[offset:offset + nbytes]
         return self.arena.mem[offset:offset + nbytes]
+
+    def vmm_host(self, va: int) -> int:
+        """The host address behind device address `va` of the VMM window."""
+        return self.vmm.host_address + (va - self.vmm_base)
 
     def host_buffer(self) -> np.ndarray:
         """The whole device memory as one host-visible uint8 array; index 0 is `va_base`."""
@@ -88,6 +101,7 @@ class SimulatedDevice:
     def close(self) -> None:
         """Release every page and let go of the memory (a shared device: detach from it)."""
         self.arena.release_all()
+        self.vmm.close()
         if self.shared:
             self.arena.close()
 

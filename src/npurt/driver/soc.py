@@ -34,6 +34,8 @@ class SocSpec:
     max_block_dim: int = 65535  # launch_kernel num_blocks upper bound
     hccs_module: int = 0      # devices per HCCS full-mesh module (0: PCIe cards, no HCCS)
     system_reserved: int = 0  # of memory_bytes, kept by the driver and firmware: get_mem_info's total excludes it
+    uvm: bool = False         # unified virtual memory (aclrtMemAllocManaged): Atlas A2/A3 parts only
+    stream_ordered_pools: bool = False  # aclrtMemPool* (acl_rt_memory_soma.h): Atlas A2 parts only
 
     def link(self, a: int, b: int) -> int:
         """How physical devices a and b of one server are connected: HCCS inside a module;
@@ -52,6 +54,8 @@ SOCS: dict[str, SocSpec] = {
         memory_bandwidth=1.6e12, host_link_bandwidth=64e9,
         aicore_num=20, vector_core_num=40, aicpu_num=6, l2_size=192 * MiB,
         max_streams=1984, max_events=65536, npu_arch=2201, hccs_module=8,  # 8 NPUs in full-mesh HCCS
+        uvm=True,  # the runtime's docs: aclrtMemAllocManaged is supported on Atlas A2 training/inference parts
+        stream_ordered_pools=True,  # ... and the aclrtMemPool* calls (11-10_ordered_stream_memory_allocation.md)
     ),
     # Atlas 300I Pro inference card part: 24 GB LPDDR4X at 204.8 GB/s, PCIe 4.0 x16.
     "Ascend310P3": SocSpec(

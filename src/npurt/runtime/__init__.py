@@ -43,8 +43,21 @@ from .inline import MAX_BYTES as INLINE_MAX_BYTES, cheap_bytes
 from . import graph
 from .graph import (CaptureError, Graph, capture_begin, capture_end, capture_info, destroy_graph, execute,
                     execute_async, graph_of)
+from . import model_build
 from .notify import (Notify, create_notify, destroy_notify, notify_of, record_notify, value_wait, value_write,
                      wait_and_reset_notify)
+from . import ipc
+from ..driver.shared import detach_all as detach_shared_devices
+from .ipc import (IpcEvent, IpcNotify, ipc_get_event_handle, ipc_mem_close, ipc_mem_get_export_key,
+                  ipc_mem_import_by_key, ipc_mem_set_import_pid, ipc_open_event_handle, notify_get_export_key,
+                  notify_import_by_key, notify_set_import_pid)
+from .accel import describe as accelerator
+from .entries import fast_entry
+
+# malloc and free of every face: C entry points with the C accelerator (entries.py); the
+# Python operations stay in api/ (what fault injection gates and the entries fall back to)
+malloc = fast_entry("malloc", _api.malloc)
+free = fast_entry("free", _api.free)
 
 # The surface: everything above the runtime (faces, clients, tools, the Pythonic API) imports
 # only these names, from `npurt.runtime` itself (tests/test_architecture.py holds it).
@@ -61,6 +74,8 @@ __all__ = [
     'INLINE_MAX_BYTES', 'cheap_bytes',
     # the current stream per thread and device
     'current_stream_on', 'current_streams', 'set_current_stream',
+    # the C accelerator: which pool runs (a line for `npurt info`), C entry points of malloc/free
+    'accelerator', 'fast_entry',
     # observers; fault injection (faults.py) and controlled schedules (schedule.py)
     'HOOKS', 'API_SURFACES', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # settings
@@ -89,9 +104,15 @@ __all__ = [
     # ACL graphs: capture as a stream mode, replay (graph.py; `graph` is the module: modes, THREAD, exchange_mode)
     'graph', 'CaptureError', 'Graph', 'capture_begin', 'capture_end', 'capture_info', 'destroy_graph', 'execute',
     'execute_async', 'graph_of',
+    # built models, labels, stream activation and switches (model_build.py, the module)
+    'model_build',
     # notifies and value waits (notify.py)
     'Notify', 'create_notify', 'destroy_notify', 'notify_of', 'record_notify', 'wait_and_reset_notify',
     'value_write', 'value_wait',
+    # IPC between the processes sharing a device (ipc.py; `ipc` is the module: flags, imported())
+    'ipc', 'IpcEvent', 'IpcNotify', 'ipc_get_event_handle', 'ipc_mem_close', 'ipc_mem_get_export_key',
+    'ipc_mem_import_by_key', 'ipc_mem_set_import_pid', 'ipc_open_event_handle', 'notify_get_export_key',
+    'notify_import_by_key', 'notify_set_import_pid', 'detach_shared_devices',
     # operations (api/, one module per ACL group)
     'AllocatorDesc', 'allocator_create_desc', 'allocator_destroy_desc', 'allocator_of',
     'allocator_register', 'allocator_set', 'allocator_unregister', 'check_device_id',
@@ -121,6 +142,18 @@ __all__ = [
     'set_ts_device', 'stream_abort', 'stream_of', 'stream_query', 'stream_wait_event',
     'subscribe_report', 'synchronize_device', 'synchronize_event', 'synchronize_stream',
     'unsubscribe_report',
+    # virtual memory management (api/vmm.py)
+    'mem_get_allocation_granularity', 'malloc_physical', 'free_physical', 'reserve_mem_address',
+    'release_mem_address', 'map_mem', 'mem_map_no_access', 'unmap_mem', 'mem_set_access', 'mem_get_access',
+    'mem_retain_allocation_handle', 'mem_get_allocation_properties_from_handle',
+    'mem_export_to_shareable_handle', 'mem_set_pid_to_shareable_handle', 'mem_import_from_shareable_handle',
+    'physical_of',
+    # managed memory (api/managed.py)
+    'mem_alloc_managed', 'mem_managed_prefetch_async', 'mem_managed_prefetch_batch_async', 'mem_managed_advise',
+    'mem_managed_get_attr',
+    # stream-ordered memory pools (api/mempool.py)
+    'mem_pool_create', 'mem_pool_destroy', 'mem_pool_set_attr', 'mem_pool_get_attr', 'mem_pool_malloc_async',
+    'mem_pool_free_async', 'mem_pool_trim_to', 'pool_of',
     # device and stream resource limits (cores kernels may use)
     'RES_CUBE_CORE', 'RES_VECTOR_CORE', 'check_res_limit', 'core_limit', 'get_device_res_limit',
     'get_stream_res_limit', 'res_cores', 'reset_device_res_limit', 'reset_stream_res_limit',

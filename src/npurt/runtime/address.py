@@ -235,6 +235,10 @@ def _locate(rt: "Runtime", addr, nbytes: int, role: str, trusted: bool = False) 
                 kind = "invalid_address" if block is None and addr not in memory.released else "use_after_free"
                 raise refused(kind, addr, nbytes, device, dead_address_message(device, addr, block, role))
         usable = usable_size(block)
+        if block.segment is None and block.state == LIVE and getattr(block, "readonly", False) and role in _WRITTEN:
+            raise refused("read_only", addr, nbytes, device,
+                          f"the {role} address 0x{addr:x} lies in memory mapped read-only "
+                          "(aclrtMemSetAccess ACL_RT_MEM_ACCESS_FLAGS_READ); it cannot be written")
         if addr + nbytes > block.addr + usable:
             raise refused("out_of_bounds", addr, nbytes, device,
                           f"{nbytes} bytes at the {role} address 0x{addr:x} run past the end of its allocation "
@@ -283,6 +287,10 @@ def dead_address_message(device, addr: int, block, role: str) -> str:
     if released:
         return f"the {role} address 0x{addr:x} was released by {released}"
     if block is None:
+        vmm = device.vmm
+        why = vmm.describe_unmapped(addr) if vmm.base <= addr < vmm.end else None
+        if why is not None:
+            return f"the {role} address {why}"
         return f"the {role} address 0x{addr:x} is not inside any allocation of device {device.id}{fork_hint()}"
     return f"the {role} address 0x{addr:x} lies in device memory that was freed (use after free)"
 

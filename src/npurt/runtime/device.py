@@ -10,6 +10,7 @@ from .errors import ContextError, ResourceExhaustedError
 from .memory import DeviceMemory
 from .scheduler import Scheduler
 from .stream import Stream
+from .vmm import VirtualMemory
 
 if TYPE_CHECKING:
     from ..driver import DeviceBackend
@@ -27,6 +28,7 @@ class Device:
         self.backend = backend
         self.spec = backend.spec
         self.memory = DeviceMemory(backend, poison=settings.poison_freed)
+        self.vmm = self.memory.vmm = VirtualMemory(self)
         self.scheduler = Scheduler(self, settings.workers)
         self.lock = threading.RLock()
         self.default_context: Context | None = None
@@ -57,14 +59,40 @@ class Device:
                                    "being created; set a device or context again")
             if self.stream_count >= self.max_streams:
                 raise ResourceExhaustedError(
-                    f"device {self.id} has no stream left: {self.stream_count} of "
-                    f"{self.max_streams} are in use (default streams included). Destroy streams "
-                    "you no longer need, or raise the limit with NPURT_MAX_STREAMS.")
+                    f"device {self.id} has no stream left: {self.stream_census()}. Destroy streams "
+                    "(and graphs: aclmdlRIDestroy) you no longer need, or raise the limit with NPURT_MAX_STREAMS.")
             self.stream_count += 1
             if not is_default:
                 context.streams.add(stream)
         stream.handle = self.runtime.streams.add(stream)
         return stream
+
+    def stream_census(self) -> str:
+        """Who holds the device's streams, for the out-of-streams message (issue 25): "1,980 of
+        1,984 in use: 1,200 held by 40 captured graphs, ..." (callers hold self.lock)."""
+        defaults = graph_held = capturing = bound = other = 0
+        graphs = set()
+        for ctx in list(self.contexts):
+            if ctx.default_stream is not None:
+                defaults += 1
+            for s in list(ctx.streams):
+                if s.held_by is not None:
+                    graph_held += 1
+                    graphs.add(s.held_by)
+                elif s.capture is not None and hasattr(s.capture, "lanes"):
+                    capturing += 1
+                elif s.capture is not None and hasattr(s.capture, "program"):
+                    bound += 1
+                else:
+                    other += 1
+        parts = [f"{graph_held:,} held by {len(graphs):,} captured graph(s) (their joined lanes and "
+                 "aclmdlRIExecute streams)" if graph_held else None,
+                 f"{capturing:,} being captured" if capturing else None,
+                 f"{bound:,} bound to built models" if bound else None,
+                 f"{other:,} created by the application", f"{defaults:,} default stream(s) of contexts",
+                 f"{len(self.finishing):,} destroyed with work still running" if self.finishing else None]
+        return (f"{self.stream_count:,} of {self.max_streams:,} in use: "
+                + ", ".join(p for p in parts if p))
 
     def release_stream(self, stream: "Stream") -> None:
         """Free a stream's slot and handle, once (racing destroyers, a context's teardown and

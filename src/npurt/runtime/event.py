@@ -70,6 +70,8 @@ class Event:
         self.cond = threading.Condition(self.lock)
         self.record: Record | None = None
         self.has_reset = False        # reset_event called since the latest record was enqueued
+        self.device_flag = False      # the hardware flag as the device sees it: set by a record as it
+        #                               runs, cleared by a reset as it runs (graph replays wait on it)
         self.watchers: list = []      # blockers of streams parked until a record completes
         self.waits: list[tuple[Stream, int]] = []  # stream_wait_event tasks not known to be done
         self.destroyed = False
@@ -119,13 +121,15 @@ class Event:
         return seq
 
     def reset_on(self, stream: "Stream") -> int:
-        self.has_reset = True
+        if stream.capture is None:  # a captured reset takes effect at each replay (graph.py)
+            self.has_reset = True
         return stream.enqueue(ResetEventTask(self))
 
     def completed(self, rec: Record) -> None:
         """Called by the record task when it runs."""
         rec.t_ns = time.perf_counter_ns()
         rec.ran = True
+        self.device_flag = True
         self.fire_watchers()
 
     def fire_watchers(self) -> None:
@@ -358,7 +362,7 @@ class ResetEventTask(Task):
         self.event = event
 
     def run(self) -> None:
-        pass
+        self.event.device_flag = False
 
     def describe(self) -> str:
         return f"reset_event {self.event.event_id}"

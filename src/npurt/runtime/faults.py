@@ -62,6 +62,7 @@ import time
 import types
 from dataclasses import dataclass, field
 
+from . import accel
 from . import constants as C
 from .errors import (ContextError, FeatureNotSupportedError, InvalidDeviceError, InvalidHandleError,
                      InvalidValueError, NotInitializedError, NpuError, OutOfMemoryError, ResourceExhaustedError,
@@ -364,6 +365,7 @@ class Faults:
         self._eager: dict = {}
         self._more = None
         self.memory_class = None     # the allocator class whose malloc is gated
+        self._entries_held = False   # armed: the C entries' fast paths are suspended (accel)
         self._gated: dict = {}       # function -> its original code
         self._malloc = None          # the allocator's original malloc
         self.totals: dict[str, int] = {}  # entry text -> injections, over every arming (the exit summary)
@@ -423,6 +425,9 @@ class Faults:
                 self._gate_all()
         if any(f.target == "alloc" for f in faults):
             self._gate_malloc()
+        if faults and not self._entries_held:  # the C fast paths would bypass the gates
+            accel.suspend()
+            self._entries_held = True
         self.tasks = any(f.target in ("task", "device", "hccl") for f in faults)
         if faults and not self._summary_registered:
             self._summary_registered = True
@@ -436,6 +441,9 @@ class Faults:
             self.spec = ""
             self.lost.clear()
             self.tasks = False
+        if self._entries_held:
+            accel.resume()
+            self._entries_held = False
         for fn, code in list(self._gated.items()):
             fn.__code__ = code
             fn.__globals__.pop(_orig_name(fn), None)

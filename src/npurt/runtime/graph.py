@@ -29,12 +29,17 @@ message naming the call and where the capture began; the streams leave capture e
 from __future__ import annotations
 
 import copy
+import itertools
 import threading
 import traceback
 
+import numpy as np
+
 from .forking import fork_safe_lock
+from . import address
 from . import constants as C
-from .errors import InvalidHandleError, NpuError, ParamInvalidError, TaskError
+from .errors import FeatureNotSupportedError, InvalidHandleError, NpuError, ParamInvalidError, TaskError
+from .event import EventNextRecord
 from .handles import table
 from .memory import note_uses
 from .observers import HOOKS
@@ -43,7 +48,13 @@ from .tasks import NopTask, StreamProgress, Task
 GLOBAL, THREAD_LOCAL, RELAXED = 0, 1, 2          # aclmdlRICaptureMode
 STATUS_NONE, STATUS_ACTIVE, STATUS_INVALIDATED = 0, 1, 2   # aclmdlRICaptureStatus
 MODE_NAMES = {GLOBAL: "GLOBAL", THREAD_LOCAL: "THREAD_LOCAL", RELAXED: "RELAXED"}
+COND_IF, COND_WHILE, COND_SWITCH = 0, 1, 2      # aclmdlRICondTaskType
+COND_NAMES = {COND_IF: "IF", COND_WHILE: "WHILE", COND_SWITCH: "SWITCH"}
+COND_ASSIGN_DEFAULT = 1                          # aclmdlRICondHandleFlag
 GRAPHS = table("model ri")
+GROUPS = table("task group")
+COND_HANDLES = table("cond handle")
+_model_ids = itertools.count(1)
 
 
 class CaptureError(NpuError):
@@ -89,11 +100,23 @@ class Graph:
         self.replays = 0
         self.exec_stream = None        # the stream execute() replays on, made on first use
         self.steps: list = []          # the replay plan: nodes with runs of batchable tasks fused
+        self.name = ""                 # aclmdlRISetName
+        self.model_id = next(_model_ids)   # aclmdlRIGetId
+        self.parent = None             # the graph whose conditional task runs this one (a body)
+        self.pending = False           # a body made by add_cond_task, not captured yet
+        self.cond_handles: list = []   # CondHandles made for this graph
+        self.bodies: list = []         # graphs of its conditional tasks
+        self.destroy_callbacks: list = []  # (fn, user_data): run by destroy_graph
+        self.aborted = False           # abort_graph: replays in flight stop at their next task
+        self.groups_made: list = []    # its TaskGroups (capture_task_group_begin)
         self.handle = GRAPHS.add(self)
         self.hold = GraphHold(self.handle)
 
     def __repr__(self) -> str:
         return f"<npurt graph {self.handle:#x}: {self.task_count()} tasks on {self.lanes} lane(s)>"
+
+    def release(self) -> None:
+        """What destroy_graph undoes beyond the nodes (a built model unbinds its streams)."""
 
     def task_count(self) -> int:
         return sum(1 for n in self.nodes if n[1] == "task")
@@ -107,8 +130,13 @@ class Graph:
                 node.update(type=payload[0].kind, what=payload[0].describe())
             elif kind == "join":
                 node.update(after_lane=payload[0], after_node=payload[1])
-            elif kind == "extwait":
+            elif kind in ("extwait", "extrecord", "reset"):
                 node.update(event=payload.event_id)
+            elif kind == "group":
+                node.update(group=payload.handle, tasks=[t.describe() for t in payload.tasks])
+            elif kind == "cond":
+                node.update(type=COND_NAMES[payload.type], bodies=[b.handle for b in payload.bodies],
+                            cond=payload.cond.addr)
             nodes.append(node)
         return {"graph": self.handle, "device": self.device.id, "lanes": self.lanes, "replays": self.replays,
                 "nodes": nodes}
@@ -117,11 +145,28 @@ class Graph:
         """The graph as text (aclmdlRIDebugPrint)."""
         lines = [f"graph {self.handle:#x}: {len(self.nodes)} nodes, {self.lanes} lane(s)"]
         for i, (lane, kind, payload) in enumerate(self.nodes):
-            what = payload[0].describe() if kind == "task" else (
-                f"wait for node {payload[1]} of lane {payload[0]}" if kind == "join" else
-                f"wait for event {payload.event_id}" if kind == "extwait" else "record")
-            lines.append(f"  #{i} lane {lane} {kind}: {what}")
+            lines.append(f"  #{i} lane {lane} {kind}: {_node_text(kind, payload)}")
         return "\n".join(lines)
+
+
+def _node_text(kind: str, payload) -> str:
+    if kind == "task":
+        return payload[0].describe()
+    if kind == "join":
+        return f"wait for node {payload[1]} of lane {payload[0]}"
+    if kind == "extwait":
+        return f"wait for event {payload.event_id}"
+    if kind == "extrecord":
+        return f"record event {payload.event_id} (external)"
+    if kind == "reset":
+        return f"reset event {payload.event_id}"
+    if kind == "group":
+        return f"task group {payload.handle:#x}: " + "; ".join(t.describe() for t in payload.tasks)
+    if kind == "cond":
+        return (f"{COND_NAMES[payload.type]} on the word at 0x{payload.cond.addr:x}, bodies "
+                + ", ".join(f"{b.handle:#x}" for b in payload.bodies))
+    return "record"
+
 
 
 class Capture:
@@ -134,6 +179,7 @@ class Capture:
         self.records: dict = {}          # event -> (lane, node index) of its latest captured record
         self.invalid: str | None = None
         self.context = origin.context
+        self.groups: dict = {}           # lane -> the TaskGroup open on it (capture_task_group_begin)
 
     # ------------------------------------------------------------ recording
     def take(self, stream, task: Task, on_seq, holders) -> int:
@@ -143,16 +189,45 @@ class Capture:
                                f"{self.invalid}", C.ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED)
         lane = self.lanes[stream]
         event = getattr(task, "event", None)
+        group = self.groups.get(lane)
+        if group is not None and task.kind in ("record_event", "reset_event"):
+            raise CaptureError(f"{task.kind} inside a task group: a group holds only tasks that can be "
+                               "updated (kernels, copies, memsets)", C.ACL_ERROR_RT_PARAM_INVALID)
         if task.kind == "record_event":
             self._add(lane, "record", None)
             self.records[event] = (lane, self.last[lane])
             event.captured = self
+        elif task.kind == "reset_event":  # a reset happens at each replay, in the replay's order
+            self._add(lane, "reset", event)
         else:
             held = tuple(h for h in holders if h is not None)
             if held:
                 note_uses(held, self.graph.hold, 1)
-            self._add(lane, "task", (task, held))
+            if group is not None:
+                group.tasks.append(task)
+                group.holders.extend(held)
+            else:
+                self._add(lane, "task", (task, held))
         return stream.enqueued_seq
+
+    def record_external(self, stream, event) -> int:
+        """record_event_with_flag(..., ACL_EVENT_RECORD_EXTERNAL): each replay records the event
+        for real, so streams and graphs outside the graph can wait for it."""
+        self._check_valid()
+        self._add(self.lanes[stream], "extrecord", event)
+        return stream.enqueued_seq
+
+    def wait_external(self, stream, event) -> int:
+        """stream_wait_event_with_flag(..., ACL_EVENT_WAIT_EXTERNAL): each replay waits for the
+        event's record as it stands then (a record outside the graph, or another graph's)."""
+        self._check_valid()
+        self._add(self.lanes[stream], "extwait", event)
+        return stream.enqueued_seq
+
+    def _check_valid(self) -> None:
+        if self.invalid is not None:
+            raise CaptureError(f"the capture of stream {self.origin.stream_id} was invalidated: "
+                               f"{self.invalid}", C.ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED)
 
     def _add(self, lane: int, kind: str, payload) -> None:
         nodes = self.graph.nodes
@@ -195,8 +270,10 @@ class Capture:
         with _lock:
             if self in _active:
                 _active.remove(self)
-        if THREAD.capturing is not None and self.thread == threading.get_ident():
-            THREAD.capturing = None
+            ident = threading.get_ident()
+            mine = [c.mode for c in _active if c.thread == ident]
+        if self.thread == ident:  # a capture of this thread that is still open keeps its mode
+            THREAD.capturing = mine[-1] if mine else None
 
     def unjoined(self) -> list:
         """Lanes whose last node is not a record some other lane's join waits for."""
@@ -234,6 +311,9 @@ def check_capture_safe(what: str, context=None) -> None:
         return
     for cap in culprits:
         cap.invalidate(f"{what} was called during the capture")
+        if HOOKS.active:  # the sanitizer reports it with both sites (the call, the capture's begin)
+            HOOKS.emit("capture_invalidated", capture=cap, call=what, code=C.ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT,
+                       mode=MODE_NAMES[cap.mode], thread_mode=MODE_NAMES[exchange])
     cap = culprits[0]
     raise CaptureError(
         f"{what} is not allowed while stream {cap.origin.stream_id} is being captured in "
@@ -249,6 +329,9 @@ def refuse_if_capturing(stream, what: str) -> None:
     if cap is None:
         return
     cap.invalidate(f"{what} of capturing stream {stream.stream_id} was called")
+    if HOOKS.active and type(cap) is Capture:
+        HOOKS.emit("capture_invalidated", capture=cap, call=what, code=C.ACL_ERROR_RT_STREAM_CAPTURED,
+                   mode=MODE_NAMES[cap.mode], thread_mode=MODE_NAMES[THREAD.exchange])
     raise CaptureError(f"{what}: stream {stream.stream_id} is being captured (its work is recorded, not "
                        f"run); end the capture first. The capture is invalidated. It began at:\n{cap.where}",
                        C.ACL_ERROR_RT_STREAM_CAPTURED)
@@ -263,7 +346,9 @@ def exchange_mode(mode: int) -> int:
 
 
 # ---------------------------------------------------------------- capture
-def capture_begin(stream, mode: int = GLOBAL) -> None:
+def capture_begin(stream, mode: int = GLOBAL, into: Graph | None = None) -> None:
+    """Put `stream` in capture (aclmdlRICaptureBegin); `into`: capture into that empty body of
+    a conditional task instead of a new graph (aclmdlRICaptureToModelRIBegin)."""
     if stream is None or stream.is_default:
         raise ParamInvalidError("capture_begin: the default stream cannot be captured; capture a stream you "
                                 "created (create_stream)")
@@ -273,24 +358,40 @@ def capture_begin(stream, mode: int = GLOBAL) -> None:
         raise ParamInvalidError(f"capture mode {mode!r} is not GLOBAL (0), THREAD_LOCAL (1) or RELAXED (2)")
     if stream.capture is not None:
         raise CaptureError(f"stream {stream.stream_id} is already being captured", C.ACL_ERROR_RT_STREAM_CAPTURED)
-    cap = Capture(stream, mode, Graph(stream.device, stream.context))
+    if into is not None:  # capture_to_model: the body of a conditional task
+        if into.destroyed:
+            raise InvalidHandleError(f"graph {into.handle:#x} was destroyed")
+        if not into.pending:
+            raise CaptureError(f"graph {into.handle:#x} is not an empty body of a conditional task (made by "
+                               "add_cond_task and not captured yet): it cannot be captured into",
+                               C.ACL_ERROR_RT_MODEL_CAPTURED)
+        if into.device is not stream.device:
+            raise ParamInvalidError(f"graph {into.handle:#x} is on device {into.device.id}, the stream on "
+                                    f"device {stream.device.id}")
+        into.pending = False
+        graph = into
+    else:
+        graph = Graph(stream.device, stream.context)
+    cap = Capture(stream, mode, graph)
     stream.capture = cap
     with _lock:
         _active.append(cap)
     THREAD.capturing = mode
+    if HOOKS.active:
+        HOOKS.emit("capture_begin", capture=cap, stream=stream)
 
 
 def capture_info(stream) -> tuple:
     """(status, graph or None) of a stream (aclmdlRICaptureGetInfo)."""
     cap = stream.capture
-    if cap is None:
+    if type(cap) is not Capture:  # none, or a stream bound to a built model / recording an update
         return STATUS_NONE, None
     return (STATUS_INVALIDATED if cap.invalid else STATUS_ACTIVE), cap.graph
 
 
 def capture_end(stream) -> Graph:
     cap = stream.capture
-    if cap is None:
+    if type(cap) is not Capture:
         raise CaptureError(f"capture_end: stream {stream.stream_id} is not being captured",
                            C.ACL_ERROR_RT_STREAM_NOT_CAPTURED)
     if cap.origin is not stream:
@@ -315,11 +416,29 @@ def capture_end(stream) -> Graph:
         raise CaptureError(f"capture_end: stream(s) {ids} joined the capture of stream {stream.stream_id} but "
                            "did not rejoin it: record an event on each after its last work and make the "
                            "capturing stream wait for it", C.ACL_ERROR_RT_STREAM_UNJOINED)
+    if cap.groups:
+        _discard(graph)
+        raise CaptureError("capture_end: a task group is still open on the capture "
+                           "(capture_task_group_end first)", C.ACL_ERROR_RT_PARAM_INVALID)
+    if graph.parent is not None:
+        odd = sorted({kind for _, kind, _ in graph.nodes if kind in ("extwait", "extrecord", "reset")})
+        if odd:
+            graph.pending = True  # the parent's conditional task keeps an empty body
+            graph.nodes.clear()
+            raise FeatureNotSupportedError(
+                f"capture_end: a conditional body with event tasks ({', '.join(odd)}) is not supported by "
+                "npurt (a body runs inside its conditional task); record and wait outside it")
     graph.lanes = len(cap.lanes)
     graph.steps = _plan(graph.nodes)
     try:
-        graph.lane_streams = [graph.device.new_stream(graph.context) for _ in range(graph.lanes - 1)]
-    except BaseException:
+        for _ in range(graph.lanes - 1):
+            lane = graph.device.new_stream(graph.context)
+            lane.held_by = graph.handle
+            graph.lane_streams.append(lane)
+    except BaseException:  # out of streams: the lanes made so far go back, the graph is gone
+        for lane in graph.lane_streams:
+            graph.device.release_stream(lane)
+        graph.lane_streams = []
         _discard(graph)
         raise
     return graph
@@ -329,6 +448,15 @@ def _discard(graph: Graph) -> None:
     graph.destroyed = True
     graph.hold.completed_seq = 1   # its memory returns to the pool once replays are done with it
     GRAPHS.remove(graph.handle)
+    for body in graph.bodies:
+        if not body.destroyed:
+            _discard(body)
+    for cond in graph.cond_handles:
+        COND_HANDLES.remove(cond.handle)
+        graph.device.memory.free(cond.addr)  # stream-ordered: replays still queued keep it
+    graph.cond_handles, graph.bodies = [], []
+    for group in graph.groups_made:
+        GROUPS.remove(group.handle)
 
 
 # ---------------------------------------------------------------- replay
@@ -399,7 +527,7 @@ class JoinTask(Task):
 
 
 def graph_of(handle) -> Graph:
-    graph = handle if type(handle) is Graph else GRAPHS.get(handle)
+    graph = handle if isinstance(handle, Graph) else GRAPHS.get(handle)
     if graph.destroyed:
         raise InvalidHandleError(f"graph {graph.handle:#x} was destroyed")
     return graph
@@ -415,15 +543,33 @@ def execute_async(graph: Graph, stream) -> int:
     if stream.device is not graph.device:
         raise ParamInvalidError(f"graph {graph.handle:#x} was captured on device {graph.device.id}, the stream "
                                 f"is on device {stream.device.id}")
+    return graph.enqueue_replay(stream)
+
+
+def _replay(graph: Graph, stream) -> int:
+    """Graph.enqueue_replay of a captured graph: the recorded tasks, fresh copies, on `stream`
+    and the graph's lane streams."""
+    if graph.pending or graph.parent is not None and graph.lanes > 1:
+        raise ParamInvalidError(f"graph {graph.handle:#x} is a body of a conditional task of graph "
+                                f"{graph.parent.handle:#x}" + (" not captured yet" if graph.pending else
+                                                               " with several streams: it runs inside it"))
     lanes = [stream, *graph.lane_streams]
     copy_task = copy.copy
     with graph.lock:
+        graph.aborted = False
+        for cond in graph.cond_handles:  # ACL_MODEL_RI_COND_HANDLE_ASSIGN_DEFAULT: at each launch
+            if cond.flag == COND_ASSIGN_DEFAULT:
+                stream.enqueue(CondDefaultTask(cond), holders=(cond.block,))
         start = stream.enqueued_seq
         for s in graph.lane_streams:  # each lane starts after what the replay stream holds already
             s.enqueue(JoinTask(stream, start))
         done: dict = {}
-        if HOOKS.active:  # tools watch: every task replays as itself (the sanitizer sees each access)
+        watched = HOOKS.active
+        if watched:  # tools watch: every task replays as itself (the sanitizer sees each access),
+            # between two markers per lane: the profiler shows the replay as one range with its tasks
             plan = [(lane, kind, payload, i) for i, (lane, kind, payload) in enumerate(graph.nodes)]
+            for s in lanes:
+                s.enqueue(ReplayMarkTask(graph, 0))
         else:
             plan = graph.steps
         for lane, kind, payload, i in plan:
@@ -438,15 +584,59 @@ def execute_async(graph: Graph, stream) -> int:
             elif kind == "join":
                 src, seq = done[payload]
                 s.enqueue(JoinTask(src, seq))
-            else:  # extwait
-                payload.wait_on(s)
+            elif kind == "extwait":
+                if payload.semaphore:  # one hardware flag: what the device sees when the wait runs
+                    s.enqueue(FlagWaitTask(payload))
+                else:
+                    payload.wait_on(s)
+            elif kind == "extrecord":
+                payload.record_on(s)
+            elif kind == "reset":
+                payload.reset_on(s)
+            elif kind == "group":
+                s.enqueue(GroupTask(payload, graph), holders=payload.holders)
+            else:  # cond
+                s.enqueue(CondTask(payload, graph), holders=payload.holders())
+        if watched:
+            for s in lanes:
+                s.enqueue(ReplayMarkTask(graph, 1))
         graph.replays += 1
     return stream.enqueued_seq
 
 
+class ReplayMarkTask(Task):
+    """The begin (0) or end (1) of a replay on one of its streams, for the profiler (a marker
+    task: the timeline pairs them into a "graph replay" range). Enqueued only while tools watch."""
+
+    __slots__ = ("graph_handle", "replay", "edge", "tasks")
+    kind = "profiler_marker"
+
+    def __init__(self, graph: Graph, edge: int):
+        self.graph_handle, self.replay, self.edge = graph.handle, graph.replays + 1, edge
+        self.tasks = graph.task_count()
+
+    def run(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return f"{'end' if self.edge else 'begin'} of replay {self.replay} of graph {self.graph_handle:#x}"
+
+    def details(self) -> dict:
+        return {"name": self.describe(), "graph replay": (self.graph_handle, self.replay, self.edge, self.tasks)}
+
+
+Graph.enqueue_replay = _replay
+
+
 def destroy_graph(graph: Graph) -> None:
+    """aclmdlRIDestroy: the graph, its bodies and condition words go; replays already queued
+    finish first. The destroy callbacks run after, on the calling thread."""
     if graph.destroyed:
         raise InvalidHandleError(f"graph {graph.handle:#x} was destroyed")
+    if graph.parent is not None and not graph.parent.destroyed:
+        raise ParamInvalidError(f"graph {graph.handle:#x} is a body of a conditional task of graph "
+                                f"{graph.parent.handle:#x}; destroying that graph destroys it")
+    graph.release()
     _discard(graph)
     own = [graph.exec_stream] if graph.exec_stream is not None else []
     for s in graph.lane_streams + own:  # queued replays finish first: they drain as force-destroyed streams do
@@ -455,6 +645,8 @@ def destroy_graph(graph: Graph) -> None:
             if s.completed_seq < s.enqueued_seq:
                 s.device.finishing.add(s)
     graph.lane_streams, graph.exec_stream = [], None
+    for fn, user_data in list(graph.destroy_callbacks):
+        fn(user_data)
 
 
 def execute(graph: Graph, timeout_ms: int = -1) -> None:
@@ -468,5 +660,390 @@ def execute(graph: Graph, timeout_ms: int = -1) -> None:
         own = graph.exec_stream
         if own is None:
             own = graph.exec_stream = graph.device.new_stream(graph.context)
+            own.held_by = graph.handle
     execute_async(graph, own)
     own.synchronize(timeout_ms=timeout_ms)
+
+
+def abort_graph(graph: Graph) -> None:
+    """aclmdlRIAbort: replays of the graph in flight stop at their next task (each fails with
+    ACL_ERROR_RT_MODEL_ABORT_NORMAL, 507023, reported by the stream's synchronize), a WHILE
+    body stops looping; the graph stays usable: the next replay runs in full."""
+    if graph.destroyed:
+        raise InvalidHandleError(f"graph {graph.handle:#x} was destroyed")
+    graph.aborted = True
+
+
+def _check_aborted(graph: Graph) -> None:
+    if graph.aborted:
+        raise TaskError(f"graph {graph.handle:#x} was aborted (abort_graph)", C.ACL_ERROR_RT_MODEL_ABORT_NORMAL)
+
+
+class FlagWaitTask(Task):
+    """A replayed wait on an event with one hardware flag (ACL_EVENT_SYNC / EXTERNAL, not _ex_):
+    it waits until the flag is set as the device sees it when the wait runs (a record ran and no
+    reset ran since), which is what lets a graph wait, replay after replay, for a record the host
+    makes later (the captured wait, then reset, of model_ri/1_model_update)."""
+
+    __slots__ = ("event",)
+    kind = "stream_wait_event"
+    may_block = True
+
+    def __init__(self, event):
+        self.event = event
+
+    def blocker(self):
+        event = self.event
+        if event.device_flag:
+            return None
+        rec = event.record
+        if rec is not None and not rec.ran:  # a record is queued: its run sets the flag
+            return StreamProgress(rec.stream, rec.seq)
+        if event.destroyed:
+            raise event._destroyed_unrecorded()
+        return EventNextRecord(event, rec)
+
+    def run(self) -> None:
+        pass
+
+    def describe(self) -> str:
+        return f"stream_wait_event {self.event.event_id} (graph replay, the event's flag)"
+
+    def details(self) -> dict:
+        return {"event": self.event.event_id}
+
+
+# ---------------------------------------------------------------- task groups and updates
+class TaskGroup:
+    """Tasks of a capture that can be replaced after it (capture_task_group_begin/end, then
+    capture_task_update_begin/end): a replay runs the tasks the group holds when it runs."""
+
+    def __init__(self, graph: Graph, lane: int):
+        self.graph, self.lane = graph, lane
+        self.tasks: list = []
+        self.holders: list = []
+        self.handle = GROUPS.add(self)
+        graph.groups_made.append(self)
+
+    def __repr__(self) -> str:
+        return f"<npurt task group {self.handle:#x} of graph {self.graph.handle:#x}: {len(self.tasks)} task(s)>"
+
+
+def group_of(handle) -> TaskGroup:
+    group = handle if type(handle) is TaskGroup else GROUPS.get(handle)
+    if group.graph.destroyed:
+        raise InvalidHandleError(f"task group {group.handle:#x}: its graph {group.graph.handle:#x} was destroyed")
+    return group
+
+
+def _capture_of(stream, what: str) -> Capture:
+    cap = stream.capture
+    if type(cap) is not Capture:
+        raise CaptureError(f"{what}: stream {stream.stream_id} is not being captured",
+                           C.ACL_ERROR_RT_STREAM_NOT_CAPTURED)
+    cap._check_valid()
+    return cap
+
+
+def capture_task_group_begin(stream) -> None:
+    """aclmdlRICaptureTaskGrpBegin: the tasks captured on `stream` from now to the group's end
+    form one group, updatable after the capture."""
+    cap = _capture_of(stream, "capture_task_group_begin")
+    lane = cap.lanes[stream]
+    if lane in cap.groups:
+        raise CaptureError(f"capture_task_group_begin: a task group is already open on stream "
+                           f"{stream.stream_id}", C.ACL_ERROR_RT_PARAM_INVALID)
+    group = TaskGroup(cap.graph, lane)
+    cap.groups[lane] = group
+    cap._add(lane, "group", group)
+
+
+def capture_task_group_end(stream) -> TaskGroup:
+    """aclmdlRICaptureTaskGrpEnd: close the group open on `stream`; returns it."""
+    cap = _capture_of(stream, "capture_task_group_end")
+    group = cap.groups.pop(cap.lanes[stream], None)
+    if group is None:
+        raise CaptureError(f"capture_task_group_end: no task group is open on stream {stream.stream_id} "
+                           "(capture_task_group_begin)", C.ACL_ERROR_RT_PARAM_INVALID)
+    return group
+
+
+class _Updating:
+    """The recorder of a stream between capture_task_update_begin and _end: the tasks enqueued
+    on it are the group's new tasks (nothing runs)."""
+
+    def __init__(self, stream, group: TaskGroup):
+        self.origin, self.group = stream, group
+        self.tasks: list = []
+        self.holders: list = []
+        self.invalid = None
+        self.where = "".join(traceback.format_stack(limit=8)[:-3])
+
+    def take(self, stream, task, on_seq, holders) -> int:
+        if task.kind in ("record_event", "reset_event"):
+            raise CaptureError(f"{task.kind} during a task update: the update holds only the group's new "
+                               "tasks", C.ACL_ERROR_RT_PARAM_INVALID)
+        self.tasks.append(task)
+        self.holders.extend(h for h in holders if h is not None)
+        return stream.enqueued_seq
+
+    def wait(self, stream, event):
+        raise CaptureError("stream_wait_event during a task update: the update holds only the group's new "
+                           "tasks", C.ACL_ERROR_RT_PARAM_INVALID)
+
+    def refuse_wait(self, stream) -> None:
+        refuse_if_capturing(stream, "waiting for the stream (it is recording a task update)")
+
+    def invalidate(self, why: str) -> None:
+        self.invalid = self.invalid or why
+
+
+def capture_task_update_begin(stream, group: TaskGroup) -> None:
+    """aclmdlRICaptureTaskUpdateBegin: the tasks enqueued on `stream` until update_end replace
+    the group's (same number, same kinds, in order)."""
+    group = group_of(group)
+    if stream.capture is not None:
+        raise CaptureError(f"capture_task_update_begin: stream {stream.stream_id} is being captured or "
+                           "updating already", C.ACL_ERROR_RT_STREAM_CAPTURED)
+    if stream.device is not group.graph.device:
+        raise ParamInvalidError(f"capture_task_update_begin: the group's graph is on device "
+                                f"{group.graph.device.id}, stream {stream.stream_id} on {stream.device.id}")
+    stream.capture = _Updating(stream, group)
+
+
+class ApplyUpdateTask(Task):
+    """The update itself, in the update stream's order: replays that run after it run the new
+    tasks (order them with an event, as the runtime's samples do)."""
+
+    __slots__ = ("group", "tasks")
+    kind = "graph_task_update"
+
+    def __init__(self, group: TaskGroup, tasks: list):
+        self.group, self.tasks = group, tasks
+
+    def run(self) -> None:
+        self.group.tasks = self.tasks
+
+    def describe(self) -> str:
+        return f"update of task group {self.group.handle:#x} ({len(self.tasks)} task(s))"
+
+
+def capture_task_update_end(stream) -> int:
+    """aclmdlRICaptureTaskUpdateEnd: check the new tasks against the group's and queue the
+    update on `stream`; a mismatch leaves the group as it was (ACL_ERROR_RT_PARAM_INVALID)."""
+    upd = stream.capture
+    if type(upd) is not _Updating:
+        raise CaptureError(f"capture_task_update_end: stream {stream.stream_id} is not updating a task group "
+                           "(capture_task_update_begin)", C.ACL_ERROR_RT_STREAM_NOT_CAPTURED)
+    stream.capture = None
+    group = upd.group
+    if upd.invalid is not None:
+        raise CaptureError(f"the task update on stream {stream.stream_id} is invalid: {upd.invalid}",
+                           C.ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED)
+    old = [t.kind for t in group.tasks]
+    new = [t.kind for t in upd.tasks]
+    if old != new:
+        raise ParamInvalidError(f"capture_task_update_end: task group {group.handle:#x} holds {len(old)} task(s) "
+                                f"({', '.join(old) or 'none'}); the update gave {len(new)} "
+                                f"({', '.join(new) or 'none'}): an update keeps the number and kinds of tasks")
+    held = tuple(upd.holders)
+    if held:
+        note_uses(held, group.graph.hold, 1)
+        group.holders.extend(held)
+    return stream.enqueue(ApplyUpdateTask(group, upd.tasks), holders=held)
+
+
+class GroupTask(Task):
+    """A replayed task group: runs the tasks the group holds as it runs."""
+
+    __slots__ = ("group", "graph")
+    kind = "graph_task_group"
+
+    def __init__(self, group: TaskGroup, graph: Graph):
+        self.group, self.graph = group, graph
+
+    def run(self) -> None:
+        _check_aborted(self.graph)
+        _run_tasks(self.group.tasks, self)
+
+    def accesses(self) -> tuple:
+        return tuple(a for t in self.group.tasks for a in t.accesses())
+
+    def describe(self) -> str:
+        return f"task group {self.group.handle:#x} ({len(self.group.tasks)} task(s))"
+
+    def details(self) -> dict:
+        return {"name": "graph task group", "tasks": len(self.group.tasks)}
+
+
+def _run_tasks(tasks, runner: Task) -> None:
+    """Run recorded tasks inside the task `runner` (a group, a conditional, a model run): each
+    as a copy that runs on the runner's stream (kernels need one)."""
+    for recorded in tasks:
+        task = copy.copy(recorded)
+        task.stream, task.seq = runner.stream, runner.seq
+        try:
+            task.run()
+        except Exception as exc:  # noqa: BLE001 - reported with the inner task's code
+            raise TaskError(f"graph replay: {task.describe()} failed: {exc}",
+                            getattr(exc, "code", task.error_code)) from exc
+
+
+# ---------------------------------------------------------------- conditional tasks
+class CondHandle:
+    """A condition of a graph (aclmdlRICondHandleCreate): a 64-bit word of device memory the
+    graph owns, read by its conditional tasks as they run. With COND_ASSIGN_DEFAULT each
+    replay first sets it to `default` (acl_rt.h: "initialized to this value at the start of
+    each model execution")."""
+
+    def __init__(self, graph: Graph, default: int, flag: int):
+        self.graph, self.default, self.flag = graph, default, flag
+        self.addr = graph.device.memory.malloc(8)
+        self.block = graph.device.memory.live[self.addr]
+        address.view(self.addr, 8).view(np.uint64)[0] = default
+        self.handle = COND_HANDLES.add(self)
+        graph.cond_handles.append(self)
+
+    def value(self) -> int:
+        return int(address.view(self.addr, 8).view(np.uint64)[0])
+
+
+def cond_handle_create(graph: Graph, default: int = 0, flag: int = COND_ASSIGN_DEFAULT) -> CondHandle:
+    graph = graph_of(graph)
+    if type(default) is not int or not 0 <= default <= 0xFFFFFFFF:
+        raise ParamInvalidError(f"cond_handle_create: defaultLaunchValue {default!r} is not a uint32")
+    if flag not in (0, COND_ASSIGN_DEFAULT):
+        raise ParamInvalidError(f"cond_handle_create: flag {flag!r} must be 0 or "
+                                "ACL_MODEL_RI_COND_HANDLE_ASSIGN_DEFAULT (1)")
+    return CondHandle(graph, default, flag)
+
+
+def cond_handle_of(handle) -> CondHandle:
+    cond = handle if type(handle) is CondHandle else COND_HANDLES.get(handle)
+    if cond.graph.destroyed:
+        raise InvalidHandleError(f"condition handle {cond.handle:#x}: its graph was destroyed")
+    return cond
+
+
+class CondNode:
+    def __init__(self, cond: CondHandle, type_: int, bodies: list):
+        self.cond, self.type, self.bodies = cond, type_, bodies
+
+    def holders(self) -> tuple:
+        return (self.cond.block, *(h for b in self.bodies for _, kind, p in b.nodes if kind == "task"
+                                   for h in p[1]))
+
+
+def add_cond_task(cond: CondHandle, type_: int, size: int, stream) -> list:
+    """aclmdlRIAddCondTask: a conditional task at this point of the capture on `stream`, with
+    `size` empty bodies (graphs to capture into with capture_begin(..., into=body)); returns
+    them. IF: 1 or 2 bodies (the word nonzero runs the first, zero the second); WHILE: 1 body,
+    run while the word is nonzero (checked before each pass); SWITCH: size >= 1 bodies, the
+    word's value picks one (none when it is out of range)."""
+    cond = cond_handle_of(cond)
+    cap = _capture_of(stream, "add_cond_task")
+    if cond.graph is not cap.graph:
+        raise ParamInvalidError(f"add_cond_task: condition handle {cond.handle:#x} belongs to graph "
+                                f"{cond.graph.handle:#x}, the stream captures graph {cap.graph.handle:#x}")
+    if type_ not in COND_NAMES:
+        raise ParamInvalidError(f"add_cond_task: type {type_!r} is not IF (0), WHILE (1) or SWITCH (2)")
+    allowed = {COND_IF: (1, 2), COND_WHILE: (1,)}.get(type_)
+    if type(size) is not int or size < 1 or (allowed is not None and size not in allowed):
+        raise ParamInvalidError(f"add_cond_task: size {size!r} is invalid for {COND_NAMES[type_]} (IF: 1 or 2, "
+                                "WHILE: 1, SWITCH: 1 or more)")
+    lane = cap.lanes[stream]
+    if lane in cap.groups:
+        raise CaptureError("add_cond_task inside a task group", C.ACL_ERROR_RT_PARAM_INVALID)
+    bodies = []
+    for _ in range(size):
+        body = Graph(cap.graph.device, cap.graph.context)
+        body.parent, body.pending = cap.graph, True
+        bodies.append(body)
+    cap.graph.bodies.extend(bodies)
+    cap._add(lane, "cond", CondNode(cond, type_, bodies))
+    return bodies
+
+
+def _run_inline(graph: Graph, runner: Task) -> None:
+    """Run a body inside its conditional task: its nodes in capture order, which is an order
+    its cross-stream dependencies allow (a record is captured before the waits on it)."""
+    for _lane, kind, payload in graph.nodes:
+        if kind == "task":
+            _run_tasks((payload[0],), runner)
+        elif kind == "group":
+            _run_tasks(payload.tasks, runner)
+        elif kind == "cond":
+            _run_cond(payload, graph, runner)
+
+
+def _run_cond(node: CondNode, graph: Graph, runner: Task) -> None:
+    _check_aborted(graph)
+    value = node.cond.value()
+    if node.type == COND_IF:
+        if value:
+            _run_inline(node.bodies[0], runner)
+        elif len(node.bodies) == 2:
+            _run_inline(node.bodies[1], runner)
+    elif node.type == COND_SWITCH:
+        if value < len(node.bodies):
+            _run_inline(node.bodies[value], runner)
+    else:
+        while node.cond.value():
+            _check_aborted(graph)
+            _run_inline(node.bodies[0], runner)
+
+
+class CondTask(Task):
+    """A replayed conditional task: reads its condition word as it runs."""
+
+    __slots__ = ("node", "graph")
+    kind = "graph_cond"
+
+    def __init__(self, node: CondNode, graph: Graph):
+        self.node, self.graph = node, graph
+
+    def run(self) -> None:
+        _run_cond(self.node, self.graph, self)
+
+    def accesses(self) -> tuple:
+        return ((self.node.cond.addr, 8, "r"),)
+
+    def describe(self) -> str:
+        return f"{COND_NAMES[self.node.type]} task on the word at 0x{self.node.cond.addr:x}"
+
+    def details(self) -> dict:
+        return {"name": f"graph {COND_NAMES[self.node.type]}", "bodies": len(self.node.bodies)}
+
+
+class CondDefaultTask(Task):
+    __slots__ = ("cond",)
+    kind = "graph_cond_default"
+
+    def __init__(self, cond: CondHandle):
+        self.cond = cond
+
+    def run(self) -> None:
+        address.view(self.cond.addr, 8).view(np.uint64)[0] = self.cond.default
+
+    def accesses(self) -> tuple:
+        return ((self.cond.addr, 8, "w"),)
+
+    def describe(self) -> str:
+        return f"condition word 0x{self.cond.addr:x} = {self.cond.default} (the default at launch)"
+
+
+# ---------------------------------------------------------------- names, ids, callbacks
+def set_name(graph: Graph, name: str) -> None:
+    graph_of(graph).name = name
+
+
+def register_destroy_callback(graph: Graph, fn, user_data=None) -> None:
+    graph_of(graph).destroy_callbacks.append((fn, user_data))
+
+
+def unregister_destroy_callback(graph: Graph, fn) -> None:
+    graph = graph_of(graph)
+    kept = [(f, d) for f, d in graph.destroy_callbacks if f != fn]
+    if len(kept) == len(graph.destroy_callbacks):
+        raise ParamInvalidError(f"graph {graph.handle:#x} has no such destroy callback registered")
+    graph.destroy_callbacks = kept

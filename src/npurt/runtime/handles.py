@@ -66,7 +66,8 @@ class HandleTable:
 
 
 TAGS = {"context": 0xC0, "stream": 0x57, "event": 0xE7, "binary": 0xB1, "function": 0xF1,
-        "args": 0xA1, "notify": 0x4E, "model ri": 0x4D, "param": 0xA2, "exception info": 0xE1, "thread": 0x7D,
+        "args": 0xA1, "notify": 0x4E, "physical memory": 0x9A, "memory pool": 0x9B, "model ri": 0x4D, "task group": 0x47, "cond handle": 0x43,
+        "label": 0x4C, "label list": 0x4B, "model ri task": 0x4F, "param": 0xA2, "exception info": 0xE1, "thread": 0x7D,
         # graph engine objects (npurt.ge, through the facade's acl.mdl / acl.op / acl.*)
         "data buffer": 0xDB, "tensor desc": 0xD5, "dataset": 0xDA, "model desc": 0xDE, "aipp": 0xA9,
         "model config": 0xC9, "exec config": 0xEC, "op attr": 0x0A, "op handle": 0x0B,

@@ -314,9 +314,11 @@ def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_a
             f"memcpy_async needs 64-byte aligned addresses; 0x{bad:x} is not (malloc and "
             "malloc_host return aligned memory; keep offsets multiples of 64)")
     seq = stream.enqueue(CopyTask(d.addr, s.addr, count, SHORT[direction], keep), holders=(d.block, s.block))
-    if keep is None and not (d.pinned and s.pinned):
+    if keep is None and not (d.pinned and s.pinned) and not getattr(stream.capture, "reads_host_at_run", False):
         # pageable host memory: return once the copy has run, as ACL does (the caller may
-        # free the buffer right after); failures stay on the stream for its synchronize
+        # free the buffer right after); failures stay on the stream for its synchronize.
+        # A stream bound to a built model records the copy: it reads the host memory when
+        # the model runs (model_build.py)
         stream.synchronize(until=seq, report_errors=False)
     return seq
 

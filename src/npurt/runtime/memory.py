@@ -7,7 +7,8 @@ Two levels, as in the real runtime:
   so the hot path never reaches the driver.
 
 Fast path (malloc of a size that has a cached block of exactly that size, free of a block no
-queued work uses) is a handful of single dict operations and no lock. It relies on the GIL in
+queued work uses) is a handful of single dict operations and no lock; with the C accelerator
+(npurt.runtime.accel: block records, bins and counters in C structures) a few pointer moves. It relies on the GIL in
 CPython 3.11 making each of `dict.popitem()`, `dict.pop()` and `dict[k] = v` atomic, and on
 the rule below:
 
@@ -44,6 +45,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from . import constants as C
+from .accel import SPEEDUPS, Bin, BlockBase, PoolBase
 from .config import POISON_BYTE
 from .errors import InvalidValueError, NpuError, OutOfMemoryError, as_int
 
@@ -173,20 +175,14 @@ class Segment:
         self.starts: list[int] = []  # sorted start addresses of its blocks (find, per segment)
 
 
-class Block:
+class Block(BlockBase):
     """A piece of a segment: cached (FREE), handed out (LIVE), or freed while queued work
-    still uses it (PENDING)."""
+    still uses it (PENDING). The record (accel.BlockBase: Block(addr, size, segment, pool)):
+    addr, size, requested (the size asked for: what diagnostics and tools report against),
+    align32 (malloc_align32: no 32 bytes of padding), segment, prev/next (its neighbours in
+    the segment), state, uses (None or stream -> last sequence number using it), pool."""
 
-    __slots__ = ("addr", "size", "requested", "align32", "segment", "prev", "next", "state", "uses", "pool")
-
-    def __init__(self, addr: int, size: int, segment: Segment, pool: "PagePool"):
-        self.addr, self.size, self.segment, self.pool = addr, size, segment, pool
-        self.requested = 0     # the size asked for (what diagnostics and tools report against)
-        self.align32 = False   # malloc_align32: no 32 bytes of padding
-        self.prev: Block | None = None
-        self.next: Block | None = None
-        self.state = FREE
-        self.uses: dict | None = None  # stream -> last sequence number that uses this block
+    __slots__ = ()
 
     def contains(self, addr: int, nbytes: int) -> bool:
         return self.addr <= addr and addr + nbytes <= self.addr + self.requested
@@ -201,18 +197,17 @@ class Block:
 
 class PagePool:
     """Cached blocks carved from segments of one page size. Bins map an exact block size to
-    the free blocks of that size (a dict used as an ordered set: O(1) take of any block)."""
+    the free blocks of that size (an accel.Bin: an ordered set with O(1) take of any block)."""
 
     def __init__(self, owner: "DeviceMemory", page: int):
         self.owner, self.page = owner, page
-        self.bins: dict[int, dict[Block, None]] = {}
+        self.bins: dict[int, Bin] = {}
         self.bin_sizes: list[int] = []  # sorted sizes of the bins best_fit searches
-        # sizes of (empty) bins best_fit dropped from bin_sizes: each split leaves a remainder
-        # of a new size, so without pruning best_fit would walk ever more empty bins. The bin
-        # itself stays (a concurrent fast-path free may hold it); a push into it re-adds the
-        # size. (A free racing with the pruning may leave a block only exact-size mallocs and
-        # coalescing find, until the next push of that size.)
-        self.untracked: set[int] = set()
+        # A bin is `untracked` once best_fit dropped its (empty) size from bin_sizes: each
+        # split leaves a remainder of a new size, so without pruning best_fit would walk ever
+        # more empty bins. The bin itself stays (a concurrent fast-path free may hold it); a
+        # push into it re-adds the size. (A free racing with the pruning may leave a block
+        # only exact-size mallocs and coalescing find, until the next push of that size.)
         self.segments: dict[int, Segment] = {}
         # segments where a block was freed since the last coalescing: only these can have
         # mergeable neighbours. (A mark lost to a race only delays a merge.)
@@ -222,14 +217,16 @@ class PagePool:
         """Return a block to its bin (the fast path when the bin exists and is searched)."""
         size = block.size
         lst = self.bins.get(size)
-        if lst is None or size in self.untracked:
+        if lst is None or lst.untracked:
             with self.owner.lock:
                 lst = self.bins.get(size)
                 if lst is None:
-                    lst = self.bins[size] = {}
+                    lst = self.bins[size] = Bin()
                     bisect.insort(self.bin_sizes, size)
-                elif size in self.untracked:
-                    self.untracked.discard(size)
+                    if self.page == NORMAL_PAGE:
+                        self.owner._note_bin(size, lst)  # the C fast path's array of small bins
+                elif lst.untracked:
+                    lst.untracked = False
                     bisect.insort(self.bin_sizes, size)
         block.state = FREE
         lst[block] = None
@@ -256,13 +253,17 @@ class PagePool:
             break
         empty = [k for k in range(i, j) if not self.bins[sizes[k]]]
         for k in reversed(empty):  # prune the empty bins we walked past
-            self.untracked.add(sizes[k])
+            self.bins[sizes[k]].untracked = True
             del sizes[k]
         return found
 
 
-class DeviceMemory:
-    """The memory manager of one device: pools per page size, the live-block table, stats."""
+class DeviceMemory(PoolBase):
+    """The memory manager of one device: pools per page size, the live-block table, stats.
+
+    With the C accelerator, `malloc` and `free` are PoolBase's: the cached-block case in C,
+    the rest through `_malloc` and `_free` below; `allocated`, `peak` and `num_frees` are C
+    fields (read and written as attributes all the same)."""
 
     def __init__(self, backend: "DeviceBackend", poison: bool = False):
         self.backend = backend
@@ -271,6 +272,7 @@ class DeviceMemory:
         self.pools = {p: PagePool(self, p) for p in (NORMAL_PAGE, HUGE_PAGE, HUGE1G_PAGE)}
         self.normal_pool = self.pools[NORMAL_PAGE]
         self.small_bins = self.normal_pool.bins   # the bins the fast path pops from
+        self._set_small_pool(self.normal_pool, self.normal_pool.dirty)
         self.live: dict[int, Block] = {}          # start address -> LIVE block
         self.blocks: dict[int, Block] = {}        # start address -> every block
         self.segment_starts: list[int] = []       # sorted start addresses of every segment
@@ -282,6 +284,10 @@ class DeviceMemory:
         self.pending_count = 0
         self._pending_tie = itertools.count()
         self.released: dict[int, str] = {}        # addresses invalidated by reset, for messages
+        # the device's virtual memory management (vmm.py): addresses from vmm_base on are
+        # reserved ranges, resolved by it (set by the Device)
+        self.vmm = None
+        self.vmm_base = getattr(backend, "vmm_base", 0) or (1 << 64)
         # statistics (see memory_stats)
         self.allocated = 0
         self.peak = 0
@@ -297,7 +303,11 @@ class DeviceMemory:
         self.num_ooms = 0
 
     # ------------------------------------------------------------ malloc / free
-    def malloc(self, size: int, policy: int = 0, align32: bool = False) -> int:
+    def _malloc_any(self, size: int, policy: int = 0, align32: bool = False) -> int:
+        """malloc called with keywords (the C fast path takes positional arguments)."""
+        return self._malloc(size, policy, align32)
+
+    def _python_malloc(self, size: int, policy: int = 0, align32: bool = False) -> int:
         """Allocate `size` bytes; returns a 64-byte aligned device address."""
         # The fast path: HUGE_FIRST (0) of a small size whose exact bin has a cached block.
         # ACL's rounding (up to 32, plus 32 bytes) and the 512-byte size class fold into one
@@ -356,12 +366,16 @@ class DeviceMemory:
                 return block.addr
         return self._malloc_slow(size, bsize, pool, policy, align32)
 
-    def free(self, addr: int) -> None:
+    def _free(self, addr: int) -> None:
         """Free a block. If queued work still uses it, it returns to the cache only when that
         work has finished (stream-ordered reuse)."""
         block = self.live.pop(addr, None)
         if block is None:
             raise self._bad_free(addr)
+        if block.pool is None:  # memory imported from another process (runtime/ipc.py)
+            self.live[addr] = block
+            raise InvalidValueError(f"free(0x{addr:x}): this is IPC memory imported from another process; "
+                                    "close the import (ipc_mem_close / aclrtIpcMemClose) instead of freeing it")
         self.num_frees += 1
         size = block.size
         self.allocated -= size
@@ -376,11 +390,15 @@ class DeviceMemory:
         pool = block.pool
         pool.dirty.add(block.segment)
         lst = pool.bins.get(size)
-        if lst is not None and size not in pool.untracked:
+        if lst is not None and not lst.untracked:
             block.state = FREE
             lst[block] = None
         else:
             pool.push(block)  # the bin is made (or searched again) under the lock
+
+    if SPEEDUPS is None:  # the pure-Python pool: these are the entry points themselves
+        malloc = _python_malloc
+        free = _free
 
     def _pool_for(self, policy: int, bsize: int) -> PagePool:
         placement, _p2p = parse_policy(policy, bsize)
@@ -495,7 +513,7 @@ class DeviceMemory:
         dirty for a later merge). Caller holds the lock."""
         if release_empty:
             segments = list(pool.segments.values())
-            pool.dirty = set()
+            pool.dirty.clear()  # the same set: the C fast path holds the small pool's
             for seg in segments:
                 if seg.va in pool.segments:
                     self._merge_segment(pool, seg, release_empty=True)
@@ -615,6 +633,7 @@ class DeviceMemory:
                 self.pools[page] = PagePool(self, page)
             self.normal_pool = self.pools[NORMAL_PAGE]
             self.small_bins = self.normal_pool.bins
+            self._set_small_pool(self.normal_pool, self.normal_pool.dirty)
             self.forgotten += len(leaked)
             self.allocated = self.reserved = 0
             return leaked
@@ -625,6 +644,8 @@ class DeviceMemory:
         block = self.blocks.get(addr)
         if block is not None:
             return block
+        if addr >= self.vmm_base and self.vmm is not None:
+            return self.vmm.find(addr)  # a mapped run of a reserved range (a LIVE Block's shape), or None
         for _ in range(3):  # the index may change under us; retry on inconsistency
             block = self._find_in_segment(addr)
             if block is not False:

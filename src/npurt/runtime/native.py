@@ -55,6 +55,7 @@ from . import address
 from . import constants as C
 from .forking import fork_safe_lock
 from .errors import InvalidValueError, NpuError
+from .managed import MANAGED
 from .kernel import GM, KernelFunction, enqueue_launch
 from .memory import LIVE, usable_size
 from .runtime import RUNTIME
@@ -148,7 +149,8 @@ def host_address(ctx, ptr: int, mode: str) -> int:
 def _extent(device, ptr: int) -> int:
     """Bytes from `ptr` to the end of what holds it (1 when unknown: gm() then explains)."""
     if ptr < address.VA_BASE:
-        return 1
+        managed = MANAGED.find(ptr)
+        return managed.addr + managed.size - ptr if managed is not None else 1
     if address.is_host_alias(ptr):
         for rng in list(RUNTIME.host.aliases.values()):
             if rng.alias <= ptr < rng.alias + rng.size:

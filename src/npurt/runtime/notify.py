@@ -162,7 +162,7 @@ def create_notify(flag: int = NOTIFY_DEFAULT, device=None) -> Notify:
 
 def notify_of(handle) -> Notify:
     """The live notify behind a handle (or a Notify itself)."""
-    notify = handle if type(handle) is Notify else NOTIFIES.get(handle)
+    notify = handle if isinstance(handle, Notify) else NOTIFIES.get(handle)
     if notify.destroyed:
         raise InvalidHandleError(f"notify {notify.notify_id} was destroyed")
     return notify

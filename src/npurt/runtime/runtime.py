@@ -323,6 +323,7 @@ class Runtime:
         if HOOKS.active:
             HOOKS.emit("device_release", device=device, reason=reason)
         leaked = device.memory.release_all(reason)
+        device.vmm.release_all()
         device.backend.reset()
         FAULTS.on_reset(device.id)  # a device lost by an injected fault works again
         log.info("%s: device %d released (%d allocation(s) still live)", reason, device.id, len(leaked))

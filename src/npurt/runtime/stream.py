@@ -44,7 +44,7 @@ class Stream:
                  "dropped_upto", "_cond", "waiters", "lock", "watchers", "parked_on", "error", "stopped", "stop_seen",
                  "failure_mode_set", "_failure_mode", "abort_epoch", "destroyed", "closing", "_attributes",
                  "subscriber", "_task_stacks", "_launch_blocking", "_inline", "streak", "capture", "res_limits",
-                 "__weakref__")
+                 "held_by", "__weakref__")
 
     def __init__(self, context: "Context", priority: int = 0, flags: int = 0, is_default: bool = False):
         device = context.device
@@ -83,6 +83,7 @@ class Stream:
         self._attributes = None              # set_stream_attribute values, made on first use
         self.subscriber = None               # report thread id for launch_callback
         self.capture = None                  # the graph capture (graph.Capture) recording our work
+        self.held_by = None                  # the graph that made and holds this stream (its lanes)
         settings = device.runtime.settings
         self._task_stacks = settings.task_stacks
         self._launch_blocking = settings.launch_blocking

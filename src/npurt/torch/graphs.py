@@ -17,11 +17,14 @@ As torch_npu (torch_npu/npu/graphs.py, which follows torch.cuda.graphs):
   (a tensor freed during or after capture is not reused while the graph lives), which is what
   a private pool guarantees; sharing a pool between graphs shares nothing more.
 * `is_current_stream_capturing()`.
-* `make_graphed_callables(callables, sample_args, num_warmup_iters=3)`: warms each callable
-  up on a side stream, captures its forward with static inputs, and returns a callable that
-  copies its inputs into them and replays. Only forward graphs: a callable whose inputs or
-  parameters require grad is refused (NotImplementedError), because backward capture is not
-  done yet.
+* `make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unused_input=False,
+  pool=None)`, as torch.cuda's: warms each callable up on a side stream (forward and, when its
+  outputs require grad, backward), captures the forwards in order and the backwards in reverse
+  order with static inputs, outputs and grads, and returns a graphed callable (a Module with its
+  forward replaced, used while `training` is what it was when graphed) whose forward copies its
+  inputs into the static ones and replays the forward graph, and whose backward copies the
+  incoming grads into the static grad outputs and replays the backward graph (parameters get
+  their grads through it).
 
 A call the capture forbids (a synchronous copy such as `.cpu()` / `.item()`, a synchronize of
 the capturing stream) raises npurt's CaptureError (a RuntimeError carrying the aclError code)
@@ -161,48 +164,132 @@ class graph:
             self._scope.__exit__(exc_type, exc, tb)
 
 
-def _requires_grad(fn, args) -> bool:
-    params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
-    return torch.is_grad_enabled() and any(t.requires_grad for t in [*args, *params] if isinstance(t, torch.Tensor))
+def _graphed_function(fwd: NPUGraph, bwd: NPUGraph | None, params: tuple, n_user: int, out_spec,
+                      surface: tuple, static_out: tuple, static_grad_out: tuple, static_grad_in: tuple):
+    """The callable replaying one captured forward, whose backward replays the captured
+    backward (torch's make_graphed_callables semantics: inputs copied into the static ones,
+    static outputs returned detached, incoming grads copied into the static grad outputs)."""
 
+    class Graphed(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            for static, new in zip(surface[:n_user], inputs[:n_user]):
+                if static.data_ptr() != new.data_ptr():
+                    static.copy_(new)
+            fwd.replay()
+            return tuple(o.detach() for o in static_out)
 
-class _Graphed:
-    """A callable replaying a captured forward: inputs are copied into the static ones."""
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, *grads):
+            if bwd is None:
+                raise RuntimeError("graphed callable: no backward graph was captured (its outputs did not "
+                                   "require grad when it was graphed)")
+            for static, grad in zip(static_grad_out, grads):
+                if static is not None and grad is not None and static.data_ptr() != grad.data_ptr():
+                    static.copy_(grad)
+            bwd.replay()
+            return tuple(None if b is None else b.detach() for b in static_grad_in)
 
-    def __init__(self, fn, graph_: NPUGraph, static_in: tuple, static_out):
-        self.fn, self.graph, self.static_in, self.static_out = fn, graph_, static_in, static_out
+    def functionalized(*user_args):
+        flat = torch.utils._pytree.arg_tree_leaves(*user_args)
+        if len(flat) != n_user:
+            raise TypeError(f"graphed callable takes {n_user} tensor arguments, got {len(flat)}")
+        for static, new in zip(surface, flat):
+            if not isinstance(new, torch.Tensor) or static.shape != new.shape or static.dtype != new.dtype:
+                what = (f"of shape {tuple(new.shape)} {new.dtype}" if isinstance(new, torch.Tensor)
+                        else f"of type {type(new).__name__}")
+                raise ValueError(f"graphed callable: an argument {what} does not match the captured "
+                                 f"{tuple(static.shape)} {static.dtype}")
+        out = Graphed.apply(*flat, *params)
+        return torch.utils._pytree.tree_unflatten(list(out), out_spec)
 
-    def __call__(self, *args):
-        if len(args) != len(self.static_in):
-            raise TypeError(f"graphed callable takes {len(self.static_in)} tensor arguments, got {len(args)}")
-        for static, new in zip(self.static_in, args):
-            if static.shape != new.shape or static.dtype != new.dtype:
-                raise ValueError(f"graphed callable: an argument of shape {tuple(new.shape)} {new.dtype} does not "
-                                 f"match the captured {tuple(static.shape)} {static.dtype}")
-            static.copy_(new)
-        self.graph.replay()
-        return self.static_out
+    return functionalized
 
 
 def make_graphed_callables(callables, sample_args, num_warmup_iters: int = 3, allow_unused_input: bool = False,
                            pool=None):
-    """Graph each callable's forward (torch.cuda.make_graphed_callables' call shape)."""
+    """Graph each callable's forward and, when its outputs require grad, its backward
+    (torch.cuda.make_graphed_callables' semantics and call shape). A Module comes back with
+    its forward replaced (the graphs run while `training` is what it was when graphed); a
+    function comes back as a graphed function."""
     single = not isinstance(callables, tuple)
     fns = (callables,) if single else callables
     samples = (sample_args,) if single else sample_args
-    out = []
-    side = Stream()
+    if len(fns) != len(samples):
+        raise ValueError(f"make_graphed_callables: {len(fns)} callables but {len(samples)} sample arg tuples")
+    surfaces, params_of, n_users, samples_flat = [], [], [], []
     for fn, args in zip(fns, samples):
         args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
-        if _requires_grad(fn, args):
-            raise NotImplementedError("make_graphed_callables: npurt graphs forward passes only; run it under "
-                                      "torch.no_grad() (or with inputs and parameters that do not require grad)")
-        with _stream_scope(side):
+        flat = torch.utils._pytree.arg_tree_leaves(*args)
+        if not all(isinstance(a, torch.Tensor) for a in flat):
+            raise TypeError("make_graphed_callables: sample_args may hold only tensors")
+        if isinstance(fn, torch.nn.Module):
+            if fn._backward_hooks or fn._forward_hooks or fn._forward_pre_hooks:
+                raise RuntimeError("make_graphed_callables: modules must have no hooks registered when graphed")
+            if any(b.requires_grad for b in fn.buffers()):
+                raise RuntimeError("make_graphed_callables: a module's buffers must have requires_grad=False")
+            params = tuple(fn.parameters())
+        else:
+            params = ()
+        samples_flat.append(args)
+        surfaces.append(tuple(flat) + params)
+        params_of.append(params)
+        n_users.append(len(flat))
+    synchronize()
+    side = Stream()
+    with _stream_scope(side):  # warm-up: lazy initialisation stays out of the captures
+        for fn, args, surface in zip(fns, samples_flat, surfaces):
             for _ in range(num_warmup_iters):
-                fn(*args)
-        synchronize()
+                outs = torch.utils._pytree.tree_leaves(fn(*args))
+                needing = tuple(o for o in outs if o.requires_grad)
+                if needing:
+                    torch.autograd.grad(needing, tuple(i for i in surface if i.requires_grad),
+                                        grad_outputs=tuple(torch.empty_like(o) for o in needing),
+                                        only_inputs=True, allow_unused=allow_unused_input)
+    synchronize()
+    pool = pool if pool is not None else graph_pool_handle()
+    fwd_graphs, static_outs, specs = [], [], []
+    for fn, args in zip(fns, samples_flat):  # forwards in order, then backwards in reverse, as torch
         g = NPUGraph()
         with graph(g, pool=pool, stream=side):
-            static_out = fn(*args)
-        out.append(_Graphed(fn, g, args, static_out))
+            result = fn(*args)
+        flat, spec = torch.utils._pytree.tree_flatten(result)
+        fwd_graphs.append(g)
+        static_outs.append(tuple(flat))
+        specs.append(spec)
+    bwd_graphs, grad_outs, grad_ins = [None] * len(fns), [()] * len(fns), [()] * len(fns)
+    for k in reversed(range(len(fns))):
+        outs, surface = static_outs[k], surfaces[k]
+        grad_out = tuple(torch.empty_like(o) if o.requires_grad else None for o in outs)
+        needing = tuple(o for o in outs if o.requires_grad)
+        grads = None
+        if needing:
+            g = bwd_graphs[k] = NPUGraph()
+            with graph(g, pool=pool, stream=side):
+                grads = torch.autograd.grad(needing, tuple(i for i in surface if i.requires_grad),
+                                            grad_outputs=tuple(o for o in grad_out if o is not None),
+                                            only_inputs=True, allow_unused=allow_unused_input)
+        it = iter(grads or ())
+        grad_ins[k] = tuple(next(it) if (a.requires_grad and grads is not None) else None for a in surface)
+        grad_outs[k] = grad_out
+    out = []
+    for k, fn in enumerate(fns):
+        graphed = _graphed_function(fwd_graphs[k], bwd_graphs[k], params_of[k], n_users[k], specs[k],
+                                    surfaces[k], static_outs[k], grad_outs[k], grad_ins[k])
+        if isinstance(fn, torch.nn.Module):
+            fn.forward = _graphed_forward(fn, fn.training, graphed, fn.forward)
+            fn._npu_graphs = (fwd_graphs[k], bwd_graphs[k])  # kept alive with the module
+            out.append(fn)
+        else:
+            graphed._npu_graphs = (fwd_graphs[k], bwd_graphs[k])
+            out.append(graphed)
     return out[0] if single else tuple(out)
+
+
+def _graphed_forward(module, training: bool, graphed, original):
+    def forward(*args, **kwargs):
+        if module.training == training:
+            return graphed(*args, **kwargs)
+        return original(*args, **kwargs)
+    return forward

@@ -1,6 +1,6 @@
 """`npurt bench`: npurt against the peers and the physical limit, side by side, in one run.
 
-    npurt bench [--quick] [--json OUT] [--peers]
+    npurt bench [--quick] [--json OUT] [--peers] [--only WORDS]
 
 Modules: harness (timing, sizes), metrics (npurt through the pyACL facade), pythonic (the
 same through npurt.Stream / Event / DeviceArray), profiler (what profiling costs), sanitizer
@@ -32,8 +32,15 @@ def _progress(msg: str) -> None:
         print(f"  ... {msg}", file=sys.stderr, flush=True)
 
 
-def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
-    """Measure npurt (and the peers); returns (npurt's results, the peers' results)."""
+def selected(name: str, only: tuple[str, ...] | None) -> bool:
+    """Whether the group of figures `name` ("many streams") runs under `--only` (words any
+    of which it contains, case-insensitive; None: every group)."""
+    return only is None or any(word.lower() in name.lower() for word in only)
+
+
+def run(profile: Profile, peers: bool = False, only: tuple[str, ...] | None = None) -> tuple[Results, list[Results]]:
+    """Measure npurt (and the peers); returns (npurt's results, the peers' results). `only`
+    limits both to the groups whose names contain one of its words (see `selected`)."""
     res = Results("npurt")
     steps = [
         ("latency", metrics.measure_latency),
@@ -61,6 +68,8 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
     ]
     with metrics.Session(profile) as session:
         for what, fn in steps:
+            if not selected(what, only):
+                continue
             _progress(f"npurt: {what}")
             t0 = time.perf_counter()
             try:
@@ -76,22 +85,25 @@ def run(profile: Profile, peers: bool = False) -> tuple[Results, list[Results]]:
     if peers:
         for name in PEERS:
             _progress(f"peer {name}")
-            peer_results.append(run_peer(name, profile))
+            peer_results.append(run_peer(name, profile, only=only))
     return res, peer_results
 
 
 def main(quick: bool = False, json_out: str | None = None, peers: bool = False,
-         profile: Profile | None = None) -> int:
+         profile: Profile | None = None, only: tuple[str, ...] | None = None) -> int:
     """Run the benchmark, print one table, write the JSON figures to `json_out` if given.
-    Returns 0 when every JSON figure was measured, 1 otherwise. `profile` overrides the
-    sizes (the smoke test uses a tiny one)."""
+    Returns 0 when every JSON figure was measured (with `only`: when no selected group
+    failed), 1 otherwise. `profile` overrides the sizes (the smoke test uses a tiny one)."""
     profile = profile or (QUICK if quick else FULL)
     t0 = time.perf_counter()
     print(header(profile), flush=True)
     if profile is not FULL:
         print(f"  {profile.name.upper()} MODE: sizes and repeats are reduced (see above); a smoke run, "
               "not the benchmark. Run `npurt bench` for the real figures.", flush=True)
-    res, peer_results = run(profile, peers)
+    if only is not None:
+        print(f"  ONLY: the groups whose names contain {', '.join(only)}; the other figures are not measured.",
+              flush=True)
+    res, peer_results = run(profile, peers, only)
     print()
     print(table(profile, res, peer_results))
     print()
@@ -101,6 +113,8 @@ def main(quick: bool = False, json_out: str | None = None, peers: bool = False,
         write_json(json_out, res)
         print(f"wrote {json_out}")
     missing = [k for k, v in json_figures(res).items() if v is None and k not in res.notes]
+    if only is not None:
+        return 1 if res.errors else 0
     if missing:
         print(f"not measured: {', '.join(missing)}", file=sys.stderr)
         return 1

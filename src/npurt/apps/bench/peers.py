@@ -34,15 +34,17 @@ PEERS = ("PoCL", "Numba sim")
 TINY = 64
 
 
-def run_peer(name: str, profile: Profile, timeout_s: float = 1200) -> Results:
-    """Measure one peer in a child process; a Results with `skipped` set if it is not installed."""
+def run_peer(name: str, profile: Profile, timeout_s: float = 1200, only: tuple[str, ...] | None = None) -> Results:
+    """Measure one peer in a child process; a Results with `skipped` set if it is not installed.
+    `only`: the groups to measure, as `npurt bench --only` selects npurt's (same names)."""
     missing = _missing(name)
     if missing:
         return Results(name, skipped=f"{missing} is not installed (pip install -e '.[peers]')")
     env = dict(os.environ)
     if name == "Numba sim":
         env["NUMBA_ENABLE_CUDASIM"] = "1"
-    cmd = [sys.executable, "-c", CHILD_PROGRAM, name, json.dumps(dataclasses.asdict(profile))]
+    cmd = [sys.executable, "-c", CHILD_PROGRAM, name, json.dumps(dataclasses.asdict(profile)),
+           json.dumps(list(only) if only is not None else None)]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -65,8 +67,14 @@ def _missing(name: str) -> str | None:
     return None
 
 
+_ONLY: tuple[str, ...] | None = None  # the child's `--only` words (None: every group)
+
+
 def _step(res: Results, what: str, fn, *args) -> None:
-    """Run one group of figures; a failure becomes an error line, not a lost run."""
+    """Run one group of figures (named as npurt's groups, so `--only` selects the same);
+    a failure becomes an error line, not a lost run."""
+    if _ONLY is not None and not any(word.lower() in what.lower() for word in _ONLY):
+        return
     try:
         res.add(fn(*args))
     except Exception as exc:  # noqa: BLE001 - reported in the table's footer
@@ -105,15 +113,22 @@ def measure_pocl(p: Profile) -> Results:
         return res
     ctx = cl.Context(platforms[0].get_devices()[:1])
     q = cl.CommandQueue(ctx)
-    prg = cl.Program(ctx, ADD_SRC).build()
     res.notes["version"] = platforms[0].version
-    _step(res, "queued memory", _pocl_queued, cl, ctx, q, p, res)  # first: the freshest heap
+    try:
+        prg = cl.Program(ctx, ADD_SRC).build()
+    except cl.Error as exc:  # a PoCL that cannot compile for this CPU: the kernel-free figures still count
+        prg = None
+        why = f"PoCL cannot build kernels here ({str(exc).strip().splitlines()[-1][:120]})"
+        for fid in ("empty_kernel_us", "kernel_add_ratio", "matmul_ratio", "overlap_speedup"):
+            res.notes[fid] = why
+    _step(res, "memory per queued task", _pocl_queued, cl, ctx, q, p, res)  # first: the freshest heap
     _step(res, "latency", _pocl_latency, cl, ctx, q, prg, p)
     _step(res, "copies", _pocl_copies, cl, ctx, q, p)
-    _step(res, "add", _pocl_add, cl, ctx, q, prg, p, res)
-    _step(res, "matmul", _pocl_matmul, cl, ctx, q, prg, p, res)
-    _step(res, "overlap", _pocl_overlap, cl, ctx, q, prg, p)
-    _step(res, "queues", _pocl_queues, cl, ctx, p)
+    if prg is not None:
+        _step(res, "elementwise add", _pocl_add, cl, ctx, q, prg, p, res)
+        _step(res, "matmul", _pocl_matmul, cl, ctx, q, prg, p, res)
+        _step(res, "copy/compute overlap", _pocl_overlap, cl, ctx, q, prg, p)
+    _step(res, "many streams", _pocl_queues, cl, ctx, p)
     return res
 
 
@@ -121,7 +136,7 @@ def _pocl_latency(cl, ctx, q, prg, p: Profile) -> dict:
     mf = cl.mem_flags
     a, b = cl.Buffer(ctx, mf.READ_WRITE, 4096), cl.Buffer(ctx, mf.READ_WRITE, 4096)
     copy, finish, marker, Buffer = cl.enqueue_copy, q.finish, cl.enqueue_marker, cl.Buffer
-    empty = prg.empty
+    empty = prg.empty if prg is not None else None
     calls, reps, warm = p.latency_calls, p.latency_repeats, p.warmup
 
     def enqueue(n):
@@ -163,11 +178,13 @@ def _pocl_latency(cl, ctx, q, prg, p: Profile) -> dict:
         return clock() - t0
 
     slow = max(10, calls // 4)  # the ~50 us figures need fewer calls per sample
-    return {"enqueue_us": per_call_us(enqueue, calls, reps, warm),
-            "roundtrip_us": per_call_us(roundtrip, slow, reps, warm),
-            "event_sync_us": per_call_us(event_sync, slow, reps, warm),
-            "alloc_free_us": per_call_us(alloc_free, calls, reps, warm),
-            "empty_kernel_us": per_call_us(kernel, slow, reps, warm)}
+    out = {"enqueue_us": per_call_us(enqueue, calls, reps, warm),
+           "roundtrip_us": per_call_us(roundtrip, slow, reps, warm),
+           "event_sync_us": per_call_us(event_sync, slow, reps, warm),
+           "alloc_free_us": per_call_us(alloc_free, calls, reps, warm)}
+    if prg is not None:
+        out["empty_kernel_us"] = per_call_us(kernel, slow, reps, warm)
+    return out
 
 
 def _pocl_copies(cl, ctx, q, p: Profile) -> dict:
@@ -360,8 +377,8 @@ def measure_numba_sim(p: Profile) -> Results:
     res.notes["bytes_per_task"] = "n/a: nothing queues"
     _step(res, "latency", _sim_latency, p)
     _step(res, "copies", _sim_copies, p)
-    _step(res, "add", _sim_add, p, res)
-    _step(res, "streams", _sim_streams, p)
+    _step(res, "elementwise add", _sim_add, p, res)
+    _step(res, "many streams", _sim_streams, p)
     return res
 
 
@@ -480,8 +497,11 @@ def _sim_streams(p: Profile) -> dict:
 
 
 # ================================================================ child process entry
-def _child(name: str, profile_json: str) -> int:
+def _child(name: str, profile_json: str, only_json: str = "null") -> int:
+    global _ONLY
     p = Profile(**json.loads(profile_json))
+    only = json.loads(only_json)
+    _ONLY = None if only is None else tuple(only)
     try:
         res = measure_pocl(p) if name == "PoCL" else measure_numba_sim(p)
     except Exception as exc:  # noqa: BLE001 - reported by the parent
@@ -494,4 +514,4 @@ def _child(name: str, profile_json: str) -> int:
 
 
 # the child's program (`python -c`, not `-m`: the bench package already imports this module)
-CHILD_PROGRAM = "import sys; from npurt.apps.bench.peers import _child; sys.exit(_child(sys.argv[1], sys.argv[2]))"
+CHILD_PROGRAM = "import sys; from npurt.apps.bench.peers import _child; sys.exit(_child(*sys.argv[1:4]))"

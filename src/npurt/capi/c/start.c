@@ -116,6 +116,61 @@ static int npurt_is_device_address(uintptr_t a)
     return a >= NPURT_VA_BASE && a < NPURT_VA_BASE + ((uintptr_t)64 << 40);
 }
 
+/* Where each live device allocation was made from C: the return address of the aclrtMalloc
+ * call (one store per malloc, one per free), for the fault explanation. A fixed table keyed
+ * by the allocation's address; a collision overwrites (the site is then not known), which
+ * bounds it without a lock: a slot is written field by field, its address last. */
+#define NPURT_SITES 8192
+static struct npurt_site {
+    volatile uintptr_t ptr;
+    size_t size;
+    void *caller;
+    const char *function;
+} npurt_sites[NPURT_SITES];
+
+static size_t npurt_site_slot(uintptr_t ptr) { return (size_t)((ptr >> 9) * 0x9E3779B97F4A7C15ull >> 51); }
+
+static void npurt_note_alloc(uintptr_t ptr, size_t size, void *caller, const char *function)
+{
+    struct npurt_site *s = &npurt_sites[npurt_site_slot(ptr) % NPURT_SITES];
+    __atomic_store_n(&s->ptr, 0, __ATOMIC_RELAXED);
+    s->size = size;
+    s->caller = caller;
+    s->function = function;
+    __atomic_store_n(&s->ptr, ptr, __ATOMIC_RELEASE);
+}
+
+static void npurt_forget_alloc(uintptr_t ptr)
+{
+    struct npurt_site *s = &npurt_sites[npurt_site_slot(ptr) % NPURT_SITES];
+    uintptr_t expected = ptr;
+    __atomic_compare_exchange_n(&s->ptr, &expected, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* "  It was allocated by aclrtMalloc called from main+0x2c (./prog), ..." for the live
+ * allocation holding addr, if the table knows it (0 otherwise). */
+static int npurt_describe_site(uintptr_t addr, char *out, size_t size)
+{
+    for (size_t i = 0; i < NPURT_SITES; i++) {
+        struct npurt_site *s = &npurt_sites[i];
+        uintptr_t p = __atomic_load_n(&s->ptr, __ATOMIC_ACQUIRE);
+        if (!p || addr < p || addr - p >= (s->size ? s->size : 1))
+            continue;
+        Dl_info info;
+        memset(&info, 0, sizeof info);
+        if (!dladdr(s->caller, &info) || !info.dli_fname)
+            return snprintf(out, size, "  It was allocated by %s called from %p.\n", s->function, s->caller);
+        uintptr_t offset = (uintptr_t)s->caller - (uintptr_t)info.dli_fbase;
+        if (info.dli_sname)
+            return snprintf(out, size, "  It was allocated by %s called from %s+0x%lx (%s; addr2line -f -e %s 0x%lx).\n",
+                            s->function, info.dli_sname, (unsigned long)((uintptr_t)s->caller - (uintptr_t)info.dli_saddr),
+                            info.dli_fname, info.dli_fname, (unsigned long)offset);
+        return snprintf(out, size, "  It was allocated by %s called from %s+0x%lx (addr2line -f -e %s 0x%lx).\n",
+                        s->function, info.dli_fname, (unsigned long)offset, info.dli_fname, (unsigned long)offset);
+    }
+    return 0;
+}
+
 static void npurt_on_fault(int sig, siginfo_t *info, void *context)
 {
     uintptr_t addr = (uintptr_t)info->si_addr;
@@ -149,6 +204,9 @@ static void npurt_on_fault(int sig, siginfo_t *info, void *context)
         alarm(5);                           /* never hang a dying program on the GIL */
         if (npurt_py_describe_fault(addr, exact, message, sizeof message) > 0) {
             ssize_t ignored = write(2, message, strlen(message));
+            static char site[1024];
+            if (npurt_describe_site(addr, site, sizeof site) > 0)
+                ignored = write(2, site, strlen(site));
             (void)ignored;
         }
     }

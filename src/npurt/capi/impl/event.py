@@ -134,10 +134,31 @@ def aclrtSetOpWaitTimeout(timeout):
 
 @c_function("aclrtRecordEventWithFlag")
 def aclrtRecordEventWithFlag(event, stream, flag):
-    """ACL_EVENT_RECORD_DEFAULT records as aclrtRecordEvent; ACL_EVENT_RECORD_EXTERNAL (for graphs
-    being captured) is refused: graph capture is not part of the C face."""
-    if flag != V["ACL_EVENT_RECORD_DEFAULT"]:
-        raise rt.FeatureNotSupportedError(f"flag {flag}: only ACL_EVENT_RECORD_DEFAULT is supported (external "
-                                          "records belong to graph capture)")
-    note_task(_record_event(_events(event) or event_of(event), stream_of(stream)))
+    """ACL_EVENT_RECORD_DEFAULT records as aclrtRecordEvent; ACL_EVENT_RECORD_EXTERNAL on a
+    capturing stream makes each replay of the graph record the event for real (streams and
+    graphs outside it can wait for it); outside a capture it records as the default."""
+    if flag not in (V["ACL_EVENT_RECORD_DEFAULT"], V["ACL_EVENT_RECORD_EXTERNAL"]):
+        raise rt.ParamInvalidError(f"aclrtRecordEventWithFlag: flag {flag} is neither ACL_EVENT_RECORD_DEFAULT "
+                                   "(0) nor ACL_EVENT_RECORD_EXTERNAL (1)")
+    ev, s = _events(event) or event_of(event), stream_of(stream)
+    if flag == V["ACL_EVENT_RECORD_EXTERNAL"] and s is not None and type(s.capture) is rt.graph.Capture:
+        note_task(s.capture.record_external(s, ev))
+        return 0
+    note_task(_record_event(ev, s))
+    return 0
+
+
+@c_function("aclrtStreamWaitEventWithFlag")
+def aclrtStreamWaitEventWithFlag(stream, event, timeout, flag):
+    """ACL_EVENT_WAIT_DEFAULT waits as aclrtStreamWaitEvent; ACL_EVENT_WAIT_EXTERNAL on a
+    capturing stream makes each replay wait for the event's record as it stands then (a record
+    outside the graph or another graph's). `timeout` is reserved."""
+    if flag not in (V["ACL_EVENT_WAIT_DEFAULT"], V["ACL_EVENT_WAIT_EXTERNAL"]):
+        raise rt.ParamInvalidError(f"aclrtStreamWaitEventWithFlag: flag {flag} is neither ACL_EVENT_WAIT_DEFAULT "
+                                   "(0) nor ACL_EVENT_WAIT_EXTERNAL (1)")
+    ev, s = _events(event) or event_of(event), stream_of(stream)
+    if flag == V["ACL_EVENT_WAIT_EXTERNAL"] and s is not None and type(s.capture) is rt.graph.Capture:
+        note_task(s.capture.wait_external(s, ev))
+        return 0
+    note_task(_stream_wait_event(s, ev))
     return 0

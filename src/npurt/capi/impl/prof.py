@@ -9,6 +9,8 @@ without a profiler attached.
 """
 from __future__ import annotations
 
+import ctypes
+import os
 
 from ...runtime import fork_safe_lock
 from ... import runtime as rt
@@ -148,9 +150,112 @@ def aclprofGetStepTimestamp(stepInfo, tag, stream):
     return _c(acl_prof.get_step_timestamp(stepInfo, tag, stream), "aclprofGetStepTimestamp")
 
 
+# model subscription. C's config holds the address of the program's int fd (`&pipeFd[1]`):
+# aclprofModelUnSubscribe closes that fd and sets it to -1 once no subscribed model writes to
+# it, as hicann/runtime's ProfAclMgr::CloseSubscribeFd (prof_acl_mgr.cpp); the pyACL face
+# (an int fd) leaves closing to the caller.
+_fd_of_config: dict[int, int] = {}     # config handle -> address of the int fd
+_config_of_model: dict[int, int] = {}  # subscribed model id -> config handle
+
+
 @c_function("aclprofCreateSubscribeConfig")
 def aclprofCreateSubscribeConfig(timeInfoSwitch, aicoreMetrics, fd):
-    return _value(acl_prof.create_subscribe_config(timeInfoSwitch, aicoreMetrics, fd), "aclprofCreateSubscribeConfig")
+    if not fd:
+        raise null("fd")
+    handle = _value(acl_prof.create_subscribe_config(timeInfoSwitch, aicoreMetrics,
+                                                     ctypes.c_int.from_address(fd).value),
+                    "aclprofCreateSubscribeConfig")
+    if handle:
+        _fd_of_config[handle] = fd
+    return handle
+
+
+@c_function("aclprofModelSubscribe")
+def aclprofModelSubscribe(modelId, profSubscribeConfig):
+    ret = _c(acl_prof.model_subscribe(modelId, profSubscribeConfig), "aclprofModelSubscribe")
+    if not ret:
+        _config_of_model[modelId] = profSubscribeConfig
+    return ret
+
+
+@c_function("aclprofModelUnSubscribe")
+def aclprofModelUnSubscribe(modelId):
+    ret = _c(acl_prof.model_unsubscribe(modelId), "aclprofModelUnSubscribe")
+    config = _config_of_model.pop(modelId, None)
+    if ret or config is None:
+        return ret
+    fd_addr = _fd_of_config.get(config)
+    if fd_addr is None:
+        return ret
+    fd = ctypes.c_int.from_address(fd_addr)
+    still_used = any(_fd_of_config.get(c) is not None and ctypes.c_int.from_address(_fd_of_config[c]).value == fd.value
+                     for c in _config_of_model.values())
+    if not still_used and fd.value >= 0:
+        try:
+            os.close(fd.value)
+        except OSError:
+            pass  # the program closed it already
+        fd.value = -1
+    return ret
+
+
+@c_function("MsprofSetDeviceIdByGeModelIdx")
+def MsprofSetDeviceIdByGeModelIdx(geModelIdx, deviceId):
+    acl_prof.register_model_device(geModelIdx, deviceId)
+    return 0
+
+
+@c_function("MsprofUnsetDeviceIdByGeModelIdx")
+def MsprofUnsetDeviceIdByGeModelIdx(geModelIdx, deviceId):
+    acl_prof.unregister_model_device(geModelIdx, deviceId)
+    return 0
+
+
+def _op_status(result, cname: str) -> tuple:
+    value, ret = result
+    return value, _c(ret, cname)
+
+
+@c_function("aclprofGetOpNum")
+def aclprofGetOpNum(opInfo, opInfoLen, opNumber):
+    if not opNumber:
+        raise null("opNumber")
+    n, ret = _op_status(acl_prof.get_op_num(opInfo, opInfoLen), "aclprofGetOpNum")
+    if not ret:
+        opNumber[0] = n
+    return ret
+
+
+def _len_getter(cname: str, fn):
+    def get(opInfo, opInfoLen, index, length):
+        if not length:
+            raise null("opTypeLen" if "Type" in cname else "opNameLen")
+        n, ret = _op_status(fn(opInfo, opInfoLen, index), cname)
+        if not ret:
+            length[0] = n
+        return ret
+    return get
+
+
+def _str_getter(cname: str, fn):
+    def get(opInfo, opInfoLen, index, out, outLen):
+        if not out:
+            raise null("opType" if "Type" in cname else "opName")
+        text, ret = _op_status(fn(opInfo, opInfoLen, index, outLen), cname)
+        if not ret:
+            raw = text.encode() + b"\0"
+            ctypes.memmove(out, raw, len(raw))
+        return ret
+    return get
+
+
+for _cname, _fn in (("aclprofGetOpTypeLen", acl_prof.get_op_type_len), ("aclprofGetOpNameLen", acl_prof.get_op_name_len)):
+    c_function(_cname)(_len_getter(_cname, _fn))
+for _cname, _fn in (("aclprofGetOpType", acl_prof.get_op_type), ("aclprofGetOpName", acl_prof.get_op_name)):
+    c_function(_cname)(_str_getter(_cname, _fn))
+for _cname, _fn in (("aclprofGetOpStart", acl_prof.get_op_start), ("aclprofGetOpEnd", acl_prof.get_op_end),
+                    ("aclprofGetOpDuration", acl_prof.get_op_duration), ("aclprofGetModelId", acl_prof.get_model_id)):
+    c_function(_cname)(lambda opInfo, opInfoLen, index, _f=_fn: _f(opInfo, opInfoLen, index))
 
 
 @c_function("aclprofDestroySubscribeConfig")

@@ -7,7 +7,8 @@ parameter declarations and names). It is produced by `extract.py` and committed;
 headers, the C shims of `libacl_rt.so` and the list of stubs are all generated from it, so a
 signature or a constant cannot drift from the runtime's.
 
-Other spec files beside it (`mstx.json`: the mstx tools extension) are merged in name order;
+Other spec files beside it (`aprof.json`: profiling/aprof_pub.h of hicann/runtime's pkg_inc, read with
+`extract.extract_header`; `mstx.json`: the mstx tools extension) are merged in name order;
 generated fragments (the aclnn operator headers, npurt-private native entry points) join through
 `EXTRA_SPECS`: callables returning a dict in the same format (`{"headers": {path: {"includes":
 [...], "items": [...]}}}`); `load()` merges them after `acl.json`.

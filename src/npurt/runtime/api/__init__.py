@@ -14,6 +14,9 @@ context's default stream. One module per group of the ACL runtime API:
 | events | events |
 | memory | device and host memory (configured allocation too), copies and sets, range checks |
 | control | host callbacks, op timeouts, exception info |
+| vmm | virtual memory management: reserved addresses, physical memory, mappings, sharing |
+| managed | managed (unified) memory: allocation, prefetch, advice, attributes |
+| mempool | stream-ordered memory pools (aclrtMemPool*) |
 """
 from .contexts import *  # noqa: F401,F403
 from .control import *  # noqa: F401,F403
@@ -22,3 +25,6 @@ from .events import *  # noqa: F401,F403
 from .lifecycle import *  # noqa: F401,F403
 from .memory import *  # noqa: F401,F403
 from .streams import *  # noqa: F401,F403
+from .vmm import *  # noqa: F401,F403
+from .managed import *  # noqa: F401,F403
+from .mempool import *  # noqa: F401,F403

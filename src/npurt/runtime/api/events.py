@@ -79,7 +79,7 @@ def destroy_event(event: Event) -> None:
 
 
 def _live(event: Event) -> Event:
-    if type(event) is not Event:
+    if type(event) is not Event and not isinstance(event, Event):  # (IPC events are a subclass)
         raise InvalidHandleError(f"expected an event, got {type(event).__name__}")
     if event.destroyed:
         raise InvalidHandleError(f"event {event.event_id} was destroyed")

@@ -6,6 +6,7 @@ from .. import constants as C
 from ..context import _thread, current_context
 from ..device import Device
 from ..errors import InvalidValueError
+from ..managed import MANAGED
 from ..memory import HUGE1G_PAGE, HUGE_PAGE, LIVE, NORMAL_PAGE
 from ..observers import HOOKS
 from ..runtime import RUNTIME
@@ -48,6 +49,9 @@ def free(ptr: int, managed: bool = False) -> None:
         if device is not None:
             device.memory.free(ptr)
             return
+    if type(ptr) is int and 0 < ptr < _VA_BASE and MANAGED.find(ptr) is not None:
+        MANAGED.free(ptr)  # aclrtFree frees managed memory too
+        return
     if not HOOKS.active:
         _device_of(ptr, "free").memory.free(ptr)
         return
@@ -139,11 +143,19 @@ def pointer_get_attributes(ptr: int) -> dict:
         block = device.memory.find(ptr)
         if block is None or block.state != LIVE:
             raise InvalidValueError(memops.dead_address_message(device, ptr, block, "queried"))
+        if block.segment is None:  # mapped VMM memory: its reserved range is the allocation
+            return {"location": {"id": device.id, "type": C.ACL_MEM_LOCATION_TYPE_DEVICE},
+                    "page_size": HUGE_PAGE, "rsv": [0, 0, 0, 0], "allocation": block.reservation.va,
+                    "size": block.reservation.size}
         return {"location": {"id": device.id, "type": C.ACL_MEM_LOCATION_TYPE_DEVICE},
                 "page_size": block.segment.page, "rsv": [0, 0, 0, 0], "allocation": block.addr,
                 "size": block.requested}
     if ptr <= 0:
         raise InvalidValueError("pointer_get_attributes: null or negative address")
+    managed = MANAGED.find(ptr)
+    if managed is not None:
+        return {"location": {"id": managed.device_id, "type": C.ACL_MEM_LOCATION_TYPE_MANAGED},
+                "page_size": HUGE_PAGE, "rsv": [0, 0, 0, 0], "allocation": managed.addr, "size": managed.asked}
     rng = rt.host.find(ptr)
     if rng is None:
         return {"location": {"id": 0, "type": C.ACL_MEM_LOCATION_TYPE_UNREGISTERED},

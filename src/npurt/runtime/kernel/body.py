@@ -16,6 +16,7 @@ from ..memops import dead_address_message
 from ..memory import LIVE, PENDING, usable_size
 from ..observers import HOOKS
 from ..runtime import RUNTIME
+from ..managed import MANAGED
 from .function import _VA_BASE, _is_alias
 
 
@@ -106,6 +107,10 @@ class KernelContext:
 
     def _view(self, ptr: int, nbytes: int) -> np.ndarray:
         if ptr < _VA_BASE:
+            if MANAGED:  # managed memory: the host's bytes are the device's
+                managed = MANAGED.find(ptr, nbytes)
+                if managed is not None:
+                    return address.raw_host_view(ptr, nbytes)
             if ptr == 0:
                 raise self._refused("invalid_address", ptr, nbytes, None,
                                     "gm(0): null pointer (an optional buffer that was not given?)")
@@ -146,7 +151,10 @@ class KernelContext:
                 "out_of_bounds", ptr, nbytes, device,
                 f"gm(0x{ptr:x}, {nbytes} bytes) runs past the end of its allocation (0x{block.addr:x}, "
                 f"{block.requested} bytes requested, {end - block.addr} usable) by {ptr + nbytes - end} bytes")
-        return device.backend.view(ptr, nbytes)
+        view = device.backend.view(ptr, nbytes)
+        if block.segment is None and getattr(block, "readonly", False):  # VMM memory mapped read-only
+            view.flags.writeable = False
+        return view
 
     def _refused(self, kind: str, ptr: int, nbytes: int, device, message: str) -> "KernelMemoryError":
         if HOOKS.active:

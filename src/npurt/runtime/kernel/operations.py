@@ -22,6 +22,7 @@ from ..memory import LIVE, usable_size
 from ..observers import HOOKS
 from ..runtime import RUNTIME
 from ..stream import Stream
+from ..managed import MANAGED
 from .function import KernelFunction, SLOT, UB_SIZE, _VA_BASE, _is_alias, function_of
 from .task import KernelTask
 
@@ -72,6 +73,9 @@ def gm_blocks(func: KernelFunction, values: tuple, device, extents=None) -> list
 def _slow_gm_block(func: KernelFunction, i: int, ptr: int, device):
     name = func.params[i][0]
     if ptr < _VA_BASE:
+        managed = MANAGED.find(ptr) if MANAGED else None
+        if managed is not None:  # managed memory: the same pointer on the host and the device
+            return managed
         raise refused("invalid_address", ptr, 0, None,
                       f"kernel {func.name!r} argument {name!r} = 0x{ptr:x} is a host address; "
                       "GM arguments must be device memory (malloc) or the device alias of "

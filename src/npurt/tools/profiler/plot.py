@@ -148,10 +148,10 @@ def _plot(shown, path, out, window, range_name, host, title) -> str:
         return e.get("ph") == "X" and e["ts"] / 1000 < hi and (e["ts"] + e["dur"]) / 1000 > lo
 
     spans = [e for e in events if visible(e)]
-    level = _levels([e for e in spans if e.get("cat") in ("msproftx", "step")])
+    level = _levels([e for e in spans if e.get("cat") in ("msproftx", "step", "graph_replay")])
 
     def row_of(e):
-        if e.get("cat") in ("msproftx", "step"):  # ranges and steps: a row per nesting level
+        if e.get("cat") in ("msproftx", "step", "graph_replay"):  # ranges, steps, replays: a row per level
             lv = level[id(e)]
             return (e["pid"], e["tid"], ("ranges" if e["pid"] == HOST_PID else "steps") + (f" {lv + 1}" if lv else ""))
         return (e["pid"], e["tid"], "")

@@ -124,13 +124,14 @@ class HostCopy:
 @dataclass(slots=True)
 class Range:
     """A user range (npurt.profiler.range, acl.prof push/pop or range_start/stop) on the host,
-    or a step between two step timestamps on a stream (device and stream set)."""
+    a step between two step timestamps on a stream, or one replay of an ACL graph on one of its
+    streams (device and stream set; mark_id: the graph's handle)."""
 
     name: str
     start: int
     end: int
     thread: int | None
-    kind: str                 # "push/pop", "start/end" (msproftx event types) or "step"
+    kind: str                 # "push/pop", "start/end" (msproftx event types), "step" or "graph"
     mark_id: int = 0
     device: int | None = None
     stream: int | None = None
@@ -200,6 +201,7 @@ def build(collector, *, soc: str, pid: int, baseline: dict) -> Timeline:
         else:
             tl.ranges.append(Range(name, a - t0, b - t0, tid, kind, extra))
     tl.ranges.extend(_steps(tasks))
+    tl.ranges.extend(_graph_replays(tasks))
     tl.ranges.sort(key=lambda r: r.start)
     memory: dict = {}
     level = dict(baseline)
@@ -228,3 +230,24 @@ def _steps(tasks: list[TaskSpan]) -> list[Range]:
             if begin is not None:
                 steps.append(Range(f"step {index}", begin.start, t.end, None, "step", info, t.device, t.stream))
     return steps
+
+
+def _graph_replays(tasks: list[TaskSpan]) -> list[Range]:
+    """One range per replay of an ACL graph per stream it ran on, between the replay's marker
+    tasks (runtime/graph.py ReplayMarkTask): its tasks are the stream's tasks inside it."""
+    open_replays: dict = {}
+    out = []
+    for t in sorted(tasks, key=lambda t: (t.device, t.stream, t.seq)):
+        info = t.details.get("graph replay") if t.kind == MARKER_KIND else None
+        if info is None:
+            continue
+        handle, replay, edge, _count = info
+        key = (t.device, t.stream, handle, replay)
+        if edge == 0:
+            open_replays[key] = t
+        else:
+            begin = open_replays.pop(key, None)
+            if begin is not None:
+                out.append(Range(f"graph {handle:#x} replay {replay}", begin.start, t.end, None, "graph", handle,
+                                 t.device, t.stream))
+    return out

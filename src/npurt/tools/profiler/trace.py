@@ -5,7 +5,7 @@ Layout (msprof's timeline has the same parts):
 | process (pid) | threads (tid) | events |
 | --- | --- | --- |
 | "Host" (pid 0) | one per host thread, named as the thread | API calls ("X", cat "acl" / "npurt"), synchronous copies (cat "host_copy"), user ranges (cat "msproftx"), instant marks, enqueue points |
-| "NPU <id>" (pid 1 + device id) | one per stream, "Stream <id>" | tasks ("X", cat = task kind, name = kernel name, copy direction, ...), waits ("X", cat "wait"), steps (cat "step"), marker tasks; a counter of allocated device memory |
+| "NPU <id>" (pid 1 + device id) | one per stream, "Stream <id>" | tasks ("X", cat = task kind, name = kernel name, copy direction, ...), waits ("X", cat "wait"), steps (cat "step"), graph replays (cat "graph_replay": one per replay per stream, over its tasks), marker tasks; a counter of allocated device memory |
 
 Flow arrows ("s" / "f" pairs): cat "enqueue" from the host call that enqueued a task to the
 task; cat "event" from an event's record task to each wait it released. Timestamps are
@@ -84,6 +84,12 @@ def events(tl: Timeline) -> list[dict]:
         if r.kind == "step":
             out.append({"ph": "X", "cat": "step", "name": r.name, "pid": device_pid(r.device), "tid": r.stream,
                         "ts": _us(r.start), "dur": _us(r.end - r.start), "args": {"step info": r.mark_id}})
+        elif r.kind == "graph":  # one replay of an ACL graph on this stream, over its tasks
+            inside = [t for t in tl.tasks if t.device == r.device and t.stream == r.stream
+                      and t.kind != MARKER_KIND and r.start <= t.start and t.end <= r.end]
+            out.append({"ph": "X", "cat": "graph_replay", "name": r.name, "pid": device_pid(r.device),
+                        "tid": r.stream, "ts": _us(r.start), "dur": _us(r.end - r.start),
+                        "args": {"graph": f"{r.mark_id:#x}", "tasks": len(inside)}})
         else:
             out.append({"ph": "X", "cat": "msproftx", "name": r.name, "pid": HOST_PID, "tid": host_tid(r.thread),
                         "ts": _us(r.start), "dur": _us(r.end - r.start),
@@ -101,6 +107,8 @@ def events(tl: Timeline) -> list[dict]:
                         "ts": _us(t.blocked), "dur": _us(t.start - t.blocked),
                         "args": {"waiting on": t.waiting_on, "task id": t.seq}})
         if t.kind == MARKER_KIND:
+            if "graph replay" in t.details:  # drawn as the replay's range (above), not as a mark
+                continue
             out.append({"ph": "i", "s": "t", "cat": "msproftx", "name": t.name, "pid": pid, "tid": t.stream,
                         "ts": _us(t.start), "args": task_args(t)})
         out.append({"ph": "X", "cat": t.kind, "name": t.name, "pid": pid, "tid": t.stream, "ts": _us(t.start),

@@ -30,7 +30,7 @@ from .frames import user_site
 from .hangcheck import HangCheck, stream_label
 from .intervals import IntervalSet
 from .racecheck import race_report
-from .report import Actor, Reporter
+from .report import Actor, Report, Reporter
 from .shadow import Shadow
 
 ALL_TOOLS = ("race", "mem", "init", "leak", "sync")
@@ -161,6 +161,7 @@ class Sanitizer:
         self.infos: dict[int, TaskInfo] = {}     # id(task) -> info, from enqueue to finish
         self.running: dict[int, TaskInfo] = {}   # thread ident -> the task it runs now
         self.records: dict[int, tuple] = {}      # id(event record) -> (record, clock)
+        self.capture_sites: dict = {}            # id(graph capture) -> (site, thread name) of its begin
         self.enabled = False
         self.finished = False
         self._dispatch = {name[4:]: getattr(self, name) for name in dir(self) if name.startswith("_on_")}
@@ -557,6 +558,31 @@ class Sanitizer:
             with self.lock:
                 self._learn(stream, seq)
 
+    def _on_capture_begin(self, capture, stream, **_) -> None:
+        with self.lock:
+            self.capture_sites[id(capture)] = (user_site(), threading.current_thread().name)
+
+    def _on_capture_invalidated(self, capture, call, code, mode, thread_mode, **_) -> None:
+        """A call the capture forbids (107030 / 107027): where it was made and where the
+        capture began, as one report (the runtime's message carries the begin stack too)."""
+        if "sync" not in self.tools:
+            return
+        with self.lock:
+            begin_site, begin_thread = self.capture_sites.get(id(capture), (None, "?"))
+        stream = capture.origin
+        name = threading.current_thread().name
+        self.emit(Report(
+            "synccheck", "capture invalidated",
+            f"{call} invalidated the capture of {stream_label(stream)} ({mode} mode): the runtime returned {code}",
+            actors=[Actor(call, f"host thread {name} (capture mode {thread_mode})", user_site(), "at"),
+                    Actor(f"the capture of {stream_label(stream)}", f"host thread {begin_thread}", begin_site,
+                          "began at")],
+            details=["aclmdlRICaptureEnd of it will return ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED (507903); "
+                     "the graph is lost"],
+            fix="use the asynchronous form on the capturing stream, capture in RELAXED mode, or switch this "
+                "thread's mode with aclmdlRICaptureThreadExchangeMode; never synchronize a capturing stream",
+            key=("capture", call, begin_site)))
+
     def _on_wait_refused(self, stream, seq, message="", **_) -> None:
         if "sync" in self.tools:
             self.emit(self.hang.refused(stream, seq, message, threading.current_thread().name, user_site()))
@@ -620,6 +646,8 @@ class Sanitizer:
                     a.in_use_reported = True
                     free = Actor("free", f"host thread {h.name}", site, "at")
                     self.emit(memcheck.free_in_use_report(a, free, users))
+                    if region is not None and "race" in self.tools:
+                        self._races_with_queued_writers(a, region)
             self._settle(a)
             a.uses = uses
             a.live = False
@@ -633,6 +661,36 @@ class Sanitizer:
                     self.shadow.forget(region, lambda r: not ordered(r.agent, r.clock, vc))
             if device is None:
                 self.watch.forget(addr, addr + size)
+
+    def _races_with_queued_writers(self, a, region) -> None:
+        """At an illegal free: the kernels still queued (or running) that may write `a` race
+        with the host's earlier accesses of it they are not ordered after (a synchronous copy
+        from memory a kernel on another stream is still to write, say). Their writes are found
+        only when they finish, after this free, and then no longer count: report them now."""
+        host_records = [r for r in region.records if r.who.stream_label is None]
+        if not host_records:
+            return
+        for st in list(self.streams.values()):
+            for info in list(st.pending.values()):
+                if not self._may_write(info, a):
+                    continue
+                knows = info.vc if info.vc is not None else info.host_vc
+                for r in host_records:
+                    if r.agent != info.agent and not ordered(r.agent, r.clock, knows):
+                        self.emit(race_report(r, info, True, a.addr, a.end, region))
+                # a read of unwritten bytes this writer was still to write: the race is the report
+                a.unread = [u for u in a.unread if u.agent == info.agent or ordered(u.agent, u.clock, knows)]
+
+    @staticmethod
+    def _may_write(info: TaskInfo, a) -> bool:
+        """Whether a queued kernel was given a writable pointer into allocation `a`."""
+        task = info.task
+        values = getattr(task, "values", None)
+        if getattr(task, "kind", None) != "kernel" or values is None:
+            return False
+        func = task.func
+        modes = getattr(func, "pointer_modes", None) or ("rw",) * len(func.gm_slots)
+        return any(a.addr <= values[slot] < a.end and mode != "r" for slot, mode in zip(func.gm_slots, modes))
 
     def _in_use(self, a, region, uses: dict, vc: dict) -> list:
         users, seen = [], set()

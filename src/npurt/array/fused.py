@@ -27,10 +27,10 @@ import numbers
 
 import numpy as np
 
-from ..array.core import DeviceArray
+from .core import DeviceArray
 from ..runtime import Task, address, cheap_bytes
 from ..runtime import constants as C
-from . import kernels as K
+from ..ops import kernels as K
 
 _UFUNCS = dict(zip(K.BINARY_OPS, (np.add, np.subtract, np.multiply, np.divide, np.maximum, np.power, np.minimum)))
 _DIRECT = {np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8)}

@@ -1,0 +1,44 @@
+"""malloc and free as C entry points (the C accelerator's `Entry`), for every face.
+
+`fast_entry(kind, slow)` returns a callable that does what `slow` does: with the accelerator
+(npurt.runtime.accel), a C object that serves the cached-block case itself and calls `slow`
+for everything else; without it, `slow` itself. The kinds:
+
+| kind | stands for | fast case |
+| --- | --- | --- |
+| `malloc` | `npurt.runtime.malloc(size, policy=0, align32=False)` (and the C interface's aclrtMalloc) | policy 0, not align32, a cached block of the size's class in the thread's current context |
+| `free` | `npurt.runtime.free(ptr, managed=False)` (and aclrtFree) | a live small block of a visible device with no unfinished use |
+| `acl_malloc` | `acl.rt.malloc(size, policy)`: `(ptr, ret)` | as malloc, returning `(ptr, 0)` |
+| `acl_free` | `acl.rt.free(dev_ptr)`: `ret` | as free, returning 0 |
+
+The entry decides before it changes anything, so whatever it hands to `slow` (a listening
+tool: HOOKS.active; armed fault injection: `accel.suspend`; no live context; an argument to
+convert or refuse; a cache miss) runs exactly as without the accelerator, errors and codes
+included. The entry carries `slow`'s name, docstring, signature and `__wrapped__`.
+"""
+from __future__ import annotations
+
+import functools
+
+from . import accel
+from .address import VA_BASE
+from .context import PER_THREAD
+from .observers import HOOKS
+from .runtime import RUNTIME
+
+KINDS = ("malloc", "free", "acl_malloc", "acl_free")
+
+
+def fast_entry(kind: str, slow):
+    """The C entry point of `kind` standing for the Python function `slow` (see the module
+    docstring); `slow` itself without the accelerator."""
+    if kind not in KINDS:
+        raise ValueError(f"fast_entry kind {kind!r}: one of {', '.join(KINDS)}")
+    if accel.SPEEDUPS is None:
+        return slow
+    entry = accel.SPEEDUPS.Entry(kind, slow, PER_THREAD, HOOKS, RUNTIME, VA_BASE)
+    functools.update_wrapper(entry, slow)  # __name__, __doc__, __module__, __qualname__, __wrapped__
+    for attr in ("__signature__", "parse_format", "pyacl_parsing"):
+        if hasattr(slow, attr):
+            setattr(entry, attr, getattr(slow, attr))
+    return entry

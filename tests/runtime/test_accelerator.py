@@ -1,0 +1,170 @@
+"""The optional C accelerator (npurt._speedups, npurt.runtime.accel): the pool's records and
+bins in C and malloc/free as C entry points behave exactly as the pure-Python pool, which
+stays the slow path and the tools' view. Each behaviour is checked against both
+implementations where it can be (the C one where a compiler is found)."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import pytest
+
+import npurt.acl as acl
+from npurt.runtime import HOOKS, accel, constants as C
+from npurt.runtime.memory import Block
+from tests.isolation import run_isolated
+
+HAVE_C = accel.SPEEDUPS is not None
+BIN_KINDS = [accel._PyBin] + ([accel.SPEEDUPS.Bin] if HAVE_C else [])
+BLOCK_KINDS = [accel._PyBlockBase] + ([accel.SPEEDUPS.BlockBase] if HAVE_C else [])
+
+
+def _blocks(base, n):
+    kind = type("B", (base,), {"__slots__": ()})
+    return [kind(0x1000 * (i + 1), 512, None, None) for i in range(n)]
+
+
+@pytest.mark.parametrize("bin_kind, block_kind", list(zip(BIN_KINDS, BLOCK_KINDS)))
+def test_a_bin_is_an_ordered_set_whose_popitem_takes_the_block_cached_last(bin_kind, block_kind):
+    b1, b2, b3 = _blocks(block_kind, 3)
+    lst = bin_kind()
+    assert not lst and len(lst) == 0 and lst.untracked is False
+    for b in (b1, b2, b3):
+        lst[b] = None
+    lst[b1] = None  # already there: keeps its place
+    assert len(lst) == 3 and list(lst) == [b1, b2, b3] and b2 in lst
+    assert lst.popitem() == (b3, None)
+    assert lst.pop(b1, False) is None and lst.pop(b1, False) is False  # claimed once only
+    assert list(lst) == [b2]
+    assert lst.popitem()[0] is b2
+    with pytest.raises(KeyError):
+        lst.popitem()
+    lst.untracked = True
+    assert lst.untracked is True
+
+
+@pytest.mark.parametrize("block_kind", BLOCK_KINDS)
+def test_a_block_record_starts_free_with_no_uses(block_kind):
+    (b,) = _blocks(block_kind, 1)
+    assert (b.addr, b.size, b.requested, b.align32, b.state, b.uses, b.prev, b.next) == \
+        (0x1000, 512, 0, False, 0, None, None, None)
+    b.size += 512
+    b.uses = {"s": 3}
+    assert b.size == 1024 and b.uses == {"s": 3}
+
+
+@pytest.mark.skipif(not HAVE_C, reason="no C compiler: the pure-Python pool runs")
+def test_a_c_bin_moves_a_block_it_receives_from_another_bin():
+    (b,) = _blocks(accel.SPEEDUPS.BlockBase, 1)
+    one, two = accel.SPEEDUPS.Bin(), accel.SPEEDUPS.Bin()
+    one[b] = None
+    two[b] = None
+    assert len(one) == 0 and list(two) == [b]
+
+
+def test_the_pool_runs_the_c_accelerator_where_it_can_be_built():
+    if accel._disabled():
+        assert accel.SPEEDUPS is None and "NPURT_SPEEDUPS=0" in accel.describe()
+    elif shutil.which("cc") or shutil.which("gcc"):
+        assert HAVE_C, accel.describe()
+        assert issubclass(Block, accel.SPEEDUPS.BlockBase)
+
+
+_SCRIPT = """
+import json, npurt.acl as acl
+from npurt import runtime as rt
+acl.init(); acl.rt.set_device(0)
+out = []
+ptrs = [acl.rt.malloc(n, 0) for n in (1, 100, 4096, 4096, 70000, 3 << 20)]
+out.append([r for _, r in ptrs])
+base = ptrs[0][0]
+out.append([p - base for p, _ in ptrs])
+out.append([acl.rt.free(p) for p, _ in ptrs[1:4]])
+again = [acl.rt.malloc(4096, 0)[0] - base, rt.malloc(100) - base, rt.malloc(4096, 0, False) - base]
+out.append(again)
+twice = acl.rt.malloc(4096, 0)[0]
+acl.rt.free(twice)
+out.append([acl.rt.free(base + 7), acl.rt.free(twice), acl.rt.free(0), acl.rt.free(12345)])
+out.append(acl.rt.malloc(-1, 0)[1])
+out.append(list(acl.rt.malloc(4096, 99)[1:]))
+out.append(acl.rt.malloc(True, 0)[1])
+st = rt.memory_stats()
+out.append({k: st[k] for k in ("allocated_bytes", "active_blocks", "num_allocs", "num_frees", "pool_hits")})
+print("RESULT", json.dumps(out))
+"""
+
+
+def _run_script(speedups: str):
+    code, text = run_isolated(_SCRIPT, env={"NPURT_SPEEDUPS": speedups})
+    assert code == 0, text
+    return json.loads(next(line[7:] for line in text.splitlines() if line.startswith("RESULT ")))
+
+
+@pytest.mark.skipif(not HAVE_C, reason="no C compiler: only the pure-Python pool runs")
+def test_every_face_allocates_the_same_addresses_codes_and_stats_with_and_without_the_accelerator():
+    with_c, without = _run_script("1"), _run_script("0")
+    assert with_c == without
+    assert with_c[0] == [0] * 6 and with_c[2] == [0, 0, 0]
+    assert all(code != 0 for code in with_c[4])  # inside an allocation, double free, null, a host address
+    assert with_c[5] != 0 and with_c[6][-1] == 0 and with_c[7] == 0  # -1 refused; policy 99, True as 1 served
+
+
+def test_a_listening_tool_sees_every_malloc_and_free_of_the_facade(pyacl_device):
+    seen = []
+
+    def observer(name, **fields):
+        if name in ("mem_alloc", "mem_free"):
+            seen.append((name, fields["addr"]))
+
+    warm, _ = acl.rt.malloc(4096, 0)
+    acl.rt.free(warm)  # cached: the fast path would serve the next malloc
+    HOOKS.add(observer)
+    try:
+        ptr, ret = acl.rt.malloc(4096, 0)
+        assert ret == 0 and acl.rt.free(ptr) == 0
+    finally:
+        HOOKS.remove(observer)
+    assert seen == [("mem_alloc", ptr), ("mem_free", ptr)]
+
+
+def test_a_free_with_unfinished_work_waits_for_it_on_every_path(pyacl_device):
+    stream, _ = acl.rt.create_stream()
+    gate, _ = acl.rt.create_event_with_flag(1)
+    try:
+        src, _ = acl.rt.malloc(4096, 0)
+        dst, _ = acl.rt.malloc(4096, 0)
+        assert acl.rt.stream_wait_event(stream, gate) == 0  # nothing behind this runs yet
+        assert acl.rt.memcpy_async(dst, 64, src, 64, C.ACL_MEMCPY_DEVICE_TO_DEVICE, stream) == 0
+        assert acl.rt.free(dst) == 0
+        again, _ = acl.rt.malloc(4096, 0)
+        assert again != dst  # dst waits for the queued copy: not reused
+        assert acl.rt.record_event(gate, acl.rt.create_stream()[0]) == 0
+        assert acl.rt.synchronize_stream(stream) == 0
+        acl.rt.free(again)
+        acl.rt.free(src)
+    finally:
+        acl.rt.destroy_event(gate)
+        acl.rt.destroy_stream(stream)
+
+
+@pytest.fixture
+def pyacl_device():
+    from npurt.runtime import RUNTIME
+    if RUNTIME.initialized:
+        RUNTIME.finalized = False
+        RUNTIME.finalize(timeout_s=5.0)
+    assert acl.init() == 0 and acl.rt.set_device(0) == 0
+    yield
+    acl.rt.reset_device(0)
+    acl.finalize()
+
+
+def test_the_python_pool_is_the_slow_path_of_each_c_entry():
+    from npurt import runtime as rt
+    for entry in (rt.malloc, rt.free, acl.rt.malloc, acl.rt.free):
+        slow = getattr(entry, "__wrapped__", entry)
+        assert callable(slow) and entry.__name__ == slow.__name__ and entry.__doc__ == slow.__doc__
+    if HAVE_C:
+        assert type(acl.rt.malloc) is accel.SPEEDUPS.Entry
+    assert sys.modules.get("npurt._speedups") is accel.SPEEDUPS or not HAVE_C

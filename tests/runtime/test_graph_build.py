@@ -1,0 +1,387 @@
+"""Building and editing ACL graphs (issue 25 items 3-4): built models with bound streams, stream
+activation and switches, labels; task groups and their updates; conditional tasks (IF, WHILE,
+SWITCH) whose condition is a device word read at replay; external event records and waits;
+abort, names and destroy callbacks; the codes of bad use."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from npurt.runtime import constants as C
+from npurt.runtime import graph as G
+from npurt.runtime import model_build as MB
+from npurt.runtime.errors import InvalidHandleError, NpuError, ParamInvalidError
+
+
+def _word(rt, value=0, dtype=np.uint64):
+    addr = rt.malloc(8)
+    _set(rt, addr, value, dtype)
+    return addr
+
+
+def _set(rt, addr, value, dtype=np.uint64):
+    arr = np.array([value], dtype)
+    rt.memcpy(addr, arr.nbytes, arr.ctypes.data, arr.nbytes, C.ACL_MEMCPY_HOST_TO_DEVICE)
+
+
+def _persistent(rt):
+    return rt.create_stream(0, C.ACL_STREAM_PERSISTENT)
+
+
+def _model(rt):
+    ctx = rt.current_context()
+    return MB.build_begin(ctx.device, ctx)
+
+
+def _run(rt, model):
+    s = rt.create_stream()
+    rt.execute_async(model, s)
+    rt.synchronize_stream(s)
+    rt.destroy_stream(s)
+
+
+# ------------------------------------------------------------------ built models
+def test_a_built_model_runs_its_head_streams_and_the_streams_they_activate(rt):
+    head, second, idle = _persistent(rt), _persistent(rt), _persistent(rt)
+    order = []
+    model = _model(rt)
+    MB.bind_stream(model, head, MB.STREAM_FLAG_HEAD)
+    MB.bind_stream(model, second, MB.STREAM_FLAG_DEFAULT)
+    MB.bind_stream(model, idle, MB.STREAM_FLAG_DEFAULT)
+    rt.launch_host_func(head, lambda: order.append("head"))
+    MB.active_stream(second, head)
+    rt.launch_host_func(second, lambda: order.append("second"))
+    MB.end_task(model, second)
+    rt.launch_host_func(idle, lambda: order.append("never activated"))
+    assert order == []                       # recorded, not run
+    MB.build_end(model)
+    _run(rt, model)
+    _run(rt, model)
+    assert order == ["head", "second"] * 2
+    for s in (head, second, idle):
+        MB.unbind_stream(model, s)
+    rt.destroy_graph(model)
+
+
+def test_a_stream_switch_activates_its_stream_when_the_words_compare_true_at_run_time(rt):
+    head, taken = _persistent(rt), _persistent(rt)
+    left, right = _word(rt, 1, np.int32), _word(rt, 1, np.int32)
+    order = []
+    model = _model(rt)
+    MB.bind_stream(model, head, MB.STREAM_FLAG_HEAD)
+    MB.bind_stream(model, taken, MB.STREAM_FLAG_DEFAULT)
+    MB.switch_stream(left, 0, right, MB.SWITCH_INT32, taken, head)      # ACL_RT_EQUAL
+    rt.launch_host_func(head, lambda: order.append("head"))             # the head goes on either way
+    rt.launch_host_func(taken, lambda: order.append("taken"))
+    MB.end_task(model, taken)
+    MB.build_end(model)
+    _run(rt, model)
+    assert order == ["head", "taken"]
+    order.clear()
+    _set(rt, right, 2, np.int32)             # now 1 != 2: not taken, so the end is never reached
+    s = rt.create_stream()
+    rt.execute_async(model, s)
+    with pytest.raises(NpuError, match="stopped before its end task") as e:
+        rt.synchronize_stream(s)
+    assert e.value.code == C.ACL_ERROR_RT_MODEL_EXECUTE and order == ["head"]
+    rt.synchronize_stream(s)                 # reported once; the stream goes on
+    MB.unbind_stream(model, head)
+    MB.unbind_stream(model, taken)
+    rt.destroy_graph(model)
+
+
+def test_a_label_switch_jumps_to_the_label_the_index_word_names(rt):
+    s = _persistent(rt)
+    index = _word(rt, 1, np.uint32)
+    labels = [MB.create_label() for _ in range(3)]
+    order = []
+    model = _model(rt)
+    MB.bind_stream(model, s, MB.STREAM_FLAG_HEAD)
+    MB.switch_label_by_index(index, 3, MB.create_label_list(labels), s)
+    for i, label in enumerate(labels):
+        MB.set_label(label, s)
+        rt.launch_host_func(s, lambda i=i: order.append(i))
+    MB.end_task(model, s)
+    MB.build_end(model)
+    _run(rt, model)
+    assert order == [1, 2]
+    order.clear()
+    _set(rt, index, 7, np.uint32)            # beyond maxValue: no jump
+    _run(rt, model)
+    assert order == [0, 1, 2]
+    MB.unbind_stream(model, s)
+    rt.destroy_graph(model)
+
+
+def test_streams_of_a_model_wait_for_each_others_records_within_a_run(rt):
+    head, other = _persistent(rt), _persistent(rt)
+    ev = rt.create_event()
+    order = []
+    model = _model(rt)
+    MB.bind_stream(model, head, MB.STREAM_FLAG_HEAD)
+    MB.bind_stream(model, other, MB.STREAM_FLAG_DEFAULT)
+    MB.active_stream(other, head)
+    rt.stream_wait_event(head, ev)           # recorded by `other`, which runs after head parks
+    rt.launch_host_func(head, lambda: order.append("after the record"))
+    MB.end_task(model, head)
+    rt.launch_host_func(other, lambda: order.append("other"))
+    rt.record_event(ev, other)
+    MB.build_end(model)
+    _run(rt, model)
+    assert order == ["other", "after the record"]
+    MB.unbind_stream(model, head)
+    MB.unbind_stream(model, other)
+    rt.destroy_graph(model)
+
+
+def test_bad_model_building_gets_the_runtimes_codes(rt):
+    plain, s = rt.create_stream(), _persistent(rt)
+    model = _model(rt)
+    with pytest.raises(ParamInvalidError, match="ACL_STREAM_PERSISTENT"):
+        MB.bind_stream(model, plain, MB.STREAM_FLAG_HEAD)
+    with pytest.raises(ParamInvalidError, match="flag"):
+        MB.bind_stream(model, s, 5)
+    with pytest.raises(NpuError) as e:       # control tasks need a bound stream
+        MB.active_stream(s, plain)
+    assert e.value.code == C.ACL_ERROR_RT_STREAM_MODEL
+    MB.bind_stream(model, s, MB.STREAM_FLAG_HEAD)
+    with pytest.raises(ParamInvalidError, match="already bound"):
+        MB.bind_stream(_model(rt), s, MB.STREAM_FLAG_HEAD)
+    with pytest.raises(ParamInvalidError, match="still being built"):
+        rt.execute_async(model, plain)
+    with pytest.raises(ParamInvalidError, match="no end task"):
+        MB.build_end(model)
+    label = MB.create_label()
+    MB.switch_label_by_index(_word(rt), 1, MB.create_label_list([label]), s)
+    MB.end_task(model, s)
+    with pytest.raises(ParamInvalidError, match="is not set"):
+        MB.build_end(model)                  # the switch's label was never set
+    with pytest.raises(ParamInvalidError, match="condition"):
+        MB.switch_stream(_word(rt), 9, _word(rt), MB.SWITCH_INT32, s, s)
+    with pytest.raises(NpuError) as e:       # a synchronize of a bound stream would never end
+        rt.synchronize_stream(s)
+    assert e.value.code == C.ACL_ERROR_RT_STREAM_CAPTURED
+    MB.unbind_stream(model, s)
+    rt.synchronize_stream(s)                 # an ordinary stream again
+    rt.destroy_graph(model)
+
+
+# ------------------------------------------------------------------ task groups
+def test_a_task_group_update_replaces_its_tasks_for_the_replays_after_it(rt):
+    s, upd = rt.create_stream(), rt.create_stream()
+    order = []
+    rt.capture_begin(s, G.RELAXED)
+    rt.launch_host_func(s, lambda: order.append("before"))
+    G.capture_task_group_begin(s)
+    rt.launch_host_func(s, lambda: order.append("old"))
+    group = G.capture_task_group_end(s)
+    graph = rt.capture_end(s)
+    rt.execute_async(graph, s)
+    rt.synchronize_stream(s)
+    G.capture_task_update_begin(upd, group)
+    rt.launch_host_func(upd, lambda: order.append("new"))
+    G.capture_task_update_end(upd)
+    rt.synchronize_stream(upd)
+    rt.execute_async(graph, s)
+    rt.synchronize_stream(s)
+    assert order == ["before", "old", "before", "new"]
+    # an update must keep the number and kinds of tasks; a refused one changes nothing
+    G.capture_task_update_begin(upd, group)
+    rt.memset_async(rt.malloc(64), 64, 0, 64, upd)
+    with pytest.raises(ParamInvalidError, match="number and kinds"):
+        G.capture_task_update_end(upd)
+    assert upd.capture is None
+    order.clear()
+    rt.execute_async(graph, s)
+    rt.synchronize_stream(s)
+    assert order == ["before", "new"]
+    rt.destroy_graph(graph)
+    with pytest.raises(InvalidHandleError):
+        G.capture_task_update_begin(upd, group)
+
+
+def test_group_calls_outside_a_capture_are_refused(rt):
+    s = rt.create_stream()
+    with pytest.raises(NpuError) as e:
+        G.capture_task_group_begin(s)
+    assert e.value.code == C.ACL_ERROR_RT_STREAM_NOT_CAPTURED
+    with pytest.raises(NpuError) as e:
+        G.capture_task_update_end(s)
+    assert e.value.code == C.ACL_ERROR_RT_STREAM_NOT_CAPTURED
+
+
+# ------------------------------------------------------------------ conditional tasks
+def _cond_graph(rt, s, sub, type_, size, flag=0, default=0):
+    order = []
+    rt.capture_begin(s, G.THREAD_LOCAL)
+    _, graph = rt.capture_info(s)
+    cond = G.cond_handle_create(graph, default, flag)
+    bodies = G.add_cond_task(cond, type_, size, s)
+    for i, body in enumerate(bodies):
+        rt.capture_begin(sub, G.THREAD_LOCAL, into=body)
+        rt.launch_host_func(sub, lambda i=i: order.append(i))
+        if type_ == G.COND_WHILE:        # the body counts the word down
+            rt.launch_host_func(sub, lambda: _set(rt, cond.addr, cond.value() - 1))
+        assert rt.capture_end(sub) is body
+    assert rt.capture_end(s) is graph
+    return graph, cond, order
+
+
+def test_if_runs_the_first_body_on_a_nonzero_word_and_the_second_on_zero(rt):
+    s, sub = rt.create_stream(), rt.create_stream()
+    graph, cond, order = _cond_graph(rt, s, sub, G.COND_IF, 2)
+    for value in (1, 0, 5):
+        _set(rt, cond.addr, value)
+        rt.execute_async(graph, s)
+        rt.synchronize_stream(s)
+    assert order == [0, 1, 0]
+    rt.destroy_graph(graph)
+
+
+def test_while_runs_its_body_while_the_word_is_nonzero_and_switch_picks_by_value(rt):
+    s, sub = rt.create_stream(), rt.create_stream()
+    graph, cond, order = _cond_graph(rt, s, sub, G.COND_WHILE, 1)
+    _set(rt, cond.addr, 3)
+    rt.execute_async(graph, s)
+    rt.synchronize_stream(s)
+    assert order == [0, 0, 0] and cond.value() == 0
+    rt.destroy_graph(graph)
+    graph, cond, order = _cond_graph(rt, s, sub, G.COND_SWITCH, 3)
+    for value in (2, 0, 9):                  # 9: out of range, no body
+        _set(rt, cond.addr, value)
+        rt.execute_async(graph, s)
+        rt.synchronize_stream(s)
+    assert order == [2, 0]
+    rt.destroy_graph(graph)
+
+
+def test_assign_default_resets_the_word_at_each_launch(rt):
+    """acl_rt.h: with ACL_MODEL_RI_COND_HANDLE_ASSIGN_DEFAULT the condition is set to the
+    default at the start of each model execution, so the host's value before it is lost
+    (the runtime's sample model_ri/3_cond_model shows the false branch twice)."""
+    s, sub = rt.create_stream(), rt.create_stream()
+    graph, cond, order = _cond_graph(rt, s, sub, G.COND_IF, 2, flag=G.COND_ASSIGN_DEFAULT, default=0)
+    _set(rt, cond.addr, 1)
+    rt.execute_async(graph, s)
+    rt.synchronize_stream(s)
+    assert order == [1]
+    rt.destroy_graph(graph)
+
+
+def test_bad_conditional_tasks_are_refused(rt):
+    s = rt.create_stream()
+    rt.capture_begin(s, G.GLOBAL)
+    _, graph = rt.capture_info(s)
+    cond = G.cond_handle_create(graph, 0, 0)
+    with pytest.raises(ParamInvalidError, match="WHILE"):
+        G.add_cond_task(cond, G.COND_WHILE, 2, s)
+    with pytest.raises(ParamInvalidError, match="type"):
+        G.add_cond_task(cond, 7, 1, s)
+    with pytest.raises(ParamInvalidError, match="flag"):
+        G.cond_handle_create(graph, 0, 3)
+    rt.capture_end(s)
+    with pytest.raises(NpuError) as e:       # not capturing any more
+        G.add_cond_task(cond, G.COND_IF, 1, s)
+    assert e.value.code == C.ACL_ERROR_RT_STREAM_NOT_CAPTURED
+    with pytest.raises(NpuError) as e:       # a captured graph is no empty body
+        rt.capture_begin(s, G.GLOBAL, into=graph)
+    assert e.value.code == C.ACL_ERROR_RT_MODEL_CAPTURED
+    rt.destroy_graph(graph)
+    with pytest.raises(InvalidHandleError):
+        G.cond_handle_of(cond.handle)
+
+
+# ------------------------------------------------------------------ external events
+def test_a_replayed_wait_on_a_flag_event_waits_for_the_record_after_its_reset(rt):
+    """The pattern of model_ri/1_model_update: the graph waits for an ACL_EVENT_EXTERNAL event
+    and resets it, so each replay waits for the host's next record (here: after an update)."""
+    s, other = rt.create_stream(), rt.create_stream()
+    ev = rt.create_event(C.ACL_EVENT_EXTERNAL)
+    order = []
+    rt.capture_begin(s, G.RELAXED)
+    rt.stream_wait_event(s, ev)
+    rt.reset_event(ev, s)
+    rt.launch_host_func(s, lambda: order.append("replay"))
+    graph = rt.capture_end(s)
+    for k in range(2):
+        rt.execute_async(graph, s)
+        rt.launch_host_func(other, lambda k=k: order.append(f"host {k}"))
+        rt.record_event(ev, other)
+        rt.synchronize_stream(s)
+    assert order == ["host 0", "replay", "host 1", "replay"]
+    rt.destroy_graph(graph)
+
+
+def test_an_external_record_in_a_graph_records_the_event_at_each_replay(rt):
+    s, other = rt.create_stream(), rt.create_stream()
+    ev = rt.create_event(C.ACL_EVENT_SYNC, ex=True)
+    order = []
+    rt.capture_begin(s, G.RELAXED)
+    rt.launch_host_func(s, lambda: order.append("graph"))
+    s.capture.record_external(s, ev)
+    graph = rt.capture_end(s)
+    assert ev.record is None                 # recorded by replays, not by the capture
+    rt.execute_async(graph, s)
+    rt.stream_wait_event(other, ev)
+    rt.launch_host_func(other, lambda: order.append("after"))
+    rt.synchronize_stream(other)
+    assert order == ["graph", "after"]
+    rt.destroy_graph(graph)
+
+
+# ------------------------------------------------------------------ names, callbacks, abort
+def test_names_ids_destroy_callbacks_and_abort(rt):
+    s = rt.create_stream()
+    rt.capture_begin(s, G.GLOBAL)
+    rt.launch_host_func(s, lambda: None)
+    graph = rt.capture_end(s)
+    other = rt.capture_begin(s, G.GLOBAL) or rt.capture_end(s)
+    assert graph.model_id != other.model_id
+    G.set_name(graph, "decode")
+    assert graph.name == "decode"
+    seen = []
+    G.register_destroy_callback(graph, seen.append, "gone")
+    G.abort_graph(graph)                     # nothing in flight: the next replay runs in full
+    rt.execute_async(graph, s)
+    rt.synchronize_stream(s)
+    rt.destroy_graph(graph)
+    assert seen == ["gone"]
+    with pytest.raises(InvalidHandleError):
+        G.abort_graph(graph)
+    rt.destroy_graph(other)
+
+
+# ------------------------------------------------------------------ the stream budget
+def _capture_with_a_joined_lane(rt, s, side):
+    fork, back = rt.create_event(), rt.create_event()
+    rt.capture_begin(s, G.GLOBAL)
+    rt.record_event(fork, s)
+    rt.stream_wait_event(side, fork)
+    rt.launch_host_func(side, lambda: None)
+    rt.record_event(back, side)
+    rt.stream_wait_event(s, back)
+    return rt.capture_end(s)
+
+
+def test_out_of_streams_says_who_holds_them_and_a_failed_capture_leaks_none(rt):
+    device = rt.current_context().device
+    s, side = rt.create_stream(), rt.create_stream()
+    saved = device.max_streams
+    device.max_streams = device.stream_count + 1      # room for one lane stream
+    try:
+        graph = _capture_with_a_joined_lane(rt, s, side)
+        with pytest.raises(NpuError) as e:
+            rt.create_stream()
+        assert e.value.code == C.ACL_ERROR_RT_NO_STREAM_RESOURCE
+        msg = str(e.value)
+        assert f"{device.stream_count:,} of {device.max_streams:,} in use" in msg
+        assert "1 held by 1 captured graph(s)" in msg and "created by the application" in msg
+        before = device.stream_count
+        with pytest.raises(NpuError) as e:             # this capture's lane finds no stream
+            _capture_with_a_joined_lane(rt, s, side)
+        assert e.value.code == C.ACL_ERROR_RT_NO_STREAM_RESOURCE
+        assert device.stream_count == before and s.capture is None and side.capture is None
+        rt.destroy_graph(graph)                        # its lane stream goes back
+        rt.destroy_stream(rt.create_stream())
+    finally:
+        device.max_streams = saved
