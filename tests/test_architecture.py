@@ -426,6 +426,36 @@ def test_there_is_no_allow_list():
     assert not (HERE / "allowed.txt").exists(), "tests/architecture/allowed.txt is back: fix the findings instead"
 
 
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def test_no_module_grows_past_its_size_limit():
+    """About 600 lines a module (one concept); the few documented exceptions up to their ceiling."""
+    sizes = LAYERS["sizes"]
+    too_big = []
+    for path in MODULES.values():
+        rel = str(path.relative_to(SRC / "npurt"))
+        ceiling = sizes["exceptions"].get(rel, sizes["limit"])
+        if _lines(path) > ceiling:
+            too_big.append(f"{rel}: {_lines(path)} lines (limit {ceiling})")
+    assert not too_big, ("modules over their size limit (tests/architecture/layers.toml [sizes]); split them "
+                         "by concept:\n  " + "\n  ".join(too_big))
+
+
+def test_every_size_exception_is_needed_and_documented():
+    sizes = LAYERS["sizes"]
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    section = page[page.index("## Module sizes"):]
+    section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
+    for rel in sizes["exceptions"]:
+        path = SRC / "npurt" / rel
+        assert path.exists(), f"[sizes.exceptions] lists {rel}, which does not exist: delete its line"
+        assert _lines(path) > sizes["limit"], \
+            f"{rel} is {_lines(path)} lines, within the limit: delete its line from [sizes.exceptions]"
+        assert f"| `{rel}` |" in section, f"{rel} is a size exception without its row in docs/architecture.md"
+
+
 def test_the_checker_sees_function_level_upward_and_circular_imports(tmp_path, monkeypatch):
     """The scanner itself: a small fake package holding one of each kind of finding."""
     pkg = tmp_path / "npurt"

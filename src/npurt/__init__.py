@@ -42,6 +42,7 @@ from .exceptions import (AddressUnalignedError, ArrayIndexError, ContextError, D
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
 from .graphs import CaptureError, Graph, graph, is_capturing  # noqa: F401,E402
 from .virtual import VirtualBuffer  # noqa: F401,E402
+from .sharing import IpcHandle, ipc_close, ipc_export, ipc_import  # noqa: F401,E402
 from . import faults  # noqa: F401,E402 - npurt.faults: fault injection and controlled schedules
 from .runtime import API_SURFACES as _API_SURFACES  # noqa: E402
 

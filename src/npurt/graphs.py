@@ -14,6 +14,18 @@ in the block joins the capture and must rejoin it before the block ends. A call 
 forbids raises npurt.CaptureError (code 107030 or 107027) and invalidates the capture: the
 block then ends with CaptureError (507903) naming the call. A replay reads and writes the
 addresses captured, at replay time; replays of one graph run in order.
+
+Work captured inside `with g.task_group() as grp:` can be replaced after the capture:
+
+    with npurt.graph(g):
+        with g.task_group() as grp:
+            y[:] = x * 2                 # the group's tasks
+    with grp.update():                   # on the current stream (or update(stream=s))
+        y[:] = x * 3                     # the new tasks: as many, of the same kinds
+    g.replay()                           # replays after the update run the new tasks
+
+The update is itself stream-ordered: it takes effect when the updating stream reaches it.
+`g.abort()` stops replays in flight (aclmdlRIAbort).
 """
 from __future__ import annotations
 
@@ -22,7 +34,7 @@ from .runtime import CaptureError, InvalidValueError
 from .streams import Stream, current_stream, stream as _stream_scope
 
 MODES = {"global": rt.graph.GLOBAL, "thread_local": rt.graph.THREAD_LOCAL, "relaxed": rt.graph.RELAXED}
-__all__ = ["CaptureError", "Graph", "graph", "is_capturing"]
+__all__ = ["CaptureError", "Graph", "TaskGroup", "graph", "is_capturing"]
 
 
 def _mode(mode) -> int:
@@ -75,6 +87,19 @@ class Graph:
             g, self._graph = self._graph, None
             rt.destroy_graph(g)
 
+    def task_group(self) -> "TaskGroup":
+        """`with g.task_group() as grp:` inside the capture: the block's work is one updatable group."""
+        if self._stream is None:
+            raise CaptureError("task_group() outside this Graph's capture", rt.constants.ACL_ERROR_RT_STREAM_NOT_CAPTURED)
+        return TaskGroup(self._stream)
+
+    def abort(self) -> None:
+        """Stop the replays in flight (each fails at its stream's synchronize with 507023); the
+        next replay runs in full (aclmdlRIAbort)."""
+        if self._graph is None:
+            raise CaptureError("abort of a Graph that holds no capture", rt.constants.ACL_ERROR_RT_INVALID_HANDLE)
+        rt.graph.abort_graph(self._graph)
+
     def debug_text(self) -> str:
         """The captured nodes as text (aclmdlRIDebugPrint)."""
         return "(empty)" if self._graph is None else self._graph.describe()
@@ -84,6 +109,49 @@ class Graph:
             self.reset()
         except Exception:  # noqa: BLE001 - interpreter teardown, device reset
             pass
+
+
+class TaskGroup:
+    """Captured tasks that can be replaced after the capture (aclmdlRICaptureTaskGrpBegin/End,
+    aclmdlRICaptureTaskUpdateBegin/End). Made by `Graph.task_group()`."""
+
+    def __init__(self, stream: Stream):
+        self._stream = stream
+        self._group = None
+
+    def __enter__(self) -> "TaskGroup":
+        rt.graph.capture_task_group_begin(self._stream._s)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        group = rt.graph.capture_task_group_end(self._stream._s)
+        self._group = group
+
+    def update(self, stream: Stream | None = None) -> "_Update":
+        """`with grp.update(stream=None):` the block's work on `stream` (default: the current
+        stream) replaces the group's tasks: as many, of the same kinds (else InvalidValueError
+        107000 at the block's end, the group unchanged)."""
+        if self._group is None:
+            raise CaptureError("update() of a task group whose capture block has not ended",
+                               rt.constants.ACL_ERROR_RT_PARAM_INVALID)
+        return _Update(self._group, stream if stream is not None else current_stream())
+
+
+class _Update:
+    def __init__(self, group, stream: Stream):
+        self._group, self._stream = group, stream
+
+    def __enter__(self) -> None:
+        rt.graph.capture_task_update_begin(self._stream._s, self._group)
+        self._scope = _stream_scope(self._stream)
+        self._scope.__enter__()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._scope.__exit__(exc_type, exc, tb)
+        if exc_type is None:
+            rt.graph.capture_task_update_end(self._stream._s)
+        else:  # the block failed: leave update mode, the group stays as it was
+            rt.graph.capture_task_update_cancel(self._stream._s)
 
 
 class graph:

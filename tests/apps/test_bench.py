@@ -27,6 +27,7 @@ REQUIRED_KEYS = {
     "gelu_ratio",  # issue 28: the built-in gelu against the plain numpy formula
     # issue 28: latencies in units of the run's bare-call floor; the torch add's CPU over CPU torch's
     "enqueue_floors", "roundtrip_floors", "event_sync_floors", "torch_op_cpu_ratio",
+    "shared_alloc_free_ratio", "ipc_copy_ratio",  # issue 26: a device shared by processes
 }
 # measured where the C interface can be built (gcc, a shared libpython, cffi), else skipped with a note
 CAPI_KEYS = {"c_call_ratio", "c_malloc_free_ratio", "c_first_call_s"}

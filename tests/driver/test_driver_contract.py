@@ -63,6 +63,29 @@ def test_accounting_counts_committed_pages_and_refuses_past_capacity(drv):
     assert dev.largest_free(HUGE_PAGE) >= dev.usable - HUGE_PAGE
 
 
+def test_the_null_device_accounts_exactly_as_the_simulated_one():
+    """One accounting for both (driver/paged.py): the same maps and unmaps give the same
+    offsets, committed bytes, largest free range and the same refusal when full."""
+    drivers = [driver.open(name, _spec(), 1) for name in ("null", "simulated")]
+    seen = []
+    for dev in (d.device(0) for d in drivers):
+        trace = []
+        a = dev.map_pages(3 << 20, HUGE_PAGE)
+        b = dev.map_pages(5000, NORMAL_PAGE)
+        dev.unmap_pages(a, 3 << 20, HUGE_PAGE)
+        c = dev.map_pages(1 << 20, NORMAL_PAGE)
+        trace += [x - dev.va_base for x in (a, b, c)]
+        trace += [dev.committed_bytes, dev.free_bytes, dev.largest_free(HUGE_PAGE)]
+        trace.append(dev.map_pages(dev.free_bytes + HUGE_PAGE, HUGE_PAGE))
+        dev.reset()
+        trace.append(dev.committed_bytes)
+        seen.append(trace)
+    for d in drivers:
+        d.close()
+    assert seen[0] == seen[1]
+    assert seen[0][-1] == 0 and seen[0][-2] is None
+
+
 def test_views_are_writable_bytes_of_the_asked_length(drv):
     dev = drv.device(0)
     a = dev.map_pages(4096, NORMAL_PAGE)

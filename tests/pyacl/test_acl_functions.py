@@ -197,6 +197,30 @@ def twice(first, second):
     return second()
 
 
+_EXPORTER = """
+import sys, npurt.runtime as rt
+rt.set_device(0)
+p = rt.malloc(4096)
+n = rt.create_notify(0)
+print(rt.ipc_mem_get_export_key(p, 4096, 1), rt.notify_get_export_key(n, 2), flush=True)
+sys.stdin.read()
+"""
+
+
+def imported_from_a_peer(use):
+    """use(memory key, notify key) while another process of this namespace holds both exports."""
+    import subprocess
+    import sys
+    peer = subprocess.Popen([sys.executable, "-c", _EXPORTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        mem_key, notify_key = peer.stdout.readline().split()
+        return use(mem_key, notify_key)
+    finally:
+        peer.stdin.close()
+        peer.wait(timeout=60)
+
+
 # ---------------------------------------------------------------- the table
 @dataclass
 class Row:
@@ -388,6 +412,33 @@ ROWS: dict[str, Row] = {
                                invalid=lambda e: rt.wait_and_reset_notify(12345, e.stream, 0), code=BAD_HANDLE),
     "get_notify_id": R("1", lambda e: rt.get_notify_id(rt.create_notify(0)[0]), lambda r, e: r[0] >= 0,
                        invalid=lambda e: rt.get_notify_id(12345), code=BAD_HANDLE),
+    # ---- IPC between the processes sharing a device (issue 26)
+    "notify_get_export_key": R("1", lambda e: rt.notify_get_export_key(rt.create_notify(0)[0], 65, 0),
+                               lambda r, e: r[0].startswith("ntf0-"),
+                               invalid=lambda e: rt.notify_get_export_key(rt.create_notify(0)[0], 65, 1),
+                               code=PARAM_INVALID),
+    "notify_set_import_pid": R("ret", lambda e: (lambda n: twice(lambda: rt.notify_get_export_key(n, 65, 0),
+                                                                 lambda: rt.notify_set_import_pid(n, [1])))(
+                                   rt.create_notify(0)[0]),
+                               invalid=lambda e: rt.notify_set_import_pid(rt.create_notify(0)[0], [1]),
+                               code=PARAM_INVALID),
+    "notify_import_by_key": R("1", lambda e: imported_from_a_peer(lambda m, n: rt.notify_import_by_key(n, 0)),
+                              lambda r, e: r[0] != 0,
+                              invalid=lambda e: rt.notify_import_by_key("ntf0-" + "0" * 32, 0), code=PARAM_INVALID),
+    "ipc_mem_get_export_key": R("1", lambda e: rt.ipc_mem_get_export_key(e.dev, 4096, 65, 1),
+                                lambda r, e: r[0].startswith("mem0-"),
+                                invalid=lambda e: rt.ipc_mem_get_export_key(e.host, 4096, 65, 1), code=PARAM_INVALID),
+    "ipc_mem_set_import_pid": R("ret", lambda e: rt.ipc_mem_set_import_pid(
+                                    rt.ipc_mem_get_export_key(e.dev, 4096, 65, 0)[0], [1]),
+                                invalid=lambda e: rt.ipc_mem_set_import_pid("mem0-" + "0" * 32, [1]),
+                                code=PARAM_INVALID),
+    "ipc_mem_import_by_key": R("1", lambda e: imported_from_a_peer(lambda m, n: twice(
+                                   lambda: None, lambda: (lambda r: (rt.ipc_mem_close(m), r)[1])(
+                                       rt.ipc_mem_import_by_key(m, 0)))),
+                               lambda r, e: r[0] >= 1 << 48,
+                               invalid=lambda e: rt.ipc_mem_import_by_key("mem0-" + "0" * 32, 0), code=PARAM_INVALID),
+    "ipc_mem_close": R("ret", lambda e: rt.ipc_mem_close(rt.ipc_mem_get_export_key(e.dev, 4096, 65, 1)[0]),
+                       invalid=lambda e: rt.ipc_mem_close("mem0-" + "0" * 32), code=PARAM_INVALID),
     "value_write": R("ret", lambda e: rt.value_write(e.dev, 7, 0, e.stream),
                      invalid=lambda e: rt.value_write(e.dev, 7, 1, e.stream), code=PARAM_INVALID),
     "value_wait": R("ret", lambda e: rt.value_wait(e.dev, 0, C.ACL_STREAM_WAIT_VALUE_GEQ, e.stream),

@@ -324,10 +324,10 @@ class _ModelRun(Task):
 
 
 def test_a_subscribed_models_executions_write_op_records_the_getters_read(env, monkeypatch):
-    from npurt.acl import prof
+    from npurt.acl import _prof_subscribe
     from npurt.runtime import api
     stream, _ = env
-    monkeypatch.setattr(prof, "_loaded_model", lambda model_id: object() if model_id == 7 else None)
+    monkeypatch.setattr(_prof_subscribe, "_loaded_model", lambda model_id: object() if model_id == 7 else None)
     r, w = os.pipe()
     try:
         sub = acl.prof.create_subscribe_config(1, C.ACL_AICORE_NONE, w)

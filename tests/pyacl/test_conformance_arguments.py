@@ -314,9 +314,10 @@ def test_an_unsupported_function_parses_its_real_arity(ready):
 
 
 def test_unsupported_functions_keep_the_real_placeholders(ready):
-    # rt_memory.cpp WrapAclRtSetMemcpyDesc returns the desc it was given; ipc key "" (zeroed buffer)
+    # rt_memory.cpp WrapAclRtSetMemcpyDesc returns the desc it was given; a failed ipc export
+    # returns the key "" (its zeroed buffer)
     assert acl.rt.set_memcpy_desc(77, 0, 0, 0, 0, 0) == (77, C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
-    assert acl.rt.ipc_mem_get_export_key(0, 0, 65, 0) == ("", C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
+    assert acl.rt.ipc_mem_get_export_key(0, 0, 65, 0) == ("", C.ACL_ERROR_RT_PARAM_INVALID)
 
 
 def test_signatures_show_pyacls_parameter_names():

@@ -58,3 +58,35 @@ def test_relaxed_mode_allows_synchronous_calls_and_modes_are_checked():
         npurt.graph(npurt.Graph(), mode="sideways").__enter__()
     with pytest.raises(npurt.InvalidValueError):
         npurt.graph(object())
+
+
+def test_a_task_group_is_replaced_by_its_update_for_the_replays_after_it():
+    x = npurt.asarray(np.ones(8, np.float32))
+    y = npurt.asarray(np.zeros(8, np.float32))
+    g = npurt.Graph()
+    with npurt.graph(g):
+        with g.task_group() as grp:
+            y[...] = x * 2
+    g.replay()
+    npurt.current_stream().synchronize()
+    assert (y.to_host() == 2).all()
+    with grp.update():
+        y[...] = x * 3                       # as many tasks, of the same kinds
+    g.replay()
+    npurt.current_stream().synchronize()
+    assert (y.to_host() == 3).all()
+    with pytest.raises(npurt.NpuError) as e:
+        with grp.update():
+            y[...] = x * 4
+            y[...] = x * 5                   # one task too many: refused, the group unchanged
+    assert e.value.code == C.ACL_ERROR_RT_PARAM_INVALID
+    with pytest.raises(ZeroDivisionError):
+        with grp.update():
+            1 / 0                            # a failing block leaves update mode, nothing changed
+    g.replay()
+    npurt.current_stream().synchronize()
+    assert (y.to_host() == 3).all()
+    with pytest.raises(npurt.CaptureError):
+        g.task_group()                       # outside the capture
+    g.abort()
+    g.reset()

@@ -385,3 +385,74 @@ def test_out_of_streams_says_who_holds_them_and_a_failed_capture_leaks_none(rt):
         rt.destroy_stream(rt.create_stream())
     finally:
         device.max_streams = saved
+
+
+# ------------------------------------------------------------------ per-task queries and parameters
+def test_tasks_of_a_graphs_streams_can_be_changed_or_disabled_and_an_update_applies_them(rt):
+    s = rt.create_stream()
+    w1, w2 = _word(rt), _word(rt)
+    rt.capture_begin(s, G.GLOBAL)
+    rt.value_write(w1, 5, 0, s)
+    rt.value_write(w2, 6, 0, s)
+    graph = rt.capture_end(s)
+    [stream] = G.graph_streams(graph)            # one lane: its stream is the execute stream
+    t1, t2 = G.tasks_of_stream(stream)
+    assert t1.task_type() == G.TASK_VALUE_WRITE and G.task_params(t1) == {"type": G.TASK_VALUE_WRITE,
+                                                                         "addr": w1, "value": 5}
+    G.set_task_params(t1, value=50)
+    G.disable_task(t2)
+    rt.execute_async(graph, s)                   # not applied yet
+    rt.synchronize_stream(s)
+    assert _read(rt, w1) == 5 and _read(rt, w2) == 6
+    _set(rt, w2, 0)
+    G.update_graph(graph)
+    rt.execute_async(graph, s)
+    rt.synchronize_stream(s)
+    assert _read(rt, w1) == 50 and _read(rt, w2) == 0
+    with pytest.raises(ParamInvalidError, match="can set"):
+        G.set_task_params(t1, flag=1)            # a value write has no flag
+    with pytest.raises(ParamInvalidError, match="keeps its type"):
+        G.set_task_params(t1, type=G.TASK_KERNEL, num_blocks=2)
+    rt.destroy_graph(graph)
+    with pytest.raises(InvalidHandleError):
+        G.model_task_of(t1.handle)
+
+
+def _read(rt, addr):
+    out = np.zeros(1, np.uint64)
+    rt.memcpy(out.ctypes.data, 8, addr, 8, C.ACL_MEMCPY_DEVICE_TO_HOST)
+    return int(out[0])
+
+
+def test_runs_of_one_built_model_on_two_streams_are_ordered(rt):
+    s = _persistent(rt)
+    order = []
+    model = _model(rt)
+    MB.bind_stream(model, s, MB.STREAM_FLAG_HEAD)
+    rt.launch_host_func(s, lambda: order.append("run"))
+    MB.end_task(model, s)
+    MB.build_end(model)
+    a, b = rt.create_stream(), rt.create_stream()
+    gate = rt.create_event(C.ACL_EVENT_SYNC)
+    rt.stream_wait_event(a, gate)                  # the first run cannot start yet
+    rt.execute_async(model, a)
+    rt.execute_async(model, b)                     # waits for the first
+    rt.launch_host_func(b, lambda: order.append("after the second run"))
+    other = rt.create_stream()
+    rt.launch_host_func(other, lambda: order.append("gate"))
+    rt.record_event(gate, other)
+    rt.synchronize_stream(b)
+    assert order == ["gate", "run", "run", "after the second run"]
+    MB.unbind_stream(model, s)
+    rt.destroy_graph(model)
+
+
+def test_a_capture_whose_stream_a_device_reset_destroys_ends_with_it(rt):
+    s = rt.create_stream()
+    rt.capture_begin(s, G.GLOBAL)            # never ended: the reset takes the stream
+    rt.reset_device(0)
+    rt.set_device(0)
+    a = rt.malloc(64)
+    out = np.zeros(16, np.float32)
+    rt.memcpy(out.ctypes.data, 64, a, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)   # no GLOBAL capture refuses it
+    assert G._active == []

@@ -255,3 +255,26 @@ def test_a_malloc_that_finds_no_memory_waits_for_pending_frees_and_retries(fresh
     rt.free(b)
     with pytest.raises(OutOfMemoryError):      # what cannot be had is still an error
         rt.malloc(total * 2)
+
+
+def test_the_retire_of_the_work_a_pending_block_waits_for_gives_it_back_to_its_bin(rt, gate):
+    """No scan at the next malloc: the stream's retirement of the use puts the block back in
+    its bin, so an exact-size malloc finds it on the fast path."""
+    mem = rt.current_device().memory
+    s = rt.create_stream()
+    dev = rt.malloc(N)
+    rt.launch_host_func(s, gate.wait, 30)
+    rt.memset_async(dev, N, 1, N, s)
+    block = mem.live[dev]
+    rt.free(dev)
+    assert mem.pending_count == 1 and block not in mem.normal_pool.bins.get(block.size, ())
+    gate.set()
+    rt.synchronize_stream(s)
+    # the retire callback runs in the retiring thread right after it wakes the host: wait for it
+    # by its effect (bounded), never by a sleep of a guessed length
+    for _ in range(10_000):
+        if mem.pending_count == 0:
+            break
+        threading.Event().wait(0.001)
+    assert mem.pending_count == 0 and block in mem.normal_pool.bins[block.size]
+    assert rt.malloc(N) == dev

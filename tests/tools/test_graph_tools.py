@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 
+import numpy as np
 import pytest
 
 import npurt
@@ -98,3 +99,33 @@ def test_a_capture_invalidating_call_is_reported_with_where_it_was_made_and_wher
     assert call.site is not None and began.site is not None
     assert call.site.file == began.site.file == __file__ and call.site.line > began.site.line
     assert "507903" in report.details[0]
+
+
+@pytest.mark.parametrize("managed", [True, False])
+def test_memory_a_graph_holds_is_its_own_but_an_app_free_of_it_is_a_use_after_free_at_replay(rt, san, managed):
+    """A collected array (managed free: a temporary of the captured work) stays the graph's, as
+    a private pool; an aclrtFree of memory a graph still uses is a bug on hardware, found when a
+    replay touches it. The condition word of a conditional task is a known allocation."""
+    s, sub = rt.create_stream(), rt.create_stream()
+    tmp = rt.malloc(4096)
+    rt.memset(tmp, 4096, 0, 4096)
+    rt.capture_begin(s, G.THREAD_LOCAL)
+    rt.memset_async(tmp, 4096, 1, 4096, s)
+    _, graph = rt.capture_info(s)
+    cond = G.cond_handle_create(graph, 0, 0)
+    [body] = G.add_cond_task(cond, G.COND_IF, 1, s)
+    rt.capture_begin(sub, G.THREAD_LOCAL, into=body)
+    rt.memset_async(tmp, 4096, 2, 4096, sub)
+    rt.capture_end(sub)
+    rt.capture_end(s)
+    rt.free(tmp, managed=managed)
+    one = np.ones(1, np.uint64)
+    rt.memcpy(cond.addr, 8, one.ctypes.data, 8, H2D)
+    rt.execute_async(graph, s)
+    rt.synchronize_stream(s)
+    rt.destroy_graph(graph)
+    again = rt.malloc(4096)            # the address may come back: the tools see a fresh allocation
+    rt.memset(again, 4096, 0, 4096)
+    rt.free(again)
+    kinds = [r.kind for r in san.reports]
+    assert kinds == ([] if managed else ["use after free"])

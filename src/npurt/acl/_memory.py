@@ -259,14 +259,38 @@ def mem_get_allocation_granularity(prop, option):
     return api.mem_get_allocation_granularity(prop, option)
 
 
-ipc_mem_get_export_key = not_supported("acl.rt.ipc_mem_get_export_key", _IPC, "one", "", args="kkkK")
-ipc_mem_set_import_pid = not_supported("acl.rt.ipc_mem_set_import_pid", _IPC, args="sO")
-ipc_mem_import_by_key = not_supported("acl.rt.ipc_mem_import_by_key", _IPC, "one", 0, args="sK")
-ipc_mem_close = not_supported("acl.rt.ipc_mem_close", _IPC, args="s")
+# IPC memory between the processes that share a device (npurt.runtime.ipc)
+_length = len
+
+
+@rt.one("", args="kkkK")
+def ipc_mem_get_export_key(dev_ptr, size, len, flags):  # noqa: A002 - pyACL's parameter name
+    key = api.ipc_mem_get_export_key(dev_ptr, size, flags)
+    if len <= _length(key.encode()):  # the C buffer could not hold it and its NUL
+        api.ipc_mem_close(key)
+        raise api.ParamInvalidError(f"ipc_mem_get_export_key: len {len} cannot hold the key and its NUL "
+                                    f"(pass {api.ipc.KEY_LEN})")
+    return key
+
+
+@rt.ret(args="sO")
+def ipc_mem_set_import_pid(key, pid):
+    if not isinstance(pid, list):
+        raise Raise(TypeError("pid must be a list"))
+    api.ipc_mem_set_import_pid(key, pid)
+
+
+@rt.one(0, args="sK")
+def ipc_mem_import_by_key(key, flags):
+    return api.ipc_mem_import_by_key(key, flags)
+
+
+@rt.ret(args="s")
+def ipc_mem_close(key):
+    api.ipc_mem_close(key)
+
 
 NOT_SUPPORTED = [
     "get_memcpy_desc_size", "set_memcpy_desc", "memcpy_async_with_desc",
-    "ipc_mem_get_export_key",
-    "ipc_mem_set_import_pid", "ipc_mem_import_by_key", "ipc_mem_close",
 ]
 __all__ = [*rt.names, *NOT_SUPPORTED]

@@ -29,7 +29,6 @@ _TABLE = {
     "unuse_stream_res_in_current_thread": (_RES, "ret", None, "k",
                                            "acl.rt.unuse_stream_res_in_current_thread parse failed"),
     "get_res_in_current_thread": (_RES, "one", 0, "i", "acl.rt.get_res_in_current_thread parse failed"),
-    "notify_import_by_key": (_NOTIFY, "one", 0, "sK", None),
 }
 
 for _name, (_what, _shape, _value, _fmt, _msg) in _TABLE.items():
@@ -60,12 +59,21 @@ def notify_batch_reset(notifies):
 def notify_get_export_key(notify, length, flag):
     if length >= 1024:
         raise Raise(ValueError("key len should be less than 1024"))
-    raise FeatureNotSupportedError(_NOTIFY)
+    key = _api.notify_get_export_key(_api.notify_of(notify), flag)
+    if length <= len(key.encode()):
+        raise _api.ParamInvalidError(f"notify_get_export_key: a key of {length} bytes cannot hold {key!r} "
+                                     f"(pass {_api.ipc.KEY_LEN})")
+    return key
 
 
 def notify_set_import_pid(notify, pids):
     _int_list(pids, "argument 2 only support the format of list", "get values from PyList failed")
-    raise FeatureNotSupportedError(_NOTIFY)
+    _api.notify_set_import_pid(_api.notify_of(notify), pids)
+
+
+def notify_import_by_key(key, flags):
+    """The notify another process shared (npurt.runtime.ipc); its handle."""
+    return _api.notify_import_by_key(key, flags).handle
 
 
 _rt = Group("acl.rt")
@@ -96,9 +104,10 @@ def get_notify_id(notify):
 notify_batch_reset = _rt.ret(args="O")(notify_batch_reset)
 notify_get_export_key = _rt.one("", args="kkK")(notify_get_export_key)
 notify_set_import_pid = _rt.ret(args="kO")(notify_set_import_pid)
-for _fn in (notify_batch_reset, notify_get_export_key, notify_set_import_pid):
-    _fn.not_supported = True
+notify_import_by_key = _rt.one(0, args="sK")(notify_import_by_key)
+notify_batch_reset.not_supported = True
 
-_SUPPORTED = ["wait_and_reset_notify", "create_notify", "destroy_notify", "record_notify", "get_notify_id"]
+_SUPPORTED = ["wait_and_reset_notify", "create_notify", "destroy_notify", "record_notify", "get_notify_id",
+              "notify_get_export_key", "notify_set_import_pid", "notify_import_by_key"]
 NOT_SUPPORTED = [*_TABLE, *(n for n in _rt.names if n not in _SUPPORTED)]
 __all__ = [*NOT_SUPPORTED, *_SUPPORTED]

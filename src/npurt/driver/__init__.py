@@ -51,8 +51,11 @@ class Cores(Protocol):
     """The cores that run a kernel's blocks."""
     threads: int
 
-    def run(self, n: int, body: Callable[[int], None], lane_hooks=None) -> None:
-        """body(i) for i in range(n), in parallel; returns when all have finished."""
+    def lanes(self, n: int, cap: int | None = None) -> int:
+        """How many lanes (cores) `run` uses for n blocks, at most `cap` (a resource limit)."""
+    def run(self, n: int, body: Callable[[int], None], lane_hooks=None, lanes: int | None = None) -> None:
+        """body(i) for i in range(n), on at most `lanes` lanes in parallel; returns when all
+        have finished."""
     def shutdown(self) -> None: ...
 
 

@@ -65,6 +65,17 @@ class PageAllocator:
             self.committed[PAGE_KINDS[page]] -= size
             self._give(offset, size)
 
+    # the page-source verbs of an arena (driver/paged.py), for bookkeeping with no memory behind
+    # it (the null driver); an arena also gives the pages' memory back to the OS
+    def map_pages(self, size: int, page: int) -> int | None:
+        return self.take(size, page)
+
+    def unmap_pages(self, offset: int, size: int, page: int) -> None:
+        self.give(offset, size, page)
+
+    def release_all(self) -> None:
+        self.reset()
+
     def reset(self) -> None:
         with self._lock:
             self._free_starts = [0]
@@ -134,8 +145,6 @@ class HbmArena(PageAllocator):
         self.host_address = self.mem.ctypes.data
 
     # ------------------------------------------------------------ page allocation
-    map_pages = PageAllocator.take
-
     def unmap_pages(self, offset: int, size: int, page: int) -> None:
         """Give a range back: its pages return to the OS and its space to the free list."""
         self._mm.madvise(mmap.MADV_DONTNEED, offset, align_up(size, page))

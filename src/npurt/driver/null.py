@@ -20,13 +20,15 @@ import numpy as np
 
 from .hbm import PageAllocator
 from .layout import HOST_ALIAS_OFFSET, window_of
+from .paged import PagedDevice
 from .soc import SocSpec
 
 _GENERATIONS = itertools.count()
 
 
-class NullDevice:
-    """One device of the null driver: a window of addresses and their accounting."""
+class NullDevice(PagedDevice):
+    """One device of the null driver: a window of addresses and their accounting (a page
+    allocator with no memory behind it: PagedDevice's accounting, as the simulated device's)."""
 
     def __init__(self, physical_id: int, spec: SocSpec, generation: int = 0):
         self.physical_id = physical_id
@@ -36,16 +38,9 @@ class NullDevice:
         self.va_base = window + generation % max(HOST_ALIAS_OFFSET // slot, 1) * slot
         self.alias_base = window + HOST_ALIAS_OFFSET
         self.uuid = bytes((physical_id * 37 + i * 11 + 1) & 0xFF for i in range(16))
-        self.pages = PageAllocator(spec.memory_bytes - spec.system_reserved)
+        self.arena = PageAllocator(spec.memory_bytes - spec.system_reserved)
         self._scratch = np.zeros(0, dtype=np.uint8)
         self._lock = threading.Lock()
-
-    def map_pages(self, size: int, page: int) -> int | None:
-        offset = self.pages.take(size, page)
-        return None if offset is None else self.va_base + offset
-
-    def unmap_pages(self, va: int, size: int, page: int) -> None:
-        self.pages.give(va - self.va_base, size, page)
 
     def view(self, va: int, nbytes: int) -> np.ndarray:
         """`nbytes` of the one scratch buffer every address shares: writable, never read back."""
@@ -61,24 +56,6 @@ class NullDevice:
         """No memory stands behind the addresses: there is no host buffer of the device."""
         return None
 
-    @property
-    def usable(self) -> int:
-        return self.pages.usable
-
-    @property
-    def committed_bytes(self) -> int:
-        return self.pages.committed_bytes
-
-    @property
-    def free_bytes(self) -> int:
-        return self.pages.free_bytes
-
-    def largest_free(self, page: int) -> int:
-        return self.pages.largest_free(page)
-
-    def reset(self) -> None:
-        self.pages.reset()
-
 
 class NullCores:
     """Cores that run nothing: a launch's blocks are accounted for (`launched`), not run."""
@@ -87,7 +64,11 @@ class NullCores:
         self.threads = threads
         self.launched = 0  # blocks handed to run() and dropped
 
-    def run(self, n: int, body: Callable[[int], None], lane_hooks=None) -> None:
+    def lanes(self, n: int, cap: int | None = None) -> int:
+        """The lanes a launch would use (ctx.core_id of its blocks), as the simulated cores count them."""
+        return max(1, min(n, self.threads, cap or n))
+
+    def run(self, n: int, body: Callable[[int], None], lane_hooks=None, lanes: int | None = None) -> None:
         self.launched += n
 
     def shutdown(self) -> None:

@@ -17,8 +17,9 @@ Who owns which memory is a table in a second shared file (`hbm<N>.ctl`):
 
 A process claims coarse chunks from the table (under an flock(2) of the control file) and runs
 its own page allocator inside them, so malloc and free stay process-local: the caching pool
-above reaches the table only when it maps or unmaps a segment, and whole chunks a free leaves
-empty go back to the table at once (another process may need them).
+above reaches the table only when it maps a segment its claimed chunks cannot hold, or unmaps
+one while the process holds more than `reserve` free bytes (64 MiB, or 1/64 of a small
+device): then whole chunks the free leaves empty go back to the table at once.
 
 Lifetime: attaching takes a slot; a process that closes its device (finalize, exit) punches its
 chunks' pages out of the file and frees them; slots of processes that died (kill -9) are
@@ -48,6 +49,7 @@ CHUNK = HUGE_PAGE          # the unit processes claim memory in
 MAGIC = 0x4E50555254484D31  # "NPURTHM1"
 LAYOUT_VERSION = 1
 MAX_SLOTS = 128            # processes attached to one device at once
+RESERVE = 64 << 20         # at most this much free memory stays claimed by a process
 ORPHAN = -1                # a chunk of a dead process that a live import still holds
 _HEADER_WORDS = 16
 _SLOT_WORDS = 4            # pid, start time, committed bytes, (spare)
@@ -88,6 +90,9 @@ class SharedHbmArena(PageAllocator):
         self.path = os.path.join(directory, f"hbm{physical_id}")
         self.ctl_path = self.path + ".ctl"
         self.n_chunks = self.usable // CHUNK
+        # free memory this process keeps claimed (a cache emptied and filled again takes no
+        # lock); beyond it, chunks a free leaves empty go back to the device at once
+        self.reserve = min(RESERVE, self.usable // 64 // CHUNK * CHUNK)
         self._pid = os.getpid()
         self._fd = self._attach_control()
         try:
@@ -101,6 +106,11 @@ class SharedHbmArena(PageAllocator):
             self.va_slot = int(self._header[_H_VA_SLOT])
             self.slot = self._take_slot()
         except BaseException:
+            # a device nobody is attached to (we may have just made it) goes again, so that a
+            # failed start (ulimit -v, a full slot table) leaves nothing in /dev/shm
+            slots = getattr(self, "_slots", None)
+            if slots is not None and not slots[:, 0].any():
+                self._remove_files()
             os.close(self._fd)  # (closing drops the lock)
             raise
         fcntl.flock(self._fd, fcntl.LOCK_UN)
@@ -258,20 +268,25 @@ class SharedHbmArena(PageAllocator):
                 self._reclaim_dead()
                 last = not self._slots[:, 0].any()
                 if last:
-                    self.registry.remove_all(self.physical_id)
-                    for path in (self.path, self.ctl_path):
-                        try:
-                            os.unlink(path)
-                        except FileNotFoundError:
-                            pass
-                    try:
-                        os.rmdir(self.directory)
-                    except OSError:  # other devices of the namespace are still in use
-                        pass
+                    self._remove_files()
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
                 os.close(self._fd)
         _OPEN.discard(self)
+
+    def _remove_files(self) -> None:
+        """(Control file locked, no process attached.) Remove the device's objects, and the
+        namespace's directory if no other device is left in it."""
+        self.registry.remove_all(self.physical_id)
+        for path in (self.path, self.ctl_path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+        try:
+            os.rmdir(self.directory)
+        except OSError:  # other devices of the namespace are still in use
+            pass
 
     def _lock_ctl(self) -> None:
         fcntl.flock(self._fd, fcntl.LOCK_EX)
@@ -318,6 +333,9 @@ class SharedHbmArena(PageAllocator):
         return True
 
     def _find_run(self, count: int, step: int) -> int | None:
+        if count == 1 and step == 1:  # the common case: the first free chunk
+            first = int(np.argmin(self._chunks != 0))
+            return first if self._chunks[first] == 0 else None
         free = np.concatenate(([0], np.cumsum(self._chunks == 0)))
         runs = free[count:] - free[:-count] if count <= self.n_chunks else np.zeros(0, np.int64)
         fits = np.flatnonzero(runs[::step] == count) * step
@@ -332,7 +350,8 @@ class SharedHbmArena(PageAllocator):
             self.committed[PAGE_KINDS[page]] -= size
             self._slots[self.slot, 2] = sum(self.committed.values())
             self._give(offset, size)
-            self._return_empty_chunks(offset)
+            if sum(self._free_sizes.values()) > self.reserve:
+                self._return_empty_chunks(offset)
 
     def _return_empty_chunks(self, offset: int) -> None:
         """(Local lock held.) Cut the whole chunks out of the free range holding `offset` and

@@ -15,15 +15,18 @@ import numpy as np
 from .cores import CorePool
 from .hbm import HbmArena
 from .shared import SharedHbmArena, namespace_dir
+from .paged import PagedDevice
 from .layout import DEVICE_WINDOW, HOST_ALIAS_OFFSET, VA_BASE, device_of_address, window_of  # noqa: F401
 from .soc import SocSpec
+from . import vmm
 from .vmm import VmmWindow
 
 _GENERATIONS = itertools.count()  # driver instances of this process (see SimulatedDevice)
 
 
-class SimulatedDevice:
-    """One simulated NPU: its SoC facts, its memory arena and its address window.
+class SimulatedDevice(PagedDevice):
+    """One simulated NPU: its SoC facts, its memory arena and its address window (the
+    accounting of its pages: PagedDevice's, as the null device's).
 
     `generation` (one per driver instance) moves the arena inside the lower half of the
     window, so that a device address kept from an earlier driver (before a finalize and a new
@@ -32,42 +35,70 @@ class SimulatedDevice:
     `namespace` (None: a private device) names the shared device's group of processes."""
 
     def __init__(self, physical_id: int, spec: SocSpec, generation: int = 0, namespace: str | None = None):
-        if 2 * spec.memory_bytes > HOST_ALIAS_OFFSET:
+        if 4 * spec.memory_bytes > HOST_ALIAS_OFFSET:
             raise ValueError(f"{spec.name}: capacity does not fit the device address window")
         self.physical_id = physical_id
         self.spec = spec
         window = window_of(physical_id)
         half = 1 << max(spec.memory_bytes - 1, 1).bit_length()  # a power of two >= the capacity
-        slot = 2 * half  # the memory, then its VMM window (addresses reserved with aclrtReserveMemAddress)
+        # the memory, then its VMM window (addresses reserved with aclrtReserveMemAddress): three
+        # times the memory, so that reserved ranges larger than the memory fit (an expandable pool
+        # reserves twice the memory: freed address space never blocks it while bytes are free)
+        window_size = 3 * half
+        slot = half + window_size
         place = generation % max(HOST_ALIAS_OFFSET // slot, 1)
         self.shared = namespace is not None
-        if self.shared:
-            self.arena = SharedHbmArena(namespace_dir(namespace), physical_id, spec.memory_bytes,
-                                        spec.system_reserved, place)
-            place = self.arena.va_slot
-        else:
-            self.arena = HbmArena(spec.memory_bytes, spec.system_reserved)
-        self.va_base = window + place * slot
-        self.alias_base = window + HOST_ALIAS_OFFSET
-        # the VMM window: device addresses [vmm_base, vmm_base + vmm_size), a host mapping of its
-        # own where physical memory is mapped (driver/vmm.py); inaccessible where nothing is
-        self.vmm = VmmWindow(half)
-        self.vmm_base, self.vmm_size = self.va_base + half, half
+        # Host placement: the VMM window goes right after the arena's memory, so that one host
+        # array spans both (host_buffer: torch's views of device memory reach mapped VMM memory
+        # too). Reserve both halves, then free the lower one for the arena's mapping: the kernel
+        # puts a mapping of that size into the highest gap that fits, which is this hole.
+        region = vmm.reserve(slot)
+        vmm.release(region, half)
+        plugs = vmm.plug_gaps_above(region + slot, spec.memory_bytes)  # so that the hole is the highest fit
+        try:
+            if self.shared:
+                self.arena = SharedHbmArena(namespace_dir(namespace), physical_id, spec.memory_bytes,
+                                            spec.system_reserved, place)
+                place = self.arena.va_slot
+            else:
+                self.arena = HbmArena(spec.memory_bytes, spec.system_reserved)
+            self.va_base = window + place * slot
+            self.alias_base = window + HOST_ALIAS_OFFSET
+            # the VMM window: device addresses [vmm_base, vmm_base + vmm_size), a host mapping of its
+            # own where physical memory is mapped (driver/vmm.py); inaccessible where nothing is
+        except BaseException:
+            vmm.unplug(plugs)
+            vmm.release(region + half, window_size)
+            raise
+        vmm.unplug(plugs)
+        self.adjacent = self.arena.host_address == region  # did the arena land in the hole?
+        self._gap = None
+        if self.adjacent:
+            if spec.memory_bytes < half:  # keep the gap between memory and window reserved
+                self._gap = vmm.map_anonymous_near(region + spec.memory_bytes, half - spec.memory_bytes,
+                                                   accessible=False)
+            self.vmm = VmmWindow(window_size, at=region + half)
+        else:  # it went into a higher gap (often one a closed device left): try right after it
+            vmm.release(region + half, window_size)
+            at = vmm.map_anonymous_near(self.arena.host_address + half, window_size, accessible=False)
+            gap = None
+            if at is not None and spec.memory_bytes < half:
+                gap = vmm.map_anonymous_near(self.arena.host_address + spec.memory_bytes,
+                                             half - spec.memory_bytes, accessible=False)
+                if gap is None:
+                    vmm.release(at, window_size)
+                    at = None
+            self.adjacent, self._gap = at is not None, gap
+            self.vmm = VmmWindow(window_size, at=at)
+        self.vmm_base, self.vmm_size = self.va_base + half, window_size
+        self._half = half
         self.uuid = bytes((physical_id * 37 + i * 11) & 0xFF for i in range(16))
-
-    def map_pages(self, size: int, page: int) -> int | None:
-        """Reserve page-granular device memory; its device VA, or None when full."""
-        offset = self.arena.map_pages(size, page)
-        return None if offset is None else self.va_base + offset
-
-    def unmap_pages(self, va: int, size: int, page: int) -> None:
-        self.arena.unmap_pages(va - self.va_base, size, page)
 
     def view(self, va: int, nbytes: int) -> np.ndarray:
         """Host-visible uint8 view of device memory [va, va + nbytes) (the simulator's DMA)."""
         offset = va - self.va_base
-        if offset >= self.vmm_size:  # an address of the VMM window
-            offset -= self.vmm_size
+        if offset >= self._half:  # an address of the VMM window
+            offset -= self._half
             return self.vmm.mem[offset:offset + nbytes]
         return self.arena.mem[offset:offset + nbytes]
 
@@ -76,32 +107,20 @@ class SimulatedDevice:
         return self.vmm.host_address + (va - self.vmm_base)
 
     def host_buffer(self) -> np.ndarray:
-        """The whole device memory as one host-visible uint8 array; index 0 is `va_base`."""
+        """The whole device memory as one host-visible uint8 array; index 0 is `va_base`. When
+        the VMM window lies right after the memory on the host too (the usual case), the array
+        spans it too: index vmm_base - va_base + k is vmm_base + k."""
+        if self.adjacent:
+            return vmm.as_array(self.arena.host_address, self._half + self.vmm_size)
         return self.arena.mem
-
-    # accounting (the arena's page allocator)
-    @property
-    def usable(self) -> int:
-        return self.arena.usable
-
-    @property
-    def committed_bytes(self) -> int:
-        return self.arena.committed_bytes
-
-    @property
-    def free_bytes(self) -> int:
-        return self.arena.free_bytes
-
-    def largest_free(self, page: int) -> int:
-        return self.arena.largest_free(page)
-
-    def reset(self) -> None:
-        self.arena.release_all()
 
     def close(self) -> None:
         """Release every page and let go of the memory (a shared device: detach from it)."""
         self.arena.release_all()
         self.vmm.close()
+        if self._gap:
+            vmm.release(self._gap, self._half - self.spec.memory_bytes)
+            self._gap = None
         if self.shared:
             self.arena.close()
 

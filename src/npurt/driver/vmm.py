@@ -65,20 +65,41 @@ def set_protection(host_addr: int, size: int, readable: bool, writable: bool) ->
     _check(_mprotect(host_addr, size, prot), "mprotect of mapped physical memory")
 
 
+def reserve(size: int) -> int:
+    """`size` bytes of inaccessible, unbacked address space wherever the kernel puts them."""
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE
+    got = _mmap(None, size, PROT_NONE, flags, -1, 0)
+    _check(got, "reserving address space")
+    return got
+
+
+def release(addr: int, size: int) -> None:
+    _check(_munmap(addr, size), "releasing address space")
+
+
 class VmmWindow:
-    """The host side of a device's VMM window: `size` bytes of inaccessible address space."""
+    """The host side of a device's VMM window: `size` bytes of inaccessible address space, at
+    `at` (a range the caller reserved with `reserve`) or wherever the kernel puts it."""
 
-    def __init__(self, size: int):
-        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE
-        self._mm = mmap.mmap(-1, size, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    def __init__(self, size: int, at: int | None = None):
         self.size = size
-        self.mem = np.frombuffer(self._mm, dtype=np.uint8)  # never printed or scanned: mostly PROT_NONE
-        self.host_address = self.mem.ctypes.data
-        protect_none(self.host_address, size)
+        self.host_address = reserve(size) if at is None else at
+        self.mem = as_array(self.host_address, size)  # never printed or scanned: mostly PROT_NONE
 
-    def close(self) -> None:
+    def clear(self) -> None:
         """Put every page back to the reserved state (mappings of physical memory go)."""
         unmap_range(self.host_address, self.size)
+
+    def close(self) -> None:
+        """Give the address space back (the device is closed: nothing may touch it again)."""
+        if self.host_address:
+            release(self.host_address, self.size)
+            self.host_address = 0
+
+
+def as_array(addr: int, size: int) -> np.ndarray:
+    """A uint8 array over host memory [addr, addr + size) (nothing is touched)."""
+    return np.frombuffer((ctypes.c_ubyte * size).from_address(addr), np.uint8)
 
 
 class PhysicalMemory:
@@ -118,11 +139,12 @@ _munmap = _libc.munmap
 _munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
 
 
-def map_anonymous_near(hint: int, size: int) -> int | None:
-    """Readable, writable, unbacked host memory of `size` bytes exactly at `hint` (never over
-    an existing mapping); None when something is there already."""
+def map_anonymous_near(hint: int, size: int, accessible: bool = True) -> int | None:
+    """Readable, writable (or, not `accessible`, inaccessible) unbacked host memory of `size`
+    bytes exactly at `hint` (never over an existing mapping); None when something is there."""
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE
-    got = _mmap(hint, size, mmap.PROT_READ | mmap.PROT_WRITE, flags, -1, 0)
+    prot = mmap.PROT_READ | mmap.PROT_WRITE if accessible else PROT_NONE
+    got = _mmap(hint, size, prot, flags, -1, 0)
     if got in (None, _FAILED):
         return None
     if got != hint:  # a kernel before 4.17 ignores MAP_FIXED_NOREPLACE and treats it as a hint
@@ -133,3 +155,27 @@ def map_anonymous_near(hint: int, size: int) -> int | None:
 
 def unmap_anonymous(addr: int, size: int) -> None:
     _check(_munmap(addr, size), "munmap of managed memory")
+
+
+def plug_gaps_above(addr: int, min_size: int) -> list[tuple[int, int]]:
+    """Fill every unmapped gap of at least `min_size` bytes above `addr` (up to the top of the
+    mmap area) with inaccessible reservations, so that the next mapping of that size goes into
+    the highest gap below them; the reservations made, for `unplug`."""
+    spans = []
+    with open("/proc/self/maps") as f:
+        for line in f:
+            lo, hi = line.split(None, 1)[0].split("-")
+            spans.append((int(lo, 16), int(hi, 16)))
+    spans.sort()
+    plugs = []
+    for (_, end), (start, _) in zip(spans, spans[1:]):
+        if end >= addr and start - end >= min_size:
+            got = map_anonymous_near(end, start - end, accessible=False)
+            if got is not None:
+                plugs.append((got, start - end))
+    return plugs
+
+
+def unplug(plugs: list[tuple[int, int]]) -> None:
+    for addr, size in plugs:
+        release(addr, size)

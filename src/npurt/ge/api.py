@@ -19,6 +19,7 @@ from .ctrl_c import stopping_on_ctrl_c
 from .dataset import Dataset
 from .desc import ModelDesc
 from .modeldef import ROLE_AIPP_DATA, ROLE_MBATCH
+from . import payload
 
 
 # ---------------------------------------------------------------- loading
@@ -41,12 +42,12 @@ def load(data: bytes, work=(0, 0), weight=(0, 0), priority: int = 0) -> int:
 
 def query_size(data: bytes) -> tuple[int, int]:
     """(work, weight) bytes: exactly what load_*_with_mem needs (alignment included)."""
-    mdef, graph = M.parse(data)
-    return M.memory_needs(mdef, M.parse_graph(graph))
+    mdef, graph = payload.parse(data)
+    return payload.memory_needs(mdef, payload.parse_graph(graph))
 
 
 def desc_from(desc: ModelDesc, data: bytes) -> None:
-    mdef, _ = M.parse(data)
+    mdef, _ = payload.parse(data)
     desc.fill(mdef, 0)
 
 

@@ -55,23 +55,20 @@ import numpy as np
 
 from ..progress import progress
 from ..runtime import fork_safe_lock
-from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, Task, address, constants as C,
+from ..runtime import (HOOKS, InvalidValueError, NpuError, RUNTIME, address, constants as C,
                        current_context, free, malloc_on, resolve as locate)
 from . import aipp as A
 from ..runtime import effective_op_execute_timeout_us
-from . import engine, om
+from . import engine
 from .deadlines import DEADLINES
 from .dataset import Dataset
-from .modeldef import ROLE_AIPP_DATA, ROLE_DATA, ROLE_MBATCH, IODef, ModelDef, ModelDefError
+from .modeldef import ROLE_AIPP_DATA, ROLE_DATA, ROLE_MBATCH, IODef, ModelDef
+from .payload import (_CORRUPT, BAD_PARTITION, externalise, graph_reads_value, memory_needs, parse, parse_graph,
+                      weight_layout)
+from .task import ModelTask
 from .tensor import TensorDesc
-from .dtypes import ONNX_TO_ACL, type_size
 from .dtypes import to_numpy
-from . import failures
 
-WEIGHT_ALIGN = 64
-BAD_MODEL = C.ACL_ERROR_GE_PARAM_INVALID  # GE ModelHelper::LoadModel: content it cannot parse
-BAD_PARTITION = C.ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED  # GE GenerateGeModel: LoadModelData failed
-_CORRUPT = (ModelDefError, KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError)
 _log = logging.getLogger("npurt.ge")
 _models: dict[int, "Model"] = {}
 _running: dict["ModelTask", "Model"] = {}  # executions inside ONNX Runtime now
@@ -91,90 +88,6 @@ def model_of(model_id) -> "Model":
 
 def loaded() -> list["Model"]:
     return list(_models.values())
-
-
-def weight_layout(initializers) -> tuple[list[int], int]:
-    """Offsets of the initializers in weight memory (64-byte aligned) and the total."""
-    offsets, total = [], 0
-    for t in initializers:
-        offsets.append(total)
-        total += (prod(t.dims) * _itemsize(t) + WEIGHT_ALIGN - 1) // WEIGHT_ALIGN * WEIGHT_ALIGN
-    return offsets, total
-
-
-def _itemsize(t) -> int:
-    return type_size(ONNX_TO_ACL.get(t.data_type, C.ACL_FLOAT))
-
-
-def parse(data) -> tuple[ModelDef, bytes]:
-    """(description, ONNX graph) of an .om image; single-op models are refused here."""
-    meta, graph, _ = om.unpack(data)
-    if meta["kind"] != "model":
-        raise NpuError("this .om is a single-operator model: register it with acl.op.load or "
-                       "acl.op.set_model_dir, not acl.mdl", C.ACL_ERROR_GE_PARAM_INVALID)
-    try:
-        return ModelDef(meta), graph
-    except _CORRUPT as exc:
-        raise NpuError(f"the model description in this .om is corrupt ({exc}): convert the model again",
-                       BAD_MODEL) from None
-
-
-def parse_graph(graph: bytes):
-    """The ONNX graph of an .om as a ModelProto, checked (see the module docstring)."""
-    onnx = engine.import_onnx()
-    proto = onnx.ModelProto()
-    try:
-        proto.ParseFromString(graph)
-    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError (and its warnings as errors)
-        raise NpuError(f"the graph in this .om cannot be parsed ({exc}): the file is corrupt, convert the "
-                       "model again", BAD_PARTITION) from None
-    problem, code = _tensor_problem(proto.graph, onnx.TensorProto.EXTERNAL) or (None, 0)
-    if problem:
-        raise NpuError(f"this .om cannot be loaded: {problem}", code)
-    return proto
-
-
-def _tensor_problem(graph, external: int, depth: int = 0) -> tuple[str, int] | None:
-    """(why, code) if a tensor of `graph` (initializers, constants in node attributes,
-    subgraphs) cannot be loaded, or None."""
-    def tensor(t, where: str) -> tuple[str, int] | None:
-        if t.data_location == external or len(t.external_data):
-            location = next((e.value for e in t.external_data if e.key == "location"), "?")
-            return (f"{where} {t.name!r} names external weight data ({location!r}); a loaded model's weights "
-                    "must live inside the .om (npurt atc embeds them)", BAD_MODEL)
-        if any(d < 0 for d in t.dims):
-            return f"{where} {t.name!r} has negative dims {list(t.dims)}: the file is corrupt", BAD_PARTITION
-        return None
-
-    if depth > 64:
-        return "its graph nests subgraphs more than 64 deep", BAD_PARTITION
-    for t in graph.initializer:
-        why = tensor(t, "initializer")
-        if why:
-            return why
-    for st in graph.sparse_initializer:
-        why = tensor(st.values, "sparse initializer") or tensor(st.indices, "sparse initializer")
-        if why:
-            return why
-    for node in graph.node:
-        for attr in node.attribute:
-            tensors = [attr.t, *attr.tensors]
-            tensors += [x for st in [attr.sparse_tensor, *attr.sparse_tensors] for x in (st.values, st.indices)]
-            for t in tensors:
-                why = tensor(t, f"a tensor of node {node.name or node.op_type!r}")
-                if why:
-                    return why
-            for sub in [attr.g, *attr.graphs]:
-                why = _tensor_problem(sub, external, depth + 1)
-                if why:
-                    return why
-    return None
-
-
-def memory_needs(mdef: ModelDef, proto) -> tuple[int, int]:
-    """(work, weight) bytes a load needs: what query_size reports and load_*_with_mem checks
-    the application's memory against (the weights at their 64-byte aligned offsets)."""
-    return mdef.work_size, max(mdef.weight_size, weight_layout(proto.graph.initializer)[1])
 
 
 def load(data, work_ptr: int = 0, work_size: int = 0, weight_ptr: int = 0, weight_size: int = 0,
@@ -310,11 +223,11 @@ class Model:
                 view = self.device.backend.view(self.weight_ptr + off, nbytes)
                 typed = view.view(arr.dtype).reshape(arr.shape)
                 typed[...] = arr
-                if _graph_reads_value(t):
+                if graph_reads_value(t):
                     continue  # ORT's shape inference reads it while building the graph: it stays inline
                 names.append(t.name)
                 values.append(engine.import_ort().OrtValue.ortvalue_from_numpy(typed))
-                _externalise(onnx, t, off, nbytes)
+                externalise(onnx, t, off, nbytes)
             self._values = values
             threads = engine.ai_core_threads(self.device.spec.aicore_num)
             try:
@@ -723,78 +636,3 @@ def _set_output_desc(dataset: Dataset, k: int, io: IODef, dims) -> None:
     else:
         desc.dims = list(dims)
         desc.data_type, desc.format = io.dtype, io.format
-
-
-# Integer tensors and small constants are what shape inference reads (Reshape / Expand / Tile
-# shapes, Pad pads, Slice bounds, Resize scales, Split sizes, TopK k, reduction axes): ONNX
-# shape inference needs their values when ORT builds the graph, before external initializers
-# are bound, so they stay in the graph (GE folds such constants into the model the same way).
-_INTEGER_TYPES = {2, 3, 4, 5, 6, 7, 9, 12, 13}  # uint8, int8, uint16, int16, int32, int64, bool, uint32, uint64
-_INLINE_ELEMENTS = 64
-
-
-def _graph_reads_value(t) -> bool:
-    return t.data_type in _INTEGER_TYPES or prod(t.dims) <= _INLINE_ELEMENTS
-
-
-def _externalise(onnx, t, offset: int, length: int) -> None:
-    """Mark an initializer as external data (its bytes are handed to ORT from weight memory)."""
-    for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data",
-                  "string_data"):
-        t.ClearField(field)
-    t.data_location = onnx.TensorProto.EXTERNAL
-    del t.external_data[:]
-    for key, value in (("location", "npurt-weight-memory"), ("offset", str(offset)), ("length", str(length))):
-        entry = t.external_data.add()
-        entry.key, entry.value = key, value
-
-
-class ModelTask(Task):
-    """One model execution on a stream."""
-
-    __slots__ = ("model", "ins", "outs", "gear", "in_dims", "out_ds", "options", "stop", "runner")
-    kind = "model_execute"
-    error_code = C.ACL_ERROR_RT_MODEL_EXECUTE
-
-    def __init__(self, model: Model, ins, outs, gear, in_dims, out_ds):
-        self.model, self.ins, self.outs, self.gear, self.in_dims, self.out_ds = model, ins, outs, gear, in_dims, out_ds
-        self.options = None      # its ORT RunOptions while it runs
-        self.stop = None         # (code, message) once it was told to stop
-        self.runner = 0          # the thread running it
-
-    def expire(self, code: int = C.ACL_ERROR_RT_AICORE_TIMEOUT, why: str = "") -> bool:
-        """Stop this execution (its deadline, a device reset, an interrupt, exit): ORT leaves
-        the run at its next node and the task fails with `code`. True if it was running."""
-        if self.stop is None:
-            if not why:
-                limit = effective_op_execute_timeout_us()
-                why = (f"did not finish within the op execute timeout of {limit / 1e3:.3f} ms and was stopped at "
-                       "its deadline (AI core timeout; set_op_execute_timeout_us)")
-            m = self.model
-            self.stop = (code, f"model {m.id} ({m.mdef.name}) execution {why}")
-        options = self.options
-        if options is not None:
-            options.terminate = True
-        return options is not None
-
-    def run(self) -> None:
-        try:
-            self.model.run(self)
-        except BaseException:
-            s = self.stream
-            failures.record(s.device.id, s.stream_id, self.seq, self.model)
-            raise
-
-    def accesses(self) -> tuple:
-        reads = tuple((addr, size, "r") for addr, size in self.ins if addr)
-        writes = tuple((addr, size, "w") for addr, size, _ in self.outs if addr)
-        return reads + writes
-
-    def describe(self) -> str:
-        m = self.model
-        gear = "" if self.gear is None else f", gear {m.mdef.gears[self.gear]}"
-        return f"model {m.id} ({m.mdef.name}) execute{gear}"
-
-    def details(self) -> dict:
-        m = self.model  # for tools: the profiler's timeline and op_summary, acl.prof subscriptions
-        return {"name": m.mdef.name, "model_id": m.id, "model_name": m.mdef.name}

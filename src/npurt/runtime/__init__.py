@@ -25,7 +25,8 @@ from .errors import MemcpyKindWarning, as_int, register_code_names
 from .event import Event, RecordTask, WaitTask
 from .faults import FAULTS, FaultSpecError, operations_of as _operations_of
 from . import api as _api
-from .memory import LIVE as BLOCK_LIVE, note_use, note_uses
+from .memory import FREE as BLOCK_FREE, LIVE as BLOCK_LIVE, PENDING as BLOCK_PENDING, note_use, note_uses
+from .vmm import reserved_pool
 from .memops import KIND_NAMES as MEMCPY_KIND_NAMES
 from .warn import HangWarning, LeakWarning
 from .watchdog import WATCHDOG
@@ -81,7 +82,9 @@ __all__ = [
     # settings
     'ENV_VARIABLES', 'Settings',
     # stream-ordered use of memory (what a task holds, retired with it), the watchdog's timers
-    'note_use', 'note_uses', 'WATCHDOG', 'BLOCK_LIVE', 'MEMCPY_KIND_NAMES',
+    'note_use', 'note_uses', 'WATCHDOG', 'BLOCK_LIVE', 'BLOCK_FREE', 'BLOCK_PENDING', 'MEMCPY_KIND_NAMES',
+    # a caching pool on a reserved address range (torch's expandable segments and MemPools)
+    'reserved_pool',
     # processes: module-level locks a forked child gets back unlocked, handlers run in the child
     'fork_safe_lock', 'on_fork_child',
     # errors and warnings; as_int: the runtime's exact-int argument check

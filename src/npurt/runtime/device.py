@@ -104,6 +104,12 @@ class Device:
             self.stream_count -= 1
             stream.context.streams.discard(stream)
         self.runtime.streams.remove(stream.handle)
+        recorder = stream.capture  # a graph capture it was in ends with it (graph.Capture.abandon)
+        if recorder is not None:
+            stream.capture = None
+            abandon = getattr(recorder, "abandon", None)
+            if abandon is not None:
+                abandon(stream)
 
     def all_streams(self) -> list["Stream"]:
         streams = []

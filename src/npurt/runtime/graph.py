@@ -109,6 +109,8 @@ class Graph:
         self.destroy_callbacks: list = []  # (fn, user_data): run by destroy_graph
         self.aborted = False           # abort_graph: replays in flight stop at their next task
         self.groups_made: list = []    # its TaskGroups (capture_task_group_begin)
+        self.model_tasks: dict = {}    # node index -> its ModelTask (tasks_of_stream)
+        self.pending_updates: dict = {}   # node index -> ("set", params) / ("disable", None): update_graph
         self.handle = GRAPHS.add(self)
         self.hold = GraphHold(self.handle)
 
@@ -274,6 +276,20 @@ class Capture:
             mine = [c.mode for c in _active if c.thread == ident]
         if self.thread == ident:  # a capture of this thread that is still open keeps its mode
             THREAD.capturing = mine[-1] if mine else None
+
+    def abandon(self, stream) -> None:
+        """`stream` goes away without the capture ending (a device reset, a finalize, a
+        context destroyed): the capture is invalid; if it began there, it ends and its graph
+        is gone, so no other thread stays refused because of it."""
+        self.invalidate(f"stream {stream.stream_id} was destroyed (device reset, finalize or context "
+                        "destroyed) during the capture")
+        if stream is self.origin:
+            self.leave()
+            graph = self.graph
+            if graph.parent is not None:
+                graph.pending, graph.nodes = True, []
+            elif not graph.destroyed:
+                _discard(graph)
 
     def unjoined(self) -> list:
         """Lanes whose last node is not a record some other lane's join waits for."""
@@ -453,10 +469,15 @@ def _discard(graph: Graph) -> None:
             _discard(body)
     for cond in graph.cond_handles:
         COND_HANDLES.remove(cond.handle)
+        if HOOKS.active:
+            HOOKS.emit("mem_free", device=graph.device, addr=cond.addr, size=8, managed=True,
+                       uses=dict(cond.block.uses or {}))
         graph.device.memory.free(cond.addr)  # stream-ordered: replays still queued keep it
     graph.cond_handles, graph.bodies = [], []
     for group in graph.groups_made:
         GROUPS.remove(group.handle)
+    for task in graph.model_tasks.values():
+        MODEL_TASKS.remove(task.handle)
 
 
 # ---------------------------------------------------------------- replay
@@ -783,8 +804,11 @@ class _Updating:
         if task.kind in ("record_event", "reset_event"):
             raise CaptureError(f"{task.kind} during a task update: the update holds only the group's new "
                                "tasks", C.ACL_ERROR_RT_PARAM_INVALID)
+        held = tuple(h for h in holders if h is not None)
+        if held:  # held from now on: a temporary freed in the update block stays the graph's
+            note_uses(held, self.group.graph.hold, 1)
         self.tasks.append(task)
-        self.holders.extend(h for h in holders if h is not None)
+        self.holders.extend(held)
         return stream.enqueued_seq
 
     def wait(self, stream, event):
@@ -809,6 +833,14 @@ def capture_task_update_begin(stream, group: TaskGroup) -> None:
         raise ParamInvalidError(f"capture_task_update_begin: the group's graph is on device "
                                 f"{group.graph.device.id}, stream {stream.stream_id} on {stream.device.id}")
     stream.capture = _Updating(stream, group)
+
+
+def capture_task_update_cancel(stream) -> None:
+    """Leave update mode without updating (the group keeps its tasks)."""
+    if type(stream.capture) is not _Updating:
+        raise CaptureError(f"stream {stream.stream_id} is not updating a task group",
+                           C.ACL_ERROR_RT_STREAM_NOT_CAPTURED)
+    stream.capture = None
 
 
 class ApplyUpdateTask(Task):
@@ -847,9 +879,7 @@ def capture_task_update_end(stream) -> int:
                                 f"({', '.join(old) or 'none'}); the update gave {len(new)} "
                                 f"({', '.join(new) or 'none'}): an update keeps the number and kinds of tasks")
     held = tuple(upd.holders)
-    if held:
-        note_uses(held, group.graph.hold, 1)
-        group.holders.extend(held)
+    group.holders.extend(held)
     return stream.enqueue(ApplyUpdateTask(group, upd.tasks), holders=held)
 
 
@@ -898,9 +928,14 @@ class CondHandle:
 
     def __init__(self, graph: Graph, default: int, flag: int):
         self.graph, self.default, self.flag = graph, default, flag
-        self.addr = graph.device.memory.malloc(8)
-        self.block = graph.device.memory.live[self.addr]
+        device = graph.device
+        self.addr = device.memory.malloc(8)
+        self.block = device.memory.live[self.addr]
+        if HOOKS.active:  # tools know the word (owned by the graph: freed with it, never a leak)
+            HOOKS.emit("mem_alloc", device=device, addr=self.addr, size=8, managed=True)
         address.view(self.addr, 8).view(np.uint64)[0] = default
+        if HOOKS.active:
+            HOOKS.emit("host_access", addr=self.addr, nbytes=8, mode="w", what="the condition's default value")
         self.handle = COND_HANDLES.add(self)
         graph.cond_handles.append(self)
 
@@ -1047,3 +1082,158 @@ def unregister_destroy_callback(graph: Graph, fn) -> None:
     if len(kept) == len(graph.destroy_callbacks):
         raise ParamInvalidError(f"graph {graph.handle:#x} has no such destroy callback registered")
     graph.destroy_callbacks = kept
+
+
+# ---------------------------------------------------------------- per-task queries and parameters
+TASK_DEFAULT, TASK_KERNEL, TASK_EVENT_RECORD, TASK_EVENT_WAIT, TASK_EVENT_RESET, TASK_VALUE_WRITE, \
+    TASK_VALUE_WAIT = range(7)   # aclmdlRITaskType
+MODEL_TASKS = table("model ri task")
+_NODE_TYPES = {"record": TASK_EVENT_RECORD, "extrecord": TASK_EVENT_RECORD, "join": TASK_EVENT_WAIT,
+               "extwait": TASK_EVENT_WAIT, "reset": TASK_EVENT_RESET}
+_TASK_TYPES = {"kernel": TASK_KERNEL, "value_write": TASK_VALUE_WRITE, "value_wait": TASK_VALUE_WAIT}
+
+
+class ModelTask:
+    """A task of a captured graph as aclmdlRIGetTasksByStream hands it out (aclmdlRITask):
+    the node at `index` of the graph's capture order, on lane `lane`. Parameters set on it
+    (set_task_params, disable_task) wait in `pending` until update_graph applies them."""
+
+    def __init__(self, graph: Graph, lane: int, index: int):
+        self.graph, self.lane, self.index = graph, lane, index
+        self.handle = MODEL_TASKS.add(self)
+
+    def node(self):
+        return self.graph.nodes[self.index]
+
+    def task_type(self) -> int:
+        _lane, kind, payload = self.node()
+        if kind == "task":
+            return _TASK_TYPES.get(payload[0].kind, TASK_DEFAULT)
+        return _NODE_TYPES.get(kind, TASK_DEFAULT)
+
+
+def _live_graph(graph: Graph) -> Graph:
+    graph = graph_of(graph)
+    if graph.parent is not None:  # ApiImpl: "stream belongs to sub ACL Graph, does not support ..."
+        raise FeatureNotSupportedError(f"graph {graph.handle:#x} is a body of a conditional task: its streams and "
+                                       "tasks cannot be queried (as in the runtime)")
+    return graph
+
+
+def graph_streams(graph: Graph) -> list:
+    """aclmdlRIGetStreams of a captured graph: one stream per lane (lane 0: the stream
+    aclmdlRIExecute runs it on, made now if needed; then the joined lanes' streams)."""
+    graph = _live_graph(graph)
+    with graph.lock:
+        if graph.exec_stream is None:
+            graph.exec_stream = graph.device.new_stream(graph.context)
+            graph.exec_stream.held_by = graph.handle
+    return [graph.exec_stream, *graph.lane_streams]
+
+
+def tasks_of_stream(stream) -> list:
+    """aclmdlRIGetTasksByStream for a stream of a captured graph: its tasks in capture order
+    (task groups and conditional tasks count as one task each, of type DEFAULT)."""
+    graph = GRAPHS.get(stream.held_by) if stream.held_by is not None else None
+    if graph is None:
+        raise ParamInvalidError(f"stream {stream.stream_id} is not a stream of a model (aclmdlRIGetStreams gives "
+                                "them)")
+    graph = _live_graph(graph)
+    lane = 0 if stream is graph.exec_stream else graph.lane_streams.index(stream) + 1
+    cache = graph.model_tasks
+    out = []
+    for i, (node_lane, kind, _payload) in enumerate(graph.nodes):
+        if node_lane != lane:
+            continue
+        task = cache.get(i)
+        if task is None:
+            task = cache[i] = ModelTask(graph, lane, i)
+        out.append(task)
+    return out
+
+
+def model_task_of(handle) -> ModelTask:
+    task = handle if type(handle) is ModelTask else MODEL_TASKS.get(handle)
+    if task.graph.destroyed:
+        raise InvalidHandleError(f"task {task.handle:#x}: its graph {task.graph.handle:#x} was destroyed")
+    return task
+
+
+def task_params(task: ModelTask) -> dict:
+    """aclmdlRITaskGetParams as plain data: {"type": ..., and the fields of its kind}."""
+    task = model_task_of(task)
+    _lane, kind, payload = task.node()
+    ttype = task.task_type()
+    out = {"type": ttype}
+    if kind in ("extrecord", "extwait", "reset"):
+        out.update(event=payload, external=kind != "reset")
+    elif kind in ("record", "join"):
+        out.update(event=None, external=False)
+    elif ttype == TASK_VALUE_WRITE:
+        out.update(addr=payload[0].addr, value=payload[0].value)
+    elif ttype == TASK_VALUE_WAIT:
+        out.update(addr=payload[0].addr, value=payload[0].value, flag=payload[0].flag)
+    elif ttype == TASK_KERNEL:
+        k = payload[0]
+        out.update(func=k.func, num_blocks=k.num_blocks, args=k.args_ptr)
+    return out
+
+
+def set_task_params(task: ModelTask, **params) -> None:
+    """aclmdlRITaskSetParams: new parameters for a task of the same type (applied by
+    update_graph). Value writes and waits: addr, value (and flag); external event tasks: event;
+    kernels: num_blocks. Anything else: 107000 with what can be set."""
+    task = model_task_of(task)
+    _lane, kind, payload = task.node()
+    ttype = task.task_type()
+    if params.get("type", ttype) != ttype:
+        raise ParamInvalidError(f"set_task_params: task {task.handle:#x} is of type {ttype}; the parameters are of "
+                                f"type {params['type']} (a task keeps its type)")
+    params.pop("type", None)
+    allowed = {TASK_VALUE_WRITE: {"addr", "value"}, TASK_VALUE_WAIT: {"addr", "value", "flag"},
+               TASK_KERNEL: {"num_blocks"}}.get(ttype, {"event"} if kind in ("extrecord", "extwait", "reset")
+                                                   else set())
+    bad = set(params) - allowed
+    if bad or not params:
+        raise ParamInvalidError(f"set_task_params: for this task ({_node_text(kind, payload)}) npurt can set "
+                                f"{', '.join(sorted(allowed)) or 'nothing'}; got {', '.join(sorted(params)) or 'none'}")
+    if "num_blocks" in params and (type(params["num_blocks"]) is not int or params["num_blocks"] < 1):
+        raise ParamInvalidError(f"set_task_params: numBlocks {params['num_blocks']!r} must be a positive int")
+    task.graph.pending_updates[task.index] = ("set", params)
+
+
+def disable_task(task: ModelTask) -> None:
+    """aclmdlRITaskDisable: after update_graph the task does nothing at replay (ApiImpl::
+    ModelTaskDisable refuses a task of type DEFAULT)."""
+    task = model_task_of(task)
+    if task.task_type() == TASK_DEFAULT:
+        raise ParamInvalidError(f"disable_task: task {task.handle:#x} is of type DEFAULT, which cannot be disabled")
+    task.graph.pending_updates[task.index] = ("disable", None)
+
+
+def update_graph(graph: Graph) -> None:
+    """aclmdlRIUpdate: apply the parameters set and the disables since the last update; replays
+    enqueued after it use them."""
+    graph = _live_graph(graph)
+    with graph.lock:
+        pending, graph.pending_updates = graph.pending_updates, {}
+        for index, (what, params) in sorted(pending.items()):
+            lane, kind, payload = graph.nodes[index]
+            if what == "disable":
+                graph.nodes[index] = (lane, "task", (NopTask(), ()))
+            elif kind in ("extrecord", "extwait", "reset"):
+                graph.nodes[index] = (lane, kind, params["event"])
+            else:
+                new = copy.copy(payload[0])
+                held = list(payload[1])
+                for name, value in params.items():
+                    setattr(new, "num_blocks" if name == "num_blocks" else name, value)
+                if "addr" in params:
+                    span = address.locate(graph.device.runtime, params["addr"], 8, "value")
+                    if span.device is None:
+                        raise ParamInvalidError(f"update_graph: 0x{params['addr']:x} is host memory; the word must "
+                                                "be device memory")
+                    held = [span.block]
+                    note_uses(held, graph.hold, 1)
+                graph.nodes[index] = (lane, "task", (new, tuple(held)))
+        graph.steps = _plan(graph.nodes)

@@ -164,17 +164,21 @@ class _ImportPin:
     block (as a stream-ordered free waits for queued work) instead of handing it to a new
     allocation."""
 
-    __slots__ = ("registry", "key", "stream_id", "device")
+    __slots__ = ("registry", "key", "stream_id", "device", "block", "close_on_free")
 
-    def __init__(self, registry: IpcRegistry, key: str, device):
-        self.registry, self.key, self.device = registry, key, device
+    def __init__(self, registry: IpcRegistry, key: str, device, block):
+        self.registry, self.key, self.device, self.block = registry, key, device, block
         self.stream_id = f"ipc:{key}"
+        self.close_on_free = False
 
     @property
     def completed_seq(self) -> int:
         try:
             record = self.registry.read(self.key)
         except NoRecord:
+            return 1
+        if self.close_on_free and self.block.state != LIVE and not any(alive(w) for w in record["importers"]):
+            _close_freed(self.key)  # freed by its owner and imported by nobody now: the export ends
             return 1
         return 0 if IpcRegistry.held(record) else 1
 
@@ -212,7 +216,7 @@ def ipc_mem_get_export_key(ptr, size, flags: int = EXPORT_FLAG_DEFAULT) -> str:
         "va": ptr, "offset": ptr - backend.va_base, "size": size,
         "validate": flags == EXPORT_FLAG_DEFAULT})
     export = _Export(key, device, "mem", block=block)
-    export.pin = _ImportPin(registry, key, device)
+    export.pin = _ImportPin(registry, key, device, block)
     uses = block.uses
     if uses is None:
         block.uses = {export.pin: 1}
@@ -221,6 +225,27 @@ def ipc_mem_get_export_key(ptr, size, flags: int = EXPORT_FLAG_DEFAULT) -> str:
     with _lock:
         _exports[key] = export
     return key
+
+
+def export_open(key: str) -> bool:
+    """Whether `key` is an export of this process that is still open."""
+    return key in _exports
+
+
+def close_when_freed(key: str) -> None:
+    """End the export of `key` by itself once its owner freed the memory and no process
+    imports it (torch.multiprocessing's rule: the sender keeps a tensor alive while it is used)."""
+    export = _exports.get(key)
+    if export is None or export.pin is None:
+        raise ParamInvalidError(f"close_when_freed: {key!r} is not memory this process exported")
+    export.pin.close_on_free = True
+
+
+def _close_freed(key: str) -> None:
+    with _lock:
+        export = _exports.pop(key, None)
+    if export is not None:
+        _close_export(export)
 
 
 def ipc_mem_set_import_pid(key, pids) -> None:

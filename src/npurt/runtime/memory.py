@@ -32,13 +32,16 @@ builds are refused at import for this reason: see npurt.runtime.)
 Stream-ordered reuse: tasks that touch a block record (stream -> sequence number) in
 `block.uses`. `free` of a block whose recorded work has not finished parks it as *pending*;
 it returns to the cache only once that work has completed, so new allocations never alias
-memory that queued work still reads or writes. A malloc that finds no memory while blocks
+memory that queued work still reads or writes. The stream's retirement of that work gives it
+back to its bin (a retire callback armed per stream at the smallest sequence number waited
+for), so the next malloc of its size takes the fast path instead of scanning. A malloc that finds no memory while blocks
 are pending waits for their work and retries before it reports ACL_ERROR_RT_MEMORY_ALLOCATION
 (207001), as torch's caching allocator does.
 """
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 import itertools
 import threading
@@ -283,11 +286,15 @@ class DeviceMemory(PoolBase):
         self.pending: dict = {}
         self.pending_count = 0
         self._pending_tie = itertools.count()
+        # stream -> the sequence number a retire callback is armed for: its retirement gives
+        # that stream's finished pending blocks back to their bins (no scan at the next malloc)
+        self._armed: dict = {}
         self.released: dict[int, str] = {}        # addresses invalidated by reset, for messages
         # the device's virtual memory management (vmm.py): addresses from vmm_base on are
         # reserved ranges, resolved by it (set by the Device)
         self.vmm = None
         self.vmm_base = getattr(backend, "vmm_base", 0) or (1 << 64)
+        self.children: list = []  # caching pools on reserved ranges of the device (vmm.reserved_pool)
         # statistics (see memory_stats)
         self.allocated = 0
         self.peak = 0
@@ -579,9 +586,53 @@ class DeviceMemory(PoolBase):
                     heap = self.pending[stream] = []
                 heapq.heappush(heap, (seq, next(self._pending_tie), block))
                 self.pending_count += 1
+                armed = self._armed.get(stream)
+                if (armed is None or seq < armed) and hasattr(stream, "on_retired"):
+                    self._armed[stream] = seq
+                    stream.on_retired(seq, functools.partial(self._on_retired, stream))
                 return True
         block.uses.clear()
         return False
+
+    def _on_retired(self, stream) -> None:
+        """`stream` retired the task a pending block waited for (in the retiring thread):
+        give its finished pending blocks back to their bins, and arm for the next. Never
+        waits: with the pool's lock busy the blocks stay pending, for the next slow-path
+        malloc's collect_pending."""
+        if not self.lock.acquire(blocking=False):
+            if self._armed.get(stream) is not None:
+                del self._armed[stream]  # the next park arms again
+            return
+        try:
+            self._armed.pop(stream, None)
+            heap = self.pending.get(stream)
+            if heap:
+                self._collect_stream(stream, heap)
+            heap = self.pending.get(stream)
+            if heap:
+                seq = heap[0][0]
+                self._armed[stream] = seq
+                stream.on_retired(seq, functools.partial(self._on_retired, stream))
+        finally:
+            self.lock.release()
+
+    def _collect_stream(self, stream, heap: list) -> int:
+        """collect_pending for one stream's heap (caller holds the lock)."""
+        done = 0
+        completed = stream.completed_seq
+        while heap and heap[0][0] <= completed:
+            block = heapq.heappop(heap)[2]
+            self.pending_count -= 1
+            if block.work_pending() and self._park(block):
+                continue  # still used by another stream: now waits under that one
+            if self.poison:
+                self.backend.view(block.addr, block.size).fill(POISON_BYTE)
+            block.pool.dirty.add(block.segment)
+            block.pool.push(block)
+            done += 1
+        if not heap and self.pending.get(stream) is heap:
+            del self.pending[stream]
+        return done
 
     def collect_pending(self) -> int:
         """Return pending-free blocks whose work has finished to the cache; how many."""
@@ -590,24 +641,14 @@ class DeviceMemory(PoolBase):
         done = 0
         with self.lock:
             for stream, heap in list(self.pending.items()):
-                completed = stream.completed_seq
-                while heap and heap[0][0] <= completed:
-                    block = heapq.heappop(heap)[2]
-                    self.pending_count -= 1
-                    if block.work_pending() and self._park(block):
-                        continue  # still used by another stream: now waits under that one
-                    if self.poison:
-                        self.backend.view(block.addr, block.size).fill(POISON_BYTE)
-                    block.pool.dirty.add(block.segment)
-                    block.pool.push(block)
-                    done += 1
-                if not heap:
-                    del self.pending[stream]
+                done += self._collect_stream(stream, heap)
         return done
 
     def empty_cache(self) -> None:
         """Give every cached segment that holds no live block back to the driver (its pages
         go back to the OS)."""
+        for child in list(self.children):
+            child.empty_cache()
         with self.lock:
             self.collect_pending()
             for pool in self.pools.values():
@@ -628,6 +669,7 @@ class DeviceMemory(PoolBase):
             self.segment_starts.clear()
             self.segment_at.clear()
             self.pending.clear()
+            self._armed.clear()
             self.pending_count = 0
             for page, pool in self.pools.items():
                 self.pools[page] = PagePool(self, page)
@@ -679,17 +721,21 @@ class DeviceMemory(PoolBase):
         """Counters of this device's memory, PyTorch-style names."""
         self.collect_pending()  # a stream-ordered free whose work is done counts as free
         committed = self.backend.committed_bytes
-        allocs = self.num_frees + len(self.live) + self.forgotten
+        kids = list(self.children)  # pools on reserved ranges share `live`; their bytes count here
+        for k in kids:
+            k.collect_pending()
+        frees = self.num_frees + sum(k.num_frees for k in kids)
+        allocs = frees + len(self.live) + self.forgotten
         return {
-            "allocated_bytes": self.allocated,
-            "peak_allocated_bytes": self.peak,
-            "reserved_bytes": self.reserved,
-            "peak_reserved_bytes": self.peak_reserved,
+            "allocated_bytes": self.allocated + sum(k.allocated for k in kids),
+            "peak_allocated_bytes": self.peak + sum(k.peak for k in kids),
+            "reserved_bytes": self.reserved + sum(k.reserved for k in kids),
+            "peak_reserved_bytes": self.peak_reserved + sum(k.peak_reserved for k in kids),
             "committed_bytes": committed,
             "active_blocks": len(self.live),
             "pending_free_blocks": self.pending_count,
             "num_allocs": allocs,
-            "num_frees": self.num_frees,
+            "num_frees": frees,
             "pool_hits": allocs - (self.slow_allocs - self.slow_hits),  # all but segment maps
             "segment_maps": self.segment_maps,
             "segment_unmaps": self.segment_unmaps,

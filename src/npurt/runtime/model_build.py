@@ -37,7 +37,8 @@ bound to a model):
   on a capturing stream is refused (ApiErrorDecorator::LabelCreate: "ACL Graph mode is not
   supported").
 
-A run (`execute_async(model, stream)`) is one task on `stream` that interprets the model: the
+A run (`execute_async(model, stream)`) is one task on `stream` that interprets the model (runs
+of one model are ordered: a run launched on another stream waits for the previous one): the
 HEAD streams in binding order, each activated stream after them, cooperatively: a stream runs
 until its program ends, or until it waits for an event another stream of the model records
 that has not been recorded yet in this run (it resumes once that record ran). A wait for an
@@ -54,8 +55,8 @@ import numpy as np
 
 from . import address
 from . import constants as C
-from .errors import InvalidHandleError, NpuError, ParamInvalidError, TaskError
-from .graph import CaptureError, Graph, _run_tasks, refuse_if_capturing
+from .errors import FeatureNotSupportedError, InvalidHandleError, NpuError, ParamInvalidError, TaskError
+from .graph import MODEL_TASKS, TASK_DEFAULT, CaptureError, Graph, JoinTask, _run_tasks, refuse_if_capturing
 from .handles import table
 from .memory import note_uses
 from .tasks import Task
@@ -93,6 +94,7 @@ class BuiltModel(Graph):
         self.built = False
         self.recorded_inside: set = set()       # events some stream of the model records
         self.holders: list = []
+        self.last_run = None                    # (stream, seq) of the latest run enqueued
 
     def __repr__(self) -> str:
         return (f"<npurt built model {self.handle:#x}: {len(self.programs)} stream(s), "
@@ -130,7 +132,11 @@ class BuiltModel(Graph):
                                     "(aclmdlRIBuildEnd) before running it")
         with self.lock:
             self.aborted = False
+            last = self.last_run
+            if last is not None and last[0] is not stream and last[0].completed_seq < last[1]:
+                stream.enqueue(JoinTask(*last))  # runs of one model are ordered, whatever the stream
             seq = stream.enqueue(ModelRunTask(self), holders=tuple(self.holders))
+            self.last_run = (stream, seq)
             self.replays += 1
         return seq
 
@@ -519,3 +525,52 @@ class ModelRunTask(Task):
 
     def details(self) -> dict:
         return {"name": "model run", "tasks": self.model.task_count()}
+
+
+# ---------------------------------------------------------------- queries
+_OP_TYPES = {"record": 2, "wait": 3, "reset": 4}       # aclmdlRITaskType of the event ops
+_KIND_TYPES = {"kernel": 1, "value_write": 5, "value_wait": 6}
+
+
+class BuiltTask:
+    """A task of a built model's stream (aclmdlRITask): its type can be asked; its sequence id
+    and parameters cannot (ApiImpl::TaskGetSeqId: "Non ACL Graph mode is not supported")."""
+
+    def __init__(self, model: BuiltModel, op):
+        self.graph, self.op = model, op
+        self.handle = MODEL_TASKS.add(self)
+
+    def task_type(self) -> int:
+        kind = self.op[0]
+        if kind == "task":
+            return _KIND_TYPES.get(self.op[1].kind, TASK_DEFAULT)
+        return _OP_TYPES.get(kind, TASK_DEFAULT)
+
+
+def bound_model(stream) -> BuiltModel | None:
+    """The model `stream` is bound to, or None."""
+    binding = stream.capture if stream is not None else None
+    return binding.model if isinstance(binding, _Binding) else None
+
+
+def model_streams(model: BuiltModel) -> list:
+    """aclmdlRIGetStreams of a built model: its bound streams, in binding order."""
+    return [p.stream for p in _model(model).programs]
+
+
+def tasks_of_stream(stream) -> list:
+    binding = _binding(stream, "get_tasks_by_stream")
+    cache = binding.model.model_tasks
+    out = []
+    for i, op in enumerate(binding.program.ops):
+        key = (id(binding.program), i)
+        task = cache.get(key)
+        if task is None:
+            task = cache[key] = BuiltTask(binding.model, op)
+        out.append(task)
+    return out
+
+
+def not_for_built(what: str) -> FeatureNotSupportedError:
+    return FeatureNotSupportedError(f"{what}: supported for captured graphs only (Non ACL Graph mode is not "
+                                    "supported)")

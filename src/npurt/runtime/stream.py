@@ -33,26 +33,44 @@ log = logging.getLogger("npurt")
 
 LOWEST_PRIORITY, HIGHEST_PRIORITY = 7, 0  # ACL: 0 is the highest priority
 _COND_LOCK = fork_safe_lock()
+# Stream.lock guards a few assignments (watchers, parked_on) and is never held while another
+# is taken, so streams share a small set of locks instead of making one each (issue 28: a
+# stream made is what it needs, nothing more)
+_STREAM_LOCKS = tuple(fork_safe_lock() for _ in range(64))
 
 
 class Stream:
     """An in-order queue of device work. Create with `runtime.create_stream()`."""
 
-    # slots: ten thousand streams are ten thousand of these, made and read on hot paths
-    __slots__ = ("device", "context", "scheduler", "is_default", "flags", "priority", "stream_id", "handle",
+    # slots: ten thousand streams are ten thousand of these, made and read on hot paths. The
+    # fields few streams ever change are class-level defaults instead (below): a stream gets
+    # an instance dict only when one of them is set, so making a stream stores what every
+    # stream needs and nothing more (issue 28)
+    __slots__ = ("device", "context", "scheduler", "priority", "stream_id", "handle",
                  "queue", "enq_lock", "ticket", "state", "runner", "current", "enqueued_seq", "completed_seq",
-                 "dropped_upto", "_cond", "waiters", "lock", "watchers", "parked_on", "error", "stopped", "stop_seen",
-                 "failure_mode_set", "_failure_mode", "abort_epoch", "destroyed", "closing", "_attributes",
-                 "subscriber", "_task_stacks", "_launch_blocking", "_inline", "streak", "capture", "res_limits",
-                 "held_by", "__weakref__")
+                 "dropped_upto", "_cond", "waiters", "lock", "watchers", "parked_on", "error", "stopped",
+                 "abort_epoch", "destroyed", "closing", "_task_stacks", "_launch_blocking", "_inline", "streak",
+                 "capture", "__weakref__", "__dict__")
+    # rarely set (created on demand in the instance dict)
+    is_default = False
+    flags = 0
+    stop_seen = False              # a synchronize or query has reported the stop to the host
+    failure_mode_set = False
+    _failure_mode = C.ACL_CONTINUE_ON_FAILURE
+    res_limits: dict | None = None  # the stream's own core limits (set_stream_res_limit)
+    _attributes = None             # set_stream_attribute values, made on first use
+    subscriber = None              # report thread id for launch_callback
+    held_by = None                 # the graph that made and holds this stream (its lanes)
 
     def __init__(self, context: "Context", priority: int = 0, flags: int = 0, is_default: bool = False):
         device = context.device
         self.device = device
         self.context = context
         self.scheduler = device.scheduler
-        self.is_default = is_default
-        self.flags = flags
+        if is_default:
+            self.is_default = True
+        if flags:
+            self.flags = flags
         self.priority = priority if priority.__class__ is int and 0 <= priority <= LOWEST_PRIORITY else \
             min(max(int(priority), HIGHEST_PRIORITY), LOWEST_PRIORITY)
         self.stream_id = next(device.stream_ids)
@@ -68,22 +86,15 @@ class Stream:
         self.dropped_upto = 0                # tasks up to here are dropped (abort / stop)
         self._cond: threading.Condition | None = None  # host threads waiting (made on first wait)
         self.waiters = 0
-        self.lock = threading.Lock()         # guards watchers and parked_on (never nested)
-        self.watchers: list = []             # (seq, blocker) of streams parked on our progress
+        self.lock = _STREAM_LOCKS[self.stream_id & 63]  # guards watchers and parked_on (never nested)
+        self.watchers: list | tuple = ()     # (seq, blocker) of streams parked on our progress (a list once one is)
         self.parked_on = None
         self.error: TaskError | None = None  # first failure not yet reported
         self.stopped: TaskError | None = None
-        self.stop_seen = False               # a synchronize or query has reported the stop to the host
-        self.failure_mode_set = False
-        self._failure_mode = C.ACL_CONTINUE_ON_FAILURE
-        self.res_limits: dict | None = None  # the stream's own core limits (set_stream_res_limit)
         self.abort_epoch = 0
         self.destroyed = False
         self.closing = False                 # destroy_stream in progress (one destroyer wins)
-        self._attributes = None              # set_stream_attribute values, made on first use
-        self.subscriber = None               # report thread id for launch_callback
         self.capture = None                  # the graph capture (graph.Capture) recording our work
-        self.held_by = None                  # the graph that made and holds this stream (its lanes)
         settings = device.runtime.settings
         self._task_stacks = settings.task_stacks
         self._launch_blocking = settings.launch_blocking
@@ -252,7 +263,10 @@ class Stream:
         if self.completed_seq >= seq:
             return False
         with self.lock:
-            self.watchers.append((seq, blocker))
+            if self.watchers:
+                self.watchers.append((seq, blocker))
+            else:
+                self.watchers = [(seq, blocker)]
         if self.completed_seq >= seq:  # a retire may have missed our entry: take it back
             with self.lock:
                 try:

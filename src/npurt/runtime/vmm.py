@@ -29,9 +29,10 @@ import bisect
 import threading
 
 from ..driver import vmm as drv
+from ..driver.hbm import PageAllocator
 from . import constants as C
 from .errors import InvalidValueError, NpuError, OutOfMemoryError, ParamInvalidError
-from .memory import LIVE
+from .memory import LIVE, DeviceMemory
 
 GRANULARITY = 2 << 20  # ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM and _RECOMMENDED (pyACL guide: 2 MB)
 HUGE_PAGE = 2 << 20
@@ -42,7 +43,7 @@ ACCESS_NONE, ACCESS_READ, ACCESS_READWRITE = 0x0, 0x1, 0x3
 class PhysicalHandle:
     """aclrtDrvMemHandle: physical memory of one device, mapped zero or more times."""
 
-    def __init__(self, device, size: int, memory: "drv.PhysicalMemory", offset: int | None, prop: dict):
+    def __init__(self, device, size: int, memory: "drv.PhysicalMemory", offset: list | None, prop: dict):
         self.device, self.size, self.memory, self.offset, self.prop = device, size, memory, offset, prop
         self.mappings: set[Mapping] = set()
         self.freed = False        # aclrtFreePhysical called while mapped: released at the last unmap
@@ -99,6 +100,7 @@ class Reservation:
         self.mappings: dict[int, Mapping] = {}
         self.runs: list[Run] = []
         self.run_starts: list[int] = []
+        self.owner = None  # a caching pool on the range (ReservedBackend): it resolves the addresses
 
     @property
     def end(self) -> int:
@@ -177,11 +179,14 @@ class VirtualMemory:
         r = self.reservations.get(starts[i])
         return r if r is not None and addr < r.end else None
 
-    def find(self, addr: int) -> Run | None:
-        """The mapped run holding `addr`, or None (not reserved, or reserved and not mapped)."""
+    def find(self, addr: int):
+        """The mapped run holding `addr`, or None (not reserved, or reserved and not mapped);
+        in a range a caching pool owns, that pool's block (any state) or None."""
         for _ in range(3):  # the tables may change under us: retry on an inconsistent read
             try:
                 r = self.reservation_of(addr)
+                if r is not None and r.owner is not None:
+                    return r.owner.find(addr)
                 return r.run_at(addr) if r is not None else None
             except (IndexError, KeyError):
                 continue
@@ -265,22 +270,30 @@ class VirtualMemory:
                 f"physical memory size {size} is not a multiple of the allocation granularity {GRANULARITY} "
                 "(aclrtMemGetAllocationGranularity)")
         backend = self.device.backend
-        offset = backend.arena.map_pages(size, HUGE_PAGE)  # the capacity it uses (no bytes of the arena are touched)
-        if offset is None:
-            raise OutOfMemoryError(
-                f"out of device memory: cannot create {size} bytes of physical memory on device {self.device.id} "
-                f"({backend.free_bytes} bytes free)")
+        # the capacity it uses, taken from the device's page allocator one granule at a time
+        # (physical memory needs no contiguous run; no byte of the arena is touched)
+        offsets = []
+        for _ in range(size // GRANULARITY):
+            offset = backend.arena.map_pages(GRANULARITY, HUGE_PAGE)
+            if offset is None:
+                for o in offsets:
+                    backend.arena.unmap_pages(o, GRANULARITY, HUGE_PAGE)
+                raise OutOfMemoryError(
+                    f"out of device memory: cannot create {size} bytes of physical memory on device "
+                    f"{self.device.id} ({backend.free_bytes} bytes free)")
+            offsets.append(offset)
         try:
             memory = drv.PhysicalMemory(size)
         except OSError as exc:
-            backend.arena.unmap_pages(offset, size, HUGE_PAGE)
+            for o in offsets:
+                backend.arena.unmap_pages(o, GRANULARITY, HUGE_PAGE)
             raise OutOfMemoryError(f"cannot create physical memory: {exc}") from None
-        handle = PhysicalHandle(self.device, size, memory, offset, prop)
+        handle = PhysicalHandle(self.device, size, memory, offsets, prop)
         with self.lock:
             self.handles.add(handle)
         return handle
 
-    def adopt(self, memory: "drv.PhysicalMemory", prop: dict, source) -> PhysicalHandle:
+    def adopt(self, memory: "drv.PhysicalMemory", prop: dict, source) -> "PhysicalHandle":
         """An imported handle: physical memory another process accounts for."""
         handle = PhysicalHandle(self.device, memory.size, memory, None, prop)
         handle.imported_from = source
@@ -300,8 +313,8 @@ class VirtualMemory:
         handle.released = True
         self.handles.discard(handle)
         handle.memory.close()
-        if handle.offset is not None:
-            self.device.backend.arena.unmap_pages(handle.offset, handle.size, HUGE_PAGE)
+        for offset in handle.offset or ():
+            self.device.backend.arena.unmap_pages(offset, GRANULARITY, HUGE_PAGE)
         on_release = getattr(handle, "on_release", None)
         if on_release is not None:
             on_release(handle)
@@ -410,7 +423,9 @@ class VirtualMemory:
 
     # ------------------------------------------------------------ teardown
     def release_all(self) -> None:
-        """Device reset: every mapping, reservation and physical handle of the device goes."""
+        """Device reset: every mapping, reservation and physical handle of the device goes
+        (caching pools on reserved ranges with them)."""
+        self.device.memory.children.clear()
         with self.lock:
             for r in list(self.reservations.values()):
                 for m in list(r.mappings.values()):
@@ -424,3 +439,99 @@ class VirtualMemory:
                 handle.mappings.clear()
                 handle.freed = True
                 self._release_physical(handle)
+
+
+# ---------------------------------------------------------------- caching pools on reserved ranges
+_POOL_PROP = {"handleType": 0, "allocationType": 0, "memAttr": C.ACL_HBM_MEM_HUGE, "location": {"type": 1, "id": 0},
+              "reserve": 0}
+
+
+class ReservedBackend:
+    """A DeviceBackend over one reserved range of a device: a caching pool (DeviceMemory) on
+    it gets each segment as granularity-rounded physical memory mapped at addresses of the
+    range (what torch_npu's expandable segments and memory pools do). Segments never need
+    contiguous physical memory, and freed address space is reused whole: a large allocation
+    after many small frees finds room as long as the device has the bytes."""
+
+    def __init__(self, device, size: int):
+        self.device, self.vmm = device, device.vmm
+        backend = device.backend
+        self.physical_id, self.spec, self.uuid = backend.physical_id, backend.spec, backend.uuid
+        self.va_base, self.alias_base = backend.va_base, backend.alias_base
+        self.arena = backend.arena  # (the pool's out-of-memory message reads the device's accounting)
+        self.size = -(-size // GRANULARITY) * GRANULARITY
+        self.base = self.vmm.reserve(self.size)
+        self.reservation = self.vmm.reservations[self.base]
+        self.space = PageAllocator(self.size)  # offsets of the range in use
+        self.handles: dict[int, tuple[PhysicalHandle, int]] = {}
+        self.mapped = 0
+
+    def adopt(self, memory) -> None:
+        """Let address resolution of the range ask `memory` (its blocks, in any state)."""
+        self.reservation.owner = memory
+
+    def map_pages(self, size: int, page: int) -> int | None:
+        rounded = -(-size // GRANULARITY) * GRANULARITY
+        offset = self.space.take(rounded, GRANULARITY)
+        if offset is None:
+            return None
+        va = self.base + offset
+        try:
+            handle = self.vmm.malloc_physical(rounded, dict(_POOL_PROP, location={"type": 1, "id": self.device.id}))
+        except OutOfMemoryError:
+            self.space.give(offset, rounded, GRANULARITY)
+            return None
+        self.vmm.map(va, rounded, handle)
+        self.handles[va] = (handle, rounded)
+        self.mapped += rounded
+        return va
+
+    def unmap_pages(self, va: int, size: int, page: int) -> None:
+        handle, rounded = self.handles.pop(va)
+        self.vmm.unmap(va)
+        self.vmm.free_physical(handle)
+        self.space.give(va - self.base, rounded, GRANULARITY)
+        self.mapped -= rounded
+
+    def view(self, va: int, nbytes: int):
+        return self.device.backend.view(va, nbytes)
+
+    def host_buffer(self):
+        return self.device.backend.host_buffer()
+
+    @property
+    def usable(self) -> int:
+        return self.device.backend.usable
+
+    @property
+    def committed_bytes(self) -> int:
+        return self.mapped
+
+    @property
+    def free_bytes(self) -> int:
+        return self.device.backend.free_bytes
+
+    def largest_free(self, page: int) -> int:
+        return min(self.device.backend.free_bytes, self.space.largest_free(GRANULARITY))
+
+    def reset(self) -> None:
+        for va in list(self.handles):
+            self.unmap_pages(va, 0, 0)
+
+    def close(self) -> None:
+        """Unmap everything and release the range (the pool on it is done)."""
+        self.reset()
+        self.reservation.owner = None
+        self.vmm.release(self.base)
+
+
+def reserved_pool(device, size: int):
+    """A caching pool (DeviceMemory) of `device` on a reserved range of `size` bytes; it shares
+    the device's live-block table, so lookups of its blocks find them, and it is one of the
+    device memory's `children` (statistics; a reset drops it)."""
+    backend = ReservedBackend(device, size)
+    pool = DeviceMemory(backend, poison=device.memory.poison)
+    pool.live = device.memory.live
+    backend.adopt(pool)
+    device.memory.children.append(pool)
+    return pool

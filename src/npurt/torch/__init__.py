@@ -44,7 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("npurt.torch needs PyTorch >= 2.9, its CPU build is enough: pip install torch --index-url "
                       f"https://download.pytorch.org/whl/cpu [{exc}]") from exc
 
-from . import amp, aten, autocast, comm, npu, patches  # noqa: E402 - after the check that torch is PyTorch
+from . import amp, aten, autocast, comm, npu, patches, sharing  # noqa: E402,F401 - after the check that torch is PyTorch
 from .fallback import fallback  # noqa: E402
 from .fastpath import kernels_for_all  # noqa: E402
 

@@ -245,7 +245,8 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters: int = 3, al
                 needing = tuple(o for o in outs if o.requires_grad)
                 if needing:
                     torch.autograd.grad(needing, tuple(i for i in surface if i.requires_grad),
-                                        grad_outputs=tuple(torch.empty_like(o) for o in needing),
+                                        grad_outputs=tuple(torch.zeros_like(o) for o in needing),  # not
+                                        # empty_like as torch.cuda: no read of unwritten memory
                                         only_inputs=True, allow_unused=allow_unused_input)
     synchronize()
     pool = pool if pool is not None else graph_pool_handle()

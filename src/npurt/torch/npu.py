@@ -23,6 +23,7 @@ from .options import (conv, get_mm_bmm_format_nd, matmul, set_mm_bmm_format_nd, 
 from .storage import OutOfMemoryError  # noqa: F401
 from .typed import TYPED
 from . import npu_memory as memory  # torch.npu.memory
+from .mem_pools import MemPool, use_mem_pool  # noqa: F401 - torch_npu's memory pools (issue 26)
 from .npu_memory import (caching_allocator_alloc, caching_allocator_delete,  # noqa: F401
                          get_per_process_memory_fraction, host_empty_cache, set_per_process_memory_fraction)
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401

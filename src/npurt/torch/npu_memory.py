@@ -19,6 +19,7 @@ import torch
 from ..runtime import fork_safe_lock, free, malloc_on
 from . import storage
 from .device import index_of
+from .mem_pools import _dump_snapshot, _record_memory_history, _snapshot  # noqa: F401 - torch.npu.memory's
 
 _raw: dict[int, object] = {}  # address -> the stream it was allocated for (caching_allocator_*)
 _lock = fork_safe_lock()

@@ -22,6 +22,7 @@ from ..runtime import OutOfMemoryError as NpuOutOfMemory
 from . import _dlpack
 
 ITEMSIZE: dict[torch.dtype, int] = {}
+ROUTE = None  # mem_pools.route when MemPools or expandable segments may take allocations
 
 
 def itemsize(dtype: torch.dtype) -> int:
@@ -106,9 +107,13 @@ def release(owner: tuple) -> None:
     device reset the address may belong to someone else (the pool's Block objects are new)."""
     _, mem, ptr, block = owner
     if mem.live.get(ptr) is block:
-        if HOOKS.active:
+        if not HOOKS.active:
+            mem.free(ptr)
+        elif mem.vmm is not None:  # the device's own pool
             free(ptr, managed=True)  # stream-ordered by design: tools do not report a free in use
-        else:
+        else:  # a pool on a reserved range (mem_pools.py): told to observers as the runtime's free is
+            HOOKS.emit("mem_free", device=mem.backend.device, addr=ptr, size=block.requested, managed=True,
+                       uses=dict(block.uses or {}))
             mem.free(ptr)
 
 
@@ -163,8 +168,14 @@ def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> to
         raise OutOfMemoryError(f"NPU out of memory. Tried to allocate {nbytes} bytes (NPU {inf.index}; "
                                f"{mem.allocated} bytes already allocated; this process is allowed {inf.limit} "
                                "bytes by set_per_process_memory_fraction)", 207001)
+    if ROUTE is not None:  # a MemPool in use, or expandable segments (mem_pools.py)
+        mem = ROUTE(inf) or mem
     try:
-        if HOOKS.active:
+        if mem is not inf.memory:
+            ptr = mem.malloc(nbytes or 1, 0)
+            if HOOKS.active:
+                HOOKS.emit("mem_alloc", device=inf.device, addr=ptr, size=nbytes or 1, managed=True)
+        elif HOOKS.active:
             ptr = malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
         else:
             ptr = mem.malloc(nbytes or 1, 0)

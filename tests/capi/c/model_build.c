@@ -161,6 +161,39 @@ int main(void)
     CHECK(aclmdlRIDestroy(ri));
     CHECK(aclrtDestroyEvent(ev));
 
+    /* per-task queries: the value write of a captured graph, changed by SetParams + Update */
+    CHECK(aclmdlRICaptureBegin(s, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
+    CHECK(aclrtValueWrite(left, 5, 0, s));
+    CHECK(aclmdlRICaptureEnd(s, &ri));
+    uint32_t nstreams = 0, ntasks = 0;
+    CHECK(aclmdlRIGetStreams(ri, NULL, &nstreams));
+    EXPECT(nstreams == 1);
+    aclrtStream ms[1];
+    CHECK(aclmdlRIGetStreams(ri, ms, &nstreams));
+    CHECK(aclmdlRIGetTasksByStream(ms[0], NULL, &ntasks));
+    EXPECT(ntasks == 1);
+    aclmdlRITask task;
+    CHECK(aclmdlRIGetTasksByStream(ms[0], &task, &ntasks));
+    aclmdlRITaskType ttype;
+    CHECK(aclmdlRITaskGetType(task, &ttype));
+    EXPECT(ttype == ACL_MODEL_RI_TASK_VALUE_WRITE);
+    aclmdlRITaskParams tp;
+    CHECK(aclmdlRITaskGetParams(task, &tp));
+    EXPECT(tp.valueWriteTaskParams.devAddr == left && tp.valueWriteTaskParams.value == 5);
+    tp.valueWriteTaskParams.value = 9;
+    CHECK(aclmdlRITaskSetParams(task, &tp));
+    CHECK(aclmdlRIUpdate(ri));
+    run_model(ri, s);
+    uint64_t got = 0;
+    CHECK(aclrtMemcpy(&got, 8, left, 8, ACL_MEMCPY_DEVICE_TO_HOST));
+    printf("value after SetParams + Update: %llu\n", (unsigned long long)got);
+    EXPECT(got == 9);
+    ntasks = 0;
+    e = aclmdlRIGetTasksByStream(ms[0], &task, &ntasks);
+    printf("a task array too small: %d\n", e);
+    EXPECT(e == ACL_ERROR_RT_INSUFFICIENT_INPUT_ARRAY);
+    CHECK(aclmdlRIDestroy(ri));
+
     CHECK(aclrtFree(a));
     CHECK(aclrtFree(b));
     CHECK(aclrtFree(idx));

@@ -5,7 +5,7 @@
 Modules: harness (timing, sizes), metrics (npurt through the pyACL facade), pythonic (the
 same through npurt.Stream / Event / DeviceArray), profiler (what profiling costs), sanitizer
 (what the sanitizer costs), schedules (seeded runs per second of npurt run --schedules), collectives
-(AllReduce across 2 processes against mpi4py), media (JPEG decode on the simulated DVPP against
+(AllReduce across 2 processes against mpi4py), sharing (a device shared by processes: malloc and IPC copies), media (JPEG decode on the simulated DVPP against
 Pillow), capi (the C interface against the facade), graphs (ACL graph replay against enqueueing), models (acl.mdl execute against ONNX Runtime
 run directly), torchnpu (torch on npu, when PyTorch is installed), peers (PoCL, Numba's CUDA
 simulator), report (the table and the JSON).
@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 
-from . import capi, ddp, graphs, schedules
+from . import capi, ddp, graphs, schedules, sharing
 from ...progress import on_terminal, progress
 from . import collectives, media, metrics, models, profiler, pythonic, sanitizer, torchnpu
 from .harness import FULL, QUICK, Profile
@@ -63,6 +63,7 @@ def run(profile: Profile, peers: bool = False, only: tuple[str, ...] | None = No
         ("torch on npu", torchnpu.measure),
         ("a torch_npu script as a process", torchnpu.measure_script),
         ("C interface", capi.measure),
+        ("devices shared between processes", sharing.measure),
         ("graph replay", graphs.measure),
         ("torch graph replay", graphs.measure_torch),
     ]

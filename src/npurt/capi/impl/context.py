@@ -46,9 +46,12 @@ def aclrtCtxGetCurrentDefaultStream(stream):
 
 @c_function("aclrtGetPrimaryCtxState")
 def aclrtGetPrimaryCtxState(deviceId, flags, active):
-    is_active, ctx_flags = rt.get_primary_ctx_state(deviceId)
+    """As hicann/runtime's acl context.cpp: `active` is required, `flags` is reserved and must
+    be NULL."""
+    if not active:
+        raise null("active")
     if flags:
-        flags[0] = ctx_flags
-    if active:
-        active[0] = is_active
+        raise rt.InvalidValueError("flags is a reserved parameter and must be NULL")
+    is_active, _ = rt.get_primary_ctx_state(deviceId)
+    active[0] = is_active
     return 0

@@ -185,10 +185,11 @@ def aclrtSetOpExecuteTimeOut(timeout):
 @c_function("aclrtSetOpExecuteTimeOutV2")
 def aclrtSetOpExecuteTimeOutV2(timeout, actualTimeout):
     """Microseconds, rounded up to the device's timeout interval; the value in effect is written
-    to actualTimeout."""
+    to actualTimeout (required, as hicann/runtime's acl checks it first)."""
+    if not actualTimeout:
+        raise null("actualTimeout")
     rt.set_op_execute_timeout_us(timeout)
-    if actualTimeout:
-        actualTimeout[0] = rt.effective_op_execute_timeout_us()
+    actualTimeout[0] = rt.effective_op_execute_timeout_us()
     return 0
 
 

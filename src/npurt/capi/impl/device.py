@@ -237,3 +237,12 @@ def aclrtGetPhyDevIdByUserDevId(userDevId, phyDevId):
 def aclrtGetUserDevIdByPhyDevId(phyDevId, userDevId):
     logic = rt.get_logic_dev_id_by_phy_dev_id(phyDevId)
     return _out(userDevId, "userDevId", rt.get_user_dev_id_by_logic_dev_id(logic))
+
+
+@c_function("aclGetDeviceCapability")
+def aclGetDeviceCapability(deviceId, deviceInfo, value):
+    """ACL_DEVICE_INFO_AI_CORE_NUM, _VECTOR_CORE_NUM or _L2_SIZE of a device (acl.get_device_capability)."""
+    if not value:
+        raise null("value")
+    value[0] = rt.get_hardware_info(deviceId, deviceInfo)
+    return 0

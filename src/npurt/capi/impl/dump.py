@@ -76,15 +76,22 @@ def _device_dir(base: str, device: int | None = None) -> str:
     return os.path.join(base, "npurt_dump", f"device_{rt.get_device() if device is None else device}")
 
 
+def _after_acl_init(name: str) -> None:
+    """hicann/runtime toolchain/dump.cpp: the model dump calls need aclInit (GetAclInitFlag)."""
+    if not rt.RUNTIME.acl_initialized:
+        raise NpuError(f"aclInit must be executed before {name} is called", C.ACL_ERROR_UNINITIALIZE)
+
+
 @c_function("aclmdlInitDump")
 def aclmdlInitDump():
-    rt.ensure_initialized()
+    _after_acl_init("aclmdlInitDump")
     STATE.model_dump = True
     return 0
 
 
 @c_function("aclmdlSetDump")
 def aclmdlSetDump(dumpCfgPath):
+    _after_acl_init("aclmdlSetDump")
     if not dumpCfgPath:
         raise null("dumpCfgPath")
     if not STATE.model_dump:
@@ -95,6 +102,7 @@ def aclmdlSetDump(dumpCfgPath):
 
 @c_function("aclmdlFinalizeDump")
 def aclmdlFinalizeDump():
+    _after_acl_init("aclmdlFinalizeDump")
     if not STATE.model_dump:
         raise NpuError("aclmdlFinalizeDump without aclmdlInitDump", C.ACL_ERROR_DUMP_NOT_RUN)
     with STATE.lock:

@@ -231,3 +231,162 @@ class _DestroyCallback:
 def aclmdlRIAbort(modelRI):
     rt.graph.abort_graph(_graph(modelRI))
     return 0
+
+
+# ---------------------------------------------------------------- per-task queries and parameters
+def _fill(out, count, items, what):
+    """The runtime's array protocol (Stream::StreamGetTasks, Model::ModelGetStreams): a NULL
+    array asks the count; otherwise up to *count entries are written, the rest of the array
+    NULLed, *count set to what was written, and too small an array is 107039."""
+    if not count:
+        raise null(f"num{what}")
+    if not out:
+        count[0] = len(items)
+        return 0
+    room = count[0]
+    arr = cdata.ffi.cast("uintptr_t *", out)
+    n = min(room, len(items))
+    for i in range(room):
+        arr[i] = items[i].handle if i < n else 0
+    count[0] = n
+    if n < len(items):
+        raise rt.NpuError(f"the array holds {room} {what.lower()}, the model has {len(items)}",
+                          rt.constants.ACL_ERROR_RT_INSUFFICIENT_INPUT_ARRAY)
+    return 0
+
+
+def _is_built(graph) -> bool:
+    return isinstance(graph, rt.model_build.BuiltModel)
+
+
+@c_function("aclmdlRIGetStreams")
+def aclmdlRIGetStreams(modelRI, streams, numStreams):
+    graph = _graph(modelRI)
+    items = rt.model_build.model_streams(graph) if _is_built(graph) else rt.graph.graph_streams(graph)
+    return _fill(streams, numStreams, items, "Streams")
+
+
+@c_function("aclmdlRIGetTasksByStream")
+def aclmdlRIGetTasksByStream(stream, tasks, numTasks):
+    s = stream_of(stream)
+    if s is None:
+        raise rt.ParamInvalidError("aclmdlRIGetTasksByStream: stream is NULL")
+    bound = rt.model_build.bound_model(s) is not None
+    items = rt.model_build.tasks_of_stream(s) if bound else rt.graph.tasks_of_stream(s)
+    return _fill(tasks, numTasks, items, "Tasks")
+
+
+def _task(handle):
+    if not handle:
+        raise null("task")
+    return rt.graph.model_task_of(handle)
+
+
+@c_function("aclmdlRITaskGetType")
+def aclmdlRITaskGetType(task, type):  # noqa: A002 - the header's name
+    if not type:
+        raise null("type")
+    type[0] = _task(task).task_type()
+    return 0
+
+
+@c_function("aclmdlRITaskGetSeqId")
+def aclmdlRITaskGetSeqId(task, id):  # noqa: A002 - the header's name
+    if not id:
+        raise null("id")
+    t = _task(task)
+    if _is_built(t.graph):
+        raise rt.model_build.not_for_built("aclmdlRITaskGetSeqId")
+    id[0] = t.index
+    return 0
+
+
+_EVENT_FIELD = {rt.graph.TASK_EVENT_RECORD: "eventRecordTaskParams", rt.graph.TASK_EVENT_WAIT: "eventWaitTaskParams",
+                rt.graph.TASK_EVENT_RESET: "eventResetTaskParams"}
+_EVENT_FLAG = {rt.graph.TASK_EVENT_RECORD: "recordFlag", rt.graph.TASK_EVENT_WAIT: "waitFlag",
+               rt.graph.TASK_EVENT_RESET: "resetFlag"}
+
+
+@c_function("aclmdlRITaskGetParams")
+def aclmdlRITaskGetParams(task, params):
+    if not params:
+        raise null("params")
+    t = _task(task)
+    if _is_built(t.graph):
+        raise rt.model_build.not_for_built("aclmdlRITaskGetParams")
+    info = rt.graph.task_params(t)
+    p = cdata.struct("aclmdlRITaskParams *", params)
+    cdata.write(params, bytes(cdata.ffi.sizeof("aclmdlRITaskParams")))
+    p.type = info["type"]
+    if info["type"] in _EVENT_FIELD:
+        sub = getattr(p, _EVENT_FIELD[info["type"]])
+        ev = info["event"]
+        sub.event = cdata.ffi.cast("void *", ev.handle if ev is not None else 0)
+        sub.eventFlag = ev.flags if ev is not None else 0
+        setattr(sub, _EVENT_FLAG[info["type"]], 1 if info["external"] else 0)
+    elif info["type"] == rt.graph.TASK_VALUE_WRITE:
+        p.valueWriteTaskParams.devAddr = cdata.ffi.cast("void *", info["addr"])
+        p.valueWriteTaskParams.value = info["value"]
+    elif info["type"] == rt.graph.TASK_VALUE_WAIT:
+        p.valueWaitTaskParams.devAddr = cdata.ffi.cast("void *", info["addr"])
+        p.valueWaitTaskParams.value = info["value"]
+        p.valueWaitTaskParams.flag = info["flag"]
+    elif info["type"] == rt.graph.TASK_KERNEL:
+        p.kernelTaskParams.funcHandle = cdata.ffi.cast("void *", info["func"].handle)
+        p.kernelTaskParams.args = cdata.ffi.cast("void *", info["args"])
+        p.kernelTaskParams.numBlocks = info["num_blocks"]
+    return 0
+
+
+@c_function("aclmdlRITaskSetParams")
+def aclmdlRITaskSetParams(task, params):
+    """What npurt can change: a value write's or wait's address, value (and flag); the event of
+    an external event task; a kernel's numBlocks (the other kernel fields must be as they
+    were). Applied by aclmdlRIUpdate."""
+    if not params:
+        raise null("params")
+    t = _task(task)
+    if _is_built(t.graph):
+        raise rt.model_build.not_for_built("aclmdlRITaskSetParams")
+    p = cdata.struct("aclmdlRITaskParams *", params)
+    ptype = int(p.type)
+    now = rt.graph.task_params(t)
+    addr = lambda v: int(cdata.ffi.cast("uintptr_t", v))  # noqa: E731
+    if ptype in _EVENT_FIELD and ptype == now["type"]:
+        handle = addr(getattr(p, _EVENT_FIELD[ptype]).event)
+        if not handle:
+            raise null("params.event")
+        rt.graph.set_task_params(t, type=ptype, event=rt.RUNTIME.events.get(handle))
+    elif ptype == rt.graph.TASK_VALUE_WRITE:
+        rt.graph.set_task_params(t, type=ptype, addr=addr(p.valueWriteTaskParams.devAddr),
+                                 value=int(p.valueWriteTaskParams.value))
+    elif ptype == rt.graph.TASK_VALUE_WAIT:
+        rt.graph.set_task_params(t, type=ptype, addr=addr(p.valueWaitTaskParams.devAddr),
+                                 value=int(p.valueWaitTaskParams.value), flag=int(p.valueWaitTaskParams.flag))
+    elif ptype == rt.graph.TASK_KERNEL and now["type"] == ptype:
+        k = p.kernelTaskParams
+        if addr(k.funcHandle) not in (0, now["func"].handle) or addr(k.args) not in (0, now["args"]):
+            raise rt.FeatureNotSupportedError("aclmdlRITaskSetParams: npurt changes a kernel task's numBlocks only "
+                                              "(funcHandle and args must stay as captured)")
+        rt.graph.set_task_params(t, type=ptype, num_blocks=int(k.numBlocks))
+    else:
+        rt.graph.set_task_params(t, type=ptype)  # a type change or nothing settable: the runtime's message
+    return 0
+
+
+@c_function("aclmdlRITaskDisable")
+def aclmdlRITaskDisable(task):
+    t = _task(task)
+    if _is_built(t.graph):
+        raise rt.model_build.not_for_built("aclmdlRITaskDisable")
+    rt.graph.disable_task(t)
+    return 0
+
+
+@c_function("aclmdlRIUpdate")
+def aclmdlRIUpdate(modelRI):
+    graph = _graph(modelRI)
+    if _is_built(graph):
+        raise rt.model_build.not_for_built("aclmdlRIUpdate")
+    rt.graph.update_graph(graph)
+    return 0

@@ -24,7 +24,7 @@ import numpy as np
 
 from ...runtime import InvalidValueError, NpuError
 from .. import om
-from ..converter import ConversionError, check_soc
+from ..options import ConversionError, check_soc
 from .attrs import OpAttr
 from .execute import evaluate
 from .library import OPS

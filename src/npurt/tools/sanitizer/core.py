@@ -22,7 +22,7 @@ import weakref
 import numpy as np
 
 from npurt.runtime.address import VA_BASE, is_host_alias
-from npurt.runtime import BLOCK_LIVE, HOOKS, MEMCPY_KIND_NAMES, RUNTIME, RecordTask, WaitTask, address
+from npurt.runtime import BLOCK_LIVE, HOOKS, MEMCPY_KIND_NAMES, RUNTIME, RecordTask, Stream, WaitTask, address
 
 from . import hostwatch, initcheck, leakcheck, memcheck, threadsync
 from .clocks import HostAgent, StreamClock, join, ordered
@@ -141,6 +141,12 @@ def _parse_tools(tools) -> frozenset:
     return frozenset(out)
 
 
+def _graph_holds(uses) -> bool:
+    """Whether a live graph (runtime/graph.py GraphHold: a holder that is no Stream) holds the
+    memory these uses name."""
+    return any(type(h) is not Stream and h.completed_seq < seq for h, seq in (uses or {}).items())
+
+
 class Sanitizer:
     """Listens to the runtime while enabled; `reports` holds what it found.
 
@@ -162,6 +168,7 @@ class Sanitizer:
         self.running: dict[int, TaskInfo] = {}   # thread ident -> the task it runs now
         self.records: dict[int, tuple] = {}      # id(event record) -> (record, clock)
         self.capture_sites: dict = {}            # id(graph capture) -> (site, thread name) of its begin
+        self.deferred_frees: dict = {}           # addr -> (device, size): managed frees a live graph holds
         self.enabled = False
         self.finished = False
         self._dispatch = {name[4:]: getattr(self, name) for name in dir(self) if name.startswith("_on_")}
@@ -609,6 +616,13 @@ class Sanitizer:
 
     # ------------------------------------------------------------ memory
     def _on_mem_alloc(self, device, addr, size, managed=False, **_) -> None:
+        if self.deferred_frees:
+            with self.lock:
+                reused = [(a, d, n) for a, (d, n) in self.deferred_frees.items() if a < addr + size and addr < a + n]
+                for a, _d, _n in reused:
+                    del self.deferred_frees[a]
+            for a, d, n in reused:  # the graph released it: the free happens for the tools now
+                self._on_mem_free(d, a, n, managed=True)
         site = user_site()
         with self.lock:
             if device is None:
@@ -628,6 +642,13 @@ class Sanitizer:
                 r.noted and r.owner is not None and r.owner.managed)))
 
     def _on_mem_free(self, device, addr, size=0, managed=False, uses=None, **_) -> None:
+        if managed and _graph_holds(uses):
+            # a collected array (a temporary of captured work) that a live graph holds: the
+            # memory stays the graph's (its private pool) and replays use it; it is freed for
+            # the tools when the address is allocated again
+            with self.lock:
+                self.deferred_frees[addr] = (device, size)
+            return
         site = user_site()
         with self.lock:
             a = self.allocs.live.get(addr)
@@ -635,7 +656,9 @@ class Sanitizer:
                 return
             h = self.host()
             vc = h.vc
-            uses = {self.state(s).clock.agent: seq for s, seq in (uses or {}).items()}
+            # a graph's hold (runtime/graph.py GraphHold) is no stream: memory a captured graph
+            # uses stays the graph's by design (a private pool), its replays are checked as tasks
+            uses = {self.state(s).clock.agent: seq for s, seq in (uses or {}).items() if type(s) is Stream}
             regions = self.shadow.find(addr, addr + max(size, 1))
             region = next((r for r in regions if r.owner is a), None)
             # device free and free_host alike: npurt defers a pinned buffer's unmap until its

@@ -1,0 +1,98 @@
+"""torch_npu's allocator extras over npurt's VMM (issue 26, item 6): memory snapshots in
+PyTorch's format (torch.cuda._memory_viz reads them), torch.npu.MemPool / use_mem_pool, and
+PYTORCH_NPU_ALLOC_CONF=expandable_segments:True, which needs free bytes where fixed segments
+need a contiguous free run."""
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+from torch.cuda import _memory_viz
+
+from npurt.torch import mem_pools
+
+MiB = 1 << 20
+
+
+def test_a_snapshot_has_pytorchs_format_and_memory_viz_reads_it(npu, tmp_path):
+    torch.npu.memory._record_memory_history(max_entries=1000)
+    try:
+        a = torch.randn(512, 512, device=npu)
+        b = (a @ a).relu()
+        del a
+        torch.npu.synchronize()
+        snap = torch.npu.memory._snapshot()
+    finally:
+        torch.npu.memory._record_memory_history(enabled=None)
+    seg = next(s for s in snap["segments"] if any(blk["address"] == b.data_ptr() for blk in s["blocks"]))
+    assert {"address", "total_size", "allocated_size", "active_size", "stream", "segment_type", "blocks"} <= set(seg)
+    assert sum(blk["size"] for blk in seg["blocks"]) == seg["total_size"]
+    (mine,) = [blk for blk in seg["blocks"] if blk["address"] == b.data_ptr()]
+    assert mine["state"] == "active_allocated" and mine["requested_size"] == 512 * 512 * 4
+    assert any(f["name"] == "test_a_snapshot_has_pytorchs_format_and_memory_viz_reads_it" for f in mine["frames"])
+    actions = [e["action"] for e in snap["device_traces"][0]]
+    assert {"segment_alloc", "alloc", "free_requested", "free_completed"} <= set(actions)
+    # PyTorch's own viewer and summaries accept it (segsum checks every segment's accounting)
+    assert "<html" in _memory_viz.trace_plot(snap).lower() and "<html" in _memory_viz.segment_plot(snap).lower()
+    assert "total_reserved" in _memory_viz.segsum(snap)
+    assert "alloc" in _memory_viz.trace(snap)
+    torch.npu.memory._dump_snapshot(str(tmp_path / "s.pickle"))
+    assert pickle.loads((tmp_path / "s.pickle").read_bytes())["segments"]
+
+
+def test_a_mem_pool_holds_the_tensors_made_under_use_mem_pool(npu):
+    pool = torch.npu.MemPool()
+    before = torch.npu.memory_allocated()
+    with torch.npu.use_mem_pool(pool):
+        assert pool.use_count() == 2
+        x = torch.arange(1 << 18, device=npu, dtype=torch.float32)
+        y = x * 2 + 1
+    z = torch.ones(4, device=npu)                          # outside: the device's own pool
+    ranges = [(s["address"], s["address"] + s["total_size"]) for s in pool.snapshot()]
+    inside = lambda t: any(lo <= t.data_ptr() < hi for lo, hi in ranges)  # noqa: E731
+    assert inside(x) and inside(y) and not inside(z)
+    assert all(s["segment_pool_id"] == pool.id for s in pool.snapshot())
+    assert torch.equal(y.cpu(), torch.arange(1 << 18, dtype=torch.float32) * 2 + 1)
+    assert torch.npu.memory_allocated() >= before + 2 * x.nbytes
+    old = y.data_ptr()
+    del y
+    torch.npu.synchronize()
+    with torch.npu.use_mem_pool(pool):
+        w = torch.empty(1 << 18, device=npu)
+    assert w.data_ptr() == old                             # the pool reuses its own memory
+    with pytest.raises(TypeError):
+        with torch.npu.use_mem_pool(object()):
+            pass
+
+
+def _fill_free_alternate_and_ask(npu, n: int, piece: int, ask: int):
+    """Fill the device with n pieces, free every other one, give the cache back, then ask for
+    one allocation larger than any piece but smaller than what is free."""
+    held = [torch.empty(piece // 4, device=npu) for _ in range(n)]
+    for t in held[::2]:
+        t.data_ptr()
+    del held[::2]
+    torch.npu.synchronize()
+    torch.npu.empty_cache()
+    return held, torch.empty(ask // 4, device=npu)
+
+
+def test_expandable_segments_need_free_bytes_not_a_contiguous_run(fresh_runtime, monkeypatch, npu):
+    monkeypatch.setenv("NPURT_HBM_SIZE", "256M")
+    monkeypatch.delenv("PYTORCH_NPU_ALLOC_CONF", raising=False)
+    mem_pools.refresh()
+    with pytest.raises(torch.OutOfMemoryError):            # fixed segments: no 80 MiB run is free
+        _fill_free_alternate_and_ask(npu, 10, 20 * MiB, 80 * MiB)
+    fresh_runtime.finalize()
+    monkeypatch.setenv("PYTORCH_NPU_ALLOC_CONF", "expandable_segments:True")
+    mem_pools.refresh()
+    try:
+        held, big = _fill_free_alternate_and_ask(npu, 10, 20 * MiB, 80 * MiB)
+        big.fill_(3.0)
+        assert big.sum().item() == 3.0 * big.numel()
+        assert any(s["is_expandable"] for s in torch.npu.memory._snapshot()["segments"])
+        del held, big
+    finally:
+        monkeypatch.delenv("PYTORCH_NPU_ALLOC_CONF")
+        mem_pools.refresh()
