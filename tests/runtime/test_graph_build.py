@@ -456,3 +456,28 @@ def test_a_capture_whose_stream_a_device_reset_destroys_ends_with_it(rt):
     out = np.zeros(16, np.float32)
     rt.memcpy(out.ctypes.data, 64, a, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)   # no GLOBAL capture refuses it
     assert G._active == []
+
+
+def test_the_capture_mode_limits_async_copies_of_pageable_host_memory(rt):
+    """acl_rt.h's aclmdlRICaptureBegin: the mode limits aclrtMemset, aclrtMemcpy, aclrtMemcpy2d
+    and asynchronous copies of non-pinned host memory (aclrtMemcpyAsync)."""
+    s = rt.create_stream()
+    dev = rt.malloc(64)
+    host = np.zeros(16, np.float32)
+    rt.capture_begin(s, G.GLOBAL)
+    with pytest.raises(NpuError) as e:
+        rt.memcpy_async(dev, 64, host.ctypes.data, 64, C.ACL_MEMCPY_HOST_TO_DEVICE, s)
+    assert e.value.code == C.ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT
+    with pytest.raises(NpuError):
+        rt.capture_end(s)                         # invalidated
+    rt.capture_begin(s, G.RELAXED)                # allowed: recorded, reads the host memory at replay
+    rt.memcpy_async(dev, 64, host.ctypes.data, 64, C.ACL_MEMCPY_HOST_TO_DEVICE, s)
+    graph = rt.capture_end(s)
+    out = np.zeros(16, np.float32)
+    for k in (3.0, 4.0):
+        host[:] = k
+        rt.execute_async(graph, s)
+        rt.synchronize_stream(s)
+        rt.memcpy(out.ctypes.data, 64, dev, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)
+        assert (out == k).all()
+    rt.destroy_graph(graph)

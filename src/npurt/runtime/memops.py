@@ -34,6 +34,7 @@ from . import constants as C
 from .errors import (AddressUnalignedError, FeatureNotSupportedError, InvalidValueError, MemcpyKindWarning,
                      ParamInvalidError, as_int)
 from .context import current_context
+from . import graph
 from .observers import HOOKS
 from .tasks import ArrayCopyTask, Copy2dTask, CopyTask, MemsetTask, copy2d
 
@@ -327,12 +328,16 @@ def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_a
         raise AddressUnalignedError(
             f"memcpy_async needs 64-byte aligned addresses; 0x{bad:x} is not (malloc and "
             "malloc_host return aligned memory; keep offsets multiples of 64)")
+    pageable = keep is None and not (d.pinned and s.pinned)
+    if pageable and graph._active:  # aclmdlRICaptureBegin: the capture mode limits an asynchronous copy
+        # of non-pinned host memory as it limits the synchronous copies (107030)
+        graph.check_capture_safe("an asynchronous copy of pageable host memory (memcpy_async)")
     seq = stream.enqueue(CopyTask(d.addr, s.addr, count, SHORT[direction], keep), holders=(d.block, s.block))
-    if keep is None and not (d.pinned and s.pinned) and not getattr(stream.capture, "reads_host_at_run", False):
+    if pageable and stream.capture is None:
         # pageable host memory: return once the copy has run, as ACL does (the caller may
         # free the buffer right after); failures stay on the stream for its synchronize.
-        # A stream bound to a built model records the copy: it reads the host memory when
-        # the model runs (model_build.py)
+        # A capturing stream (one the mode allows it on) or one bound to a built model records
+        # the copy: it reads the host memory when the graph or model runs
         stream.synchronize(until=seq, report_errors=False)
     return seq
 

@@ -9,7 +9,8 @@ pid, the file descriptor through which it holds the physical memory (a memfd), t
 physical device, the memory's properties, and the pid allow-list. The importer reads the
 record, checks the allow-list, and opens /proc/<pid>/fd/<fd>: the same pages, mapped by each
 process at its own reserved address. The record goes when the exporter frees the memory or
-exits; the pages live on while any process holds them (the documented rule: physical memory
+exits (the records of an exporter that was killed are swept by the next export or import; the
+directory goes with the last record); the pages live on while any process holds them (the documented rule: physical memory
 is released once every process sharing it has freed it).
 """
 from __future__ import annotations
@@ -57,9 +58,25 @@ def _read(handle: int) -> dict | None:
         return None
 
 
+def sweep() -> None:
+    """Remove the records of exporters that died without withdrawing them (kill -9)."""
+    try:
+        names = os.listdir(directory())
+    except OSError:
+        return
+    for name in names:
+        stem = name.split(".", 1)[0]
+        if stem.isdigit() and not _alive(int(stem) >> 24):
+            try:
+                os.unlink(os.path.join(directory(), name))
+            except OSError:
+                pass
+
+
 def publish(fd: int, size: int, device: int, prop: dict, validate: bool) -> int:
     """A new shareable handle for memory this process holds as `fd`."""
     pid = os.getpid()
+    sweep()
     with _lock:
         handle = (pid << 24) | (next(_counter) & 0xFFFFFF)
         _write(handle, {"pid": pid, "fd": fd, "size": size, "device": device, "prop": prop,
@@ -100,6 +117,7 @@ def _alive(pid: int) -> bool:
 
 def open_shared(handle: int):
     """(PhysicalMemory, record) of an exported handle, for this process."""
+    sweep()
     record = _read(handle)
     if record is None:
         raise ParamInvalidError(f"shareable handle {handle} names no exported physical memory (stale, freed by "
@@ -127,5 +145,11 @@ def open_shared(handle: int):
 
 @atexit.register
 def _withdraw_all() -> None:
+    if not _mine:
+        return
     for handle in list(_mine):
         withdraw(handle)
+    try:
+        os.rmdir(directory())  # the last exporter out leaves nothing behind
+    except OSError:
+        pass

@@ -426,10 +426,12 @@ class VirtualMemory:
         """Device reset: every mapping, reservation and physical handle of the device goes
         (caching pools on reserved ranges with them)."""
         self.device.memory.children.clear()
+        window_open = getattr(getattr(self.device.backend, "vmm", None), "host_address", 0)
         with self.lock:
             for r in list(self.reservations.values()):
                 for m in list(r.mappings.values()):
-                    drv.unmap_range(self._host(m.addr), m.size)
+                    if window_open:  # (a closed driver gave the window's address space back)
+                        drv.unmap_range(self._host(m.addr), m.size)
                 r.mappings.clear()
                 r.starts.clear()
                 r.rebuild_runs()

@@ -64,6 +64,8 @@ int main(void)
     aclrtPtrAttributes attrs;
     CHECK(aclrtPointerGetAttributes(m, &attrs));
     EXPECT(attrs.location.type == ACL_MEM_LOCATION_TYPE_MANAGED);
+    CHECK(aclrtMemP2PMap(dev, 4096, 0, 0));
+    printf("p2p map past the allocation: %d\n", aclrtMemP2PMap(dev, 1 << 20, 0, 0));
     CHECK(aclrtFree(m));
     CHECK(aclrtFree(dev));
     CHECK(aclrtDestroyStream(s));

@@ -72,7 +72,9 @@ def aclrtUseStreamResInCurrentThread(stream):
 
 @c_function("aclrtUnuseStreamResInCurrentThread")
 def aclrtUnuseStreamResInCurrentThread(stream):
-    _thread.stream = None
+    s = _stream(stream)  # a stale handle is refused
+    if getattr(_thread, "stream", None) is s:
+        _thread.stream = None
     return 0
 
 

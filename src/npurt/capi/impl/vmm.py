@@ -205,3 +205,17 @@ def aclrtMemSetPidToShareableHandleV2(shareableHandle, shareType, pid, pidNum):
     value = _read_shared(shareableHandle, _share_type(shareType))
     rt.mem_set_pid_to_shareable_handle(value, [pid[i] for i in range(pidNum)])
     return 0
+
+
+@c_function("aclrtMemP2PMap")
+def aclrtMemP2PMap(devPtr, size, dstDevId, flags):
+    """Page tables for another device's access (11-05_unified_addressing.md): simulated device
+    memory needs none, so the range and the device are validated and nothing else happens;
+    peer access itself is still aclrtDeviceEnablePeerAccess's."""
+    if not devPtr:
+        raise null("devPtr")
+    if flags != 0:
+        raise rt.InvalidValueError(f"flags is reserved and must be 0, got {flags}")
+    rt.check_device_id(dstDevId)
+    rt.check_device_range(devPtr, size, "aclrtMemP2PMap")
+    return 0
