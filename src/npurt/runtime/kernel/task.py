@@ -206,6 +206,22 @@ _EXCEPTION_ARGS_KEPT = 16
 _EXCEPTION_ARGS_LOCK = fork_safe_lock()
 
 
+def _release_exception_args(device, reason) -> None:
+    """A device reset or finalize frees the args staged on it (they are the runtime's, not the
+    program's: no leak to report)."""
+    with _EXCEPTION_ARGS_LOCK:
+        mine = [entry for entry in _EXCEPTION_ARGS if entry[0] is device]
+        _EXCEPTION_ARGS[:] = [entry for entry in _EXCEPTION_ARGS if entry[0] is not device]
+    for _, addr in mine:
+        try:
+            device.memory.free(addr)
+        except NpuError:
+            pass
+
+
+RUNTIME.release_hooks.append(_release_exception_args)
+
+
 def _default_timeout_ns() -> int:
     """The op execute timeout (set_op_execute_timeout*) for launches that carry none."""
     return RUNTIME.effective_op_execute_timeout_us() * 1000
