@@ -142,6 +142,7 @@ def test_built_models_labels_switches_task_groups_and_conditional_tasks(build_c)
     assert "IF on zero: b=0x66" in res.stdout
     assert "value after SetParams + Update: 9" in res.stdout
     assert "a task array too small: 107039" in res.stdout
+    assert "destroy callback saw 42" in res.stdout
 
 
 def test_stream_ordered_memory_pools_and_managed_memory(build_c):

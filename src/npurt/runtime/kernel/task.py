@@ -31,7 +31,8 @@ class _BlockFailure(Exception):
 class KernelTask(Task):
     """One kernel launch: `num_blocks` instances of `func` over the device's AI cores."""
 
-    __slots__ = ("func", "num_blocks", "values", "args_ptr", "offset", "timeout_ns", "threads", "aborted")
+    __slots__ = ("func", "num_blocks", "values", "args_ptr", "offset", "timeout_ns", "threads", "aborted",
+                 "cheap")
     kind = "kernel"
     error_code = C.ACL_ERROR_RT_AICORE_EXCEPTION
 
@@ -41,6 +42,7 @@ class KernelTask(Task):
         self.offset, self.timeout_ns = offset, timeout_ns
         self.threads: list[int] = []  # threads inside the kernel body (see watchdog.enter_body)
         self.aborted = False
+        self.cheap = False  # set by enqueue_launch for a small built-in launch (inline.py)
 
     def describe(self) -> str:
         return f"kernel {self.func.name} ({self.num_blocks} block{'s' if self.num_blocks != 1 else ''})"
