@@ -514,3 +514,28 @@ def test_a_captured_kernels_launch_attributes_and_blocks_can_be_read_and_its_blo
     rt.memcpy(got.ctypes.data, 64, out, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)
     assert (got == 1).all()
     rt.destroy_graph(graph)
+
+
+def test_the_debug_print_names_groups_conditions_and_a_built_models_control_tasks(rt):
+    s, sub = rt.create_stream(), rt.create_stream()
+    rt.capture_begin(s, G.GLOBAL)
+    G.capture_task_group_begin(s)
+    rt.launch_host_func(s, lambda: None)
+    G.capture_task_group_end(s)
+    _, graph = rt.capture_info(s)
+    cond = G.cond_handle_create(graph, 0, 0)
+    G.add_cond_task(cond, G.COND_WHILE, 1, s)
+    rt.capture_end(s)
+    kinds = [n["kind"] for n in graph.as_json()["nodes"]]
+    assert kinds == ["group", "cond"] and graph.as_json()["nodes"][1]["type"] == "WHILE"
+    assert "task group" in graph.describe() and "WHILE on the word" in graph.describe()
+    rt.destroy_graph(graph)
+    p = _persistent(rt)
+    model = _model(rt)
+    MB.bind_stream(model, p)
+    MB.switch_label_by_index(_word(rt), 1, MB.create_label_list([MB.create_label()]), p)
+    MB.end_task(model, p)
+    ops = model.as_json()["streams"][0]["ops"]
+    assert ops[0].startswith("jump to label") and ops[1] == "end of the model"
+    MB.unbind_stream(model, p)
+    rt.destroy_graph(model)
