@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import threading
 
 import pytest
 
 import npurt.acl as acl
-from npurt.runtime import HOOKS, accel, constants as C
+from npurt import runtime as rt
+from npurt.runtime import HOOKS, accel, bind, constants as C, current_context, empty_cache, memory_stats
+from npurt.runtime import RUNTIME
 from npurt.runtime.memory import Block
 from tests.isolation import run_isolated
 
@@ -150,7 +153,6 @@ def test_a_free_with_unfinished_work_waits_for_it_on_every_path(pyacl_device):
 
 @pytest.fixture
 def pyacl_device():
-    from npurt.runtime import RUNTIME
     if RUNTIME.initialized:
         RUNTIME.finalized = False
         RUNTIME.finalize(timeout_s=5.0)
@@ -161,10 +163,56 @@ def pyacl_device():
 
 
 def test_the_python_pool_is_the_slow_path_of_each_c_entry():
-    from npurt import runtime as rt
     for entry in (rt.malloc, rt.free, acl.rt.malloc, acl.rt.free):
         slow = getattr(entry, "__wrapped__", entry)
         assert callable(slow) and entry.__name__ == slow.__name__ and entry.__doc__ == slow.__doc__
     if HAVE_C:
         assert type(acl.rt.malloc) is accel.SPEEDUPS.Entry
     assert sys.modules.get("npurt._speedups") is accel.SPEEDUPS or not HAVE_C
+
+
+def test_fast_and_slow_paths_racing_from_threads_lose_and_duplicate_no_block(pyacl_device):
+    """acl.rt.malloc/free (the C entries' fast path), the Python pool's locked slow path
+    (sizes that miss, empty_cache's coalescing) and a tool-free stats reader all at once."""
+    ctx = current_context()
+    errors, handed_out = [], []
+    stop = threading.Event()
+
+    def churn(sizes):
+        bind(ctx)
+        mine = []
+        try:
+            for i in range(1500):
+                if mine and i % 3 == 2:
+                    assert acl.rt.free(mine.pop(0)) == 0
+                else:
+                    ptr, ret = acl.rt.malloc(sizes[i % len(sizes)], 0)
+                    assert ret == 0
+                    mine.append(ptr)
+                    handed_out.append(ptr)
+            for p in mine:
+                assert acl.rt.free(p) == 0
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def trim():
+        bind(ctx)
+        while not stop.is_set():
+            empty_cache()
+            memory_stats()
+
+    workers = [threading.Thread(target=churn, args=(sizes,))
+               for sizes in ([4096], [64, 4096, 700], [70_000, 4096], [3 << 20, 64])]
+    trimmer = threading.Thread(target=trim)
+    trimmer.start()
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    stop.set()
+    trimmer.join()
+    assert not errors, errors
+    st = memory_stats()
+    assert st["allocated_bytes"] == 0 and st["active_blocks"] == 0 and st["num_allocs"] == st["num_frees"]
+    empty_cache()
+    assert memory_stats()["reserved_bytes"] == 0  # every block came back, none twice

@@ -34,6 +34,7 @@ from .. import runtime as rt
 from .. import streams as _streams
 from ..exceptions import ArrayIndexError, HostConversionError, InvalidValueError
 from ..runtime import constants as C
+from . import dlpack
 from .allocation import Allocation
 from .layout import LAYOUTS, as_dtype, c_strides, ints, layout_of, normalize_axes, permuted_contiguous, shape_of
 from .strided import strided_copy
@@ -203,11 +204,13 @@ class DeviceArray:
     def __array_interface__(self):
         raise _host_error("the numpy array interface of a DeviceArray (torch.as_tensor, np.asarray, ...)")
 
-    def __dlpack__(self, *args, **kwargs):
-        raise _host_error("converting a DeviceArray through DLPack (torch.as_tensor, torch.tensor, torch.from_dlpack, np.from_dlpack)")
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule of the array's device memory (kDLExtDev; `torch.from_dlpack(x)` is an
+        npu tensor over it); `dl_device=(1, 0)` asks for a host copy (array/dlpack.py)."""
+        return dlpack.export(self, stream, max_version, dl_device, copy)
 
-    def __dlpack_device__(self):
-        raise _host_error("converting a DeviceArray through DLPack (torch.as_tensor, torch.tensor, torch.from_dlpack, np.from_dlpack)")
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return dlpack.device_of(self)
 
     def __reduce__(self):
         raise _host_error("pickling a DeviceArray")

@@ -15,6 +15,7 @@ import numpy as np
 from ..exceptions import InvalidValueError
 from .. import runtime as rt
 from .core import DeviceArray, _rt_stream, as_dtype
+from .dlpack import KDL_CPU
 
 
 _NOT_COUNTS = (type, str, tuple, list, np.dtype)  # a dtype or a shape: never a dimension
@@ -171,6 +172,3 @@ def from_dlpack(x, device=None, stream=None) -> DeviceArray:
                                 f"{int(device_type)}; npurt takes host (kDLCPU) producers and DeviceArrays "
                                 "(move a tensor to the CPU first, or pass the DeviceArray itself)")
     return to_device(np.from_dlpack(x), stream=stream, device=device)
-
-
-KDL_CPU = 1   # DLDeviceType kDLCPU
