@@ -191,13 +191,30 @@ def _parse(spec, index) -> tuple[str, int | None]:
 
 def synchronize(device: DeviceLike = None) -> None:
     """Wait for all work queued on every stream of `device` (default: the current device);
-    raises the first failure one of them reported."""
-    if device is None:
-        thread_context()
+    raises the first failure one of them reported. With nothing queued anywhere on the
+    device (and no failure to report, no tool listening, no capture) it returns at once."""
+    ctx = peek_context()
+    if device is None or (type(device) is int and ctx is not None and ctx.device.id == device):
+        if ctx is None:
+            ctx = thread_context()
+        if not rt.HOOKS.active and _drained(ctx.device):
+            return
         rt.synchronize_device()
         return
     with on_device(device_id_of(device)):
         rt.synchronize_device()
+
+
+def _drained(device) -> bool:
+    """True if every stream of `device` has retired all it was given and holds no failure;
+    the host has then waited for each (the inline-execution streak starts again)."""
+    streams = device.all_streams()
+    for s in streams:
+        if s.completed_seq < s.enqueued_seq or s.error is not None or s.capture is not None:
+            return False
+    for s in streams:
+        s.streak = 0
+    return True
 
 
 # ---------------------------------------------------------------- memory

@@ -32,6 +32,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("NPURT_LAUNCH_BLOCKING", "0", "1: every task runs synchronously at enqueue (errors point at "
              "their call)", "runtime"),
     Variable("ASCEND_LAUNCH_BLOCKING", "0", "CANN's name for NPURT_LAUNCH_BLOCKING", "runtime"),
+    Variable("NPURT_INLINE", "1", "0: never run a cheap task in the thread that enqueued it (a small copy, "
+             "record or built-in/torch kernel on an idle stream); every task goes to the scheduler's workers "
+             "(docs/architecture.md, inline execution)", "runtime"),
     Variable("NPURT_TASK_STACKS", "0", "1: tasks keep their enqueue stack; asynchronous errors show it",
              "runtime"),
     Variable("NPURT_POISON_FREED", "0", "1: device memory returned to the pool is filled with 0xA5",

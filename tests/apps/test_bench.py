@@ -25,12 +25,15 @@ REQUIRED_KEYS = {
     "graph_replay_ratio", "torch_graph_step_ratio",  # issue 25: ACL graphs
     "ddp_step_ratio",  # issue 27: DistributedDataParallel on 2 ranks, backend "hccl"
     "gelu_ratio",  # issue 28: the built-in gelu against the plain numpy formula
+    # issue 28: latencies in units of the run's bare-call floor; the torch add's CPU over CPU torch's
+    "enqueue_floors", "roundtrip_floors", "event_sync_floors", "torch_op_cpu_ratio",
     "shared_alloc_free_ratio", "ipc_copy_ratio",  # issue 26: a device shared by processes
 }
 # measured where the C interface can be built (gcc, a shared libpython, cffi), else skipped with a note
 CAPI_KEYS = {"c_call_ratio", "c_malloc_free_ratio", "c_first_call_s"}
 # measured when PyTorch is installed (the optional extra npurt[torch]), else skipped with a note
-TORCH_KEYS = {"torch_op_us", "torch_transformer_ratio", "ddp_step_ratio", "torch_graph_step_ratio"}
+TORCH_KEYS = {"torch_op_us", "torch_transformer_ratio", "ddp_step_ratio", "torch_graph_step_ratio",
+              "torch_op_cpu_ratio"}
 # two whole processes per sample: measured by `npurt bench` and --quick, not at the test size
 TINY_SKIPS = {"torch_script_ratio"}
 # find_spec, not import: without PyTorch, `import torch` would find tests/torch (a namespace package)

@@ -233,3 +233,40 @@ def test_launch_profiles_and_sanitizes_every_rank(tmp_path):
     assert (tmp_path / "prof" / "rank0" / "msprof.json").is_file()
     assert (tmp_path / "prof" / "rank1" / "msprof.json").is_file()
     assert proc.stderr.count("npurt-sanitizer") >= 2, proc.stderr    # each rank's summary line
+
+
+IPC_SCRIPT = '''
+import os
+import numpy as np
+import npurt
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+npurt.set_device(int(os.environ["LOCAL_RANK"]))
+if rank % 2 == 0:   # the first rank of each host exports a buffer of its device
+    w = npurt.to_device(np.full(1000, rank, np.float32))
+    npurt.synchronize()           # the upload is queued work: done before a peer uses the buffer
+    comm.send(npurt.ipc_export(w), dest=rank + 1)
+    comm.recv(source=rank + 1)
+    seen = npurt.asnumpy(w)[:3].tolist()
+else:               # its peer on the same host works on it in place
+    v = npurt.ipc_import(comm.recv(source=rank - 1))
+    v += 1
+    npurt.synchronize(v.device)   # the add runs on the buffer's device (0), not on this rank's
+    seen = [v.device, os.environ["NPURT_DEVICE_NAMESPACE"].rsplit(".", 1)[-1]]
+    del v
+    comm.send("done", dest=rank - 1)
+with open(os.path.join(os.environ["OUT"], f"rank{rank}.txt"), "w") as f:
+    f.write(repr(seen))
+'''
+
+
+def test_a_rank_imports_the_buffer_of_a_peer_rank_on_its_host(tmp_path):
+    """Ranks of one (simulated) host share its devices: rank 1 works in place on rank 0's
+    buffer on device 0, exported with npurt.ipc_export (ranks 2 and 3 do the same on host 1)."""
+    script = tmp_path / "ipc.py"
+    script.write_text(IPC_SCRIPT)
+    proc = run([*NPURT, "launch", "-n", "4", "--per-host", "2", str(script)], OUT=str(tmp_path))
+    seen = {r: (tmp_path / f"rank{r}.txt").read_text() for r in range(4) if (tmp_path / f"rank{r}.txt").exists()}
+    assert seen == {0: "[1.0, 1.0, 1.0]", 1: "[0, 'host0']", 2: "[3.0, 3.0, 3.0]", 3: "[0, 'host1']"}, \
+        proc.stdout + proc.stderr

@@ -74,6 +74,7 @@ def test_an_exported_array_is_used_in_place_by_another_process(peers):
     a, b = peers(), peers()
     handle = a("""
         w = npurt.to_device(np.arange(12, dtype=np.float32).reshape(3, 4))
+        npurt.synchronize()                              # the upload is done before a peer reads it
         h = npurt.ipc_export(w[1:])                      # a view: its offset travels in the handle
         out = base64.b64encode(pickle.dumps(h)).decode()
     """)

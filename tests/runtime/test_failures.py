@@ -5,11 +5,13 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
 
-from npurt.runtime import constants as C
+from npurt.runtime import LeakWarning, constants as C
+from npurt.runtime.kernel import GM, kernel, launch
 from npurt.runtime.errors import (InvalidHandleError, InvalidValueError, NpuError,
                                   StreamAbortedError, SyncTimeoutError, TaskError)
 
@@ -130,6 +132,31 @@ def test_the_exception_info_callback_learns_about_the_failed_task(rt):
 
 
 # ---------------------------------------------------------------- stop on failure
+@kernel
+def _boom_kernel(ctx, x: GM, n: np.int32):
+    raise ValueError("kaboom")
+
+
+def test_a_failed_kernel_s_exception_info_names_it_and_holds_its_arguments_in_device_memory(rt):
+    infos = []
+    rt.set_exception_info_callback(lambda handle: infos.append(rt.exception_info(handle)))
+    s, x = rt.create_stream(), rt.malloc(64)
+    launch(_boom_kernel, 1, (x, 3), s)
+    with pytest.raises(TaskError):
+        rt.synchronize_stream(s)
+    rt.set_exception_info_callback(None)
+    (info,) = infos
+    assert info.func is _boom_kernel
+    addr, size = info.args  # the args came from the host: staged in device memory, packed
+    packed = np.zeros(size // 8, np.uint64)
+    rt.memcpy(packed.ctypes.data, size, addr, size, C.ACL_MEMCPY_DEVICE_TO_HOST)
+    assert packed.tolist() == [x, 3]
+    rt.free(x)
+    with warnings.catch_warnings():  # the staged args are the runtime's: a reset reports no leak
+        warnings.simplefilter("error", LeakWarning)
+        rt.reset_device(0)
+
+
 def test_stop_mode_drops_the_rest_of_the_queue(rt, gate):
     s = rt.create_stream()
     rt.set_stream_failure_mode(s, C.ACL_STOP_ON_FAILURE)

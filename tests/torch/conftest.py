@@ -27,8 +27,8 @@ def gate():
     before any record blocks until one completes; torch.npu.Event, like torch_npu's, would not)."""
     from npurt.runtime import api as rt
     from npurt.runtime import constants as C
+    opener = torch.npu.Stream()  # first: it gives this thread a context, which the event needs
     ev = rt.create_event(flags=C.ACL_EVENT_SYNC)
-    opener = torch.npu.Stream()
     opened = []
 
     class Gate:

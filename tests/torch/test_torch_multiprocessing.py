@@ -22,6 +22,7 @@ def test_a_spawned_process_works_on_the_senders_npu_tensor_in_place():
     inbox, outbox = ctx.Queue(), ctx.Queue()
     t = torch.arange(6, dtype=torch.float32, device="npu").reshape(2, 3)
     view = t[1]                                     # a view: its offset travels too
+    torch.npu.synchronize()                         # the data is written before the child reads it
     child = ctx.Process(target=mp_sharing_worker.double_in_place, args=(inbox, outbox))
     child.start()
     try:

@@ -16,11 +16,13 @@ traceback is printed, as a rank killed by a signal does: the others stop within 
 instead of waiting in a collective for it.
 
 Rank r uses device LOCAL_RANK of its host (npurt.hccl.spawn makes it current) and reaches the
-others only through HCCL. MPI is initialized in every rank before the script starts, so a rank
+others through HCCL; the ranks of a host share its simulated devices (docs/memory.md), so a
+rank can also import a peer's buffer by IPC (npurt.ipc_export / aclrtIpcMemImportByKey). MPI is initialized in every rank before the script starts, so a rank
 that never makes a communicator cannot leave the others waiting in MPI_Init.
 
 `--per-host K` alone simulates hosts of K ranks each on this machine (LOCAL_RANK = RANK % K):
-the layout of K ranks on each of N/K real hosts. `--hostfile FILE` runs on real hosts (MPICH's
+the layout of K ranks on each of N/K real hosts; each simulated host is a device namespace of
+its own (NPURT_DEVICE_NAMESPACE gets the suffix `.host<H>`). `--hostfile FILE` runs on real hosts (MPICH's
 hostfile, `host:slots` per line, passed to mpiexec as `-f FILE`, with `-ppn K` when
 --per-host is given); LOCAL_RANK is then the MPI launcher's local rank. See docs/distributed.md.
 """
@@ -219,8 +221,12 @@ def rank_main(argv: list[str]) -> int:
         print("npurt launch: this module is started by `npurt launch`, not directly", file=sys.stderr)
         return 2
     if per_host:  # simulated hosts of `per_host` ranks on this machine
+        # the ranks of one simulated host share its devices (as an 8-NPU server's processes
+        # do); those of another simulated host must not: each host is a device namespace
+        namespace = os.environ.get("NPURT_DEVICE_NAMESPACE", "").strip() or "default"
         os.environ.update(LOCAL_RANK=str(w.rank % per_host), LOCAL_WORLD_SIZE=str(min(per_host, w.size)),
-                          NPURT_HOST_INDEX=str(w.rank // per_host))
+                          NPURT_HOST_INDEX=str(w.rank // per_host),
+                          NPURT_DEVICE_NAMESPACE=f"{namespace}.host{w.rank // per_host}")
     else:  # real hosts: the MPI launcher knows which ranks share one
         os.environ.update(LOCAL_RANK=str(w.local_rank), LOCAL_WORLD_SIZE=str(w.local_size))
     os.environ.update(RANK=str(w.rank), WORLD_SIZE=str(w.size))

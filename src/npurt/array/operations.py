@@ -11,7 +11,7 @@ current stream of that device. Nothing waits; read results with `.to_host()`.
 Rules (documented for users):
 * Operands are DeviceArrays on one device, or Python scalars. Array operands must share a
   dtype (no implicit promotion: use `.astype()`); a scalar takes the array's dtype.
-* Shapes broadcast as in numpy (the broadcast operand is materialized first).
+* Shapes broadcast as in numpy (in one task where fused.py can: else materialized first).
 * Kernels need C-contiguous inputs: a non-contiguous view is copied to a contiguous array
   on the same stream first (`DeviceArray.contiguous()`); results are always contiguous.
 * Supported dtypes are the kernels': float32, float16, bfloat16 (ml_dtypes), int32, int8
@@ -32,6 +32,7 @@ from ..runtime import peek_context
 from ..streams import Stream
 from .core import DeviceArray, _copy_into, _rt_stream, broadcast_to
 from .creation import _default_dtype, full
+from .fused import fused_binary, fused_same
 from .layout import as_dtype, ints
 
 __all__ = ["add", "sub", "mul", "div", "maximum", "minimum", "power", "relu", "gelu", "abs", "exp", "log", "sqrt",
@@ -122,13 +123,11 @@ def _binary(op: str, a, b, out, stream) -> DeviceArray:
         if b.shape == shape and b.dtype == dtype and b._mem.device is device and a.is_contiguous() \
                 and b.is_contiguous():  # the common case: the checks below all pass
             s = _stream(stream, device.id)
-            result = DeviceArray._new(shape, dtype, device)
+            result = fused_same(op, a, b, s)  # one task, when it gives the kernel's bits (fused.py)
             n = math.prod(shape)
-            if n:
-                ctx = peek_context()
-                if ctx is not None and ctx.device is device:
-                    launch.elementwise(op, result._ptr, a._ptr, b._ptr, n, _kdt(dtype), s)
-                else:
+            if result is None:  # the kernel route (float16, bfloat16)
+                result = DeviceArray._new(shape, dtype, device)
+                if n:
                     _launch(device.id, launch.elementwise, op, result._ptr, a._ptr, b._ptr, n, _kdt(dtype), stream=s)
             return result
     arrays = _arrays(op, a, b)
@@ -139,6 +138,8 @@ def _binary(op: str, a, b, out, stream) -> DeviceArray:
     except ValueError:
         raise InvalidValueError(f"npurt.ops.{op}: shapes {a.shape} and {b.shape} do not broadcast") from None
     s = _stream(stream, dev)
+    if (out is None or isinstance(out, DeviceArray)) and (fused := fused_binary(op, a, b, s, out)) is not None:
+        return fused  # scalars and broadcasting in the one task (fused.py)
     stream = _wrap(s)
     result = _out(op, out, shape, dtype, dev)
     n = math.prod(shape)

@@ -369,3 +369,11 @@ binary.label = lambda v: BINARY_OPS[v[4]]
 unary.label = lambda v: UNARY_OPS[v[3]]
 compare.label = lambda v: COMPARE_OPS[v[4]]
 reduce.label = lambda v: f"reduce_{REDUCE_OPS[v[5]]}"
+
+
+# Kernels whose time is linear in the bytes their launch declares (extents) and that never
+# wait for the host: a small launch of one block may run in the enqueuing thread when its
+# stream is idle (runtime/inline.py). matmul is not among them (its work grows faster).
+for _k in (binary, unary, compare, select, cast, fill, arange, reduce, softmax, layer_norm, transpose):
+    _k.inline_ok = True
+del _k

@@ -40,6 +40,7 @@ from .runtime import RUNTIME
 from .scheduler import Blocker, task_error
 from .stream import Stream
 from .tasks import HostFuncTask, Task
+from .inline import MAX_BYTES as INLINE_MAX_BYTES, cheap_bytes
 from . import graph
 from .graph import (CaptureError, Graph, capture_begin, capture_end, capture_info, destroy_graph, execute,
                     execute_async, graph_of)
@@ -70,6 +71,8 @@ __all__ = [
     # objects and the one owner of process state
     'Blocker', 'CallbackTask', 'Context', 'HandleTable', 'PER_THREAD', 'bind', 'handle_table', 'Device', 'Event', 'HostFuncTask', 'RUNTIME', 'Stream',
     'Task', 'current_context', 'peek_context', 'task_error', 'RecordTask', 'WaitTask',
+    # inline execution (inline.py): what a task may touch and still run in the enqueuing thread
+    'INLINE_MAX_BYTES', 'cheap_bytes',
     # the current stream per thread and device
     'current_stream_on', 'current_streams', 'set_current_stream',
     # the C accelerator: which pool runs (a line for `npurt info`), C entry points of malloc/free
@@ -156,8 +159,9 @@ __all__ = [
     'mem_pool_free_async', 'mem_pool_trim_to', 'pool_of',
     # device and stream resource limits (cores kernels may use)
     'RES_CUBE_CORE', 'RES_VECTOR_CORE', 'check_res_limit', 'core_limit', 'get_device_res_limit',
-    'get_stream_res_limit', 'res_cores', 'reset_device_res_limit', 'reset_stream_res_limit',
-    'set_device_res_limit', 'set_stream_res_limit',
+    'get_res_in_current_thread', 'get_stream_res_limit', 'res_cores', 'reset_device_res_limit',
+    'reset_stream_res_limit', 'set_device_res_limit', 'set_stream_res_limit',
+    'unuse_stream_res_in_current_thread', 'use_stream_res_in_current_thread',
 ]
 
 # The kernel model (kernels, binaries, kernel args, native kernels) loads on first use, so that

@@ -7,6 +7,7 @@
 | ASCEND_RT_VISIBLE_DEVICES | (all) | comma list of physical ids that become logical 0, 1, ... |
 | NPURT_MEMCPY_KIND | address | `address`: copies go by address, as on the hardware; a kind that contradicts the addresses is warned about once per call site (`infer` is the same); `strict`: such a kind is refused |
 | NPURT_LAUNCH_BLOCKING / ASCEND_LAUNCH_BLOCKING | 0 | 1: every task runs synchronously at enqueue |
+| NPURT_INLINE | 1 | 0: cheap tasks on an idle stream never run in the enqueuing thread (inline.py) |
 | NPURT_TASK_STACKS | 0 | 1: tasks keep their enqueue stack; async errors show it |
 | NPURT_MAX_STREAMS | SoC limit | streams per device, default streams included |
 | NPURT_POISON_FREED | 0 | 1: device memory returned to the pool is filled with 0xA5 |
@@ -90,6 +91,7 @@ class Settings:
     visible_devices: list[int] = field(default_factory=lambda: [0, 1])
     memcpy_kind: str = "address"
     launch_blocking: bool = False
+    inline: bool = True           # NPURT_INLINE: cheap tasks on an idle stream run at enqueue (inline.py)
     task_stacks: bool = False
     max_streams: int | None = None
     poison_freed: bool = False
@@ -147,6 +149,7 @@ class Settings:
             visible_devices=parse_visible_devices(os.environ.get("ASCEND_RT_VISIBLE_DEVICES"), count),
             memcpy_kind=kind,
             launch_blocking=_flag("NPURT_LAUNCH_BLOCKING", "ASCEND_LAUNCH_BLOCKING"),
+            inline=os.environ.get("NPURT_INLINE", "1").strip().lower() not in ("0", "false", "no", "off"),
             task_stacks=_flag("NPURT_TASK_STACKS"),
             max_streams=max_streams,
             poison_freed=_flag("NPURT_POISON_FREED"),
@@ -218,6 +221,7 @@ def ENV_VARIABLES(settings: Settings) -> list[tuple[str, str]]:  # noqa: N802 - 
         ("NPURT_DEVICE_NAMESPACE", settings.shared_namespace or "(private devices)"),
         ("NPURT_MEMCPY_KIND", settings.memcpy_kind),
         ("NPURT_LAUNCH_BLOCKING", "1" if settings.launch_blocking else "0"),
+        ("NPURT_INLINE", "1" if settings.inline else "0"),
         ("NPURT_TASK_STACKS", "1" if settings.task_stacks else "0"),
         ("NPURT_POISON_FREED", "1" if settings.poison_freed else "0"),
         ("NPURT_MAX_STREAMS", str(settings.max_streams or spec.max_streams)),

@@ -91,7 +91,8 @@ class Event:
             with self.lock:
                 self.record = rec
                 self.has_reset = False
-                self.cond.notify_all()
+                if self.cond._waiters:  # notify_all is Python code: half a microsecond for nobody
+                    self.cond.notify_all()
 
         return stream.enqueue(RecordTask(self, rec), on_seq=publish)
 
@@ -136,8 +137,9 @@ class Event:
         """Wake host threads and fire the watchers of a record completing (or of the event
         being destroyed). Fire first, forget after: an interrupt here loses no watcher."""
         with self.lock:
-            watchers = list(self.watchers)
-            self.cond.notify_all()
+            watchers = list(self.watchers) if self.watchers else ()
+            if self.cond._waiters:  # (CPython's Condition keeps its waiters there)
+                self.cond.notify_all()
         failure = None
         for blocker in watchers:
             try:
@@ -272,6 +274,7 @@ class EventNextRecord(Blocker):
 class RecordTask(Task):
     __slots__ = ("event", "rec")
     kind = "record_event"
+    cheap = True  # a timestamp and the watchers it fires (inline.py)
 
     def __init__(self, event: Event, rec: Record):
         self.event, self.rec = event, rec

@@ -56,6 +56,7 @@ from .memory import LIVE, Block, Segment
 from .notify import Notify
 from .runtime import RUNTIME
 from .scheduler import Blocker
+from .stream import Stream
 from .tasks import NopTask, Task
 from .watchdog import WATCHDOG
 from ..driver.ipc import KEY_LEN, IpcRegistry, NoRecord
@@ -342,7 +343,7 @@ def ipc_mem_close(key) -> None:
 def _wait_for_uses(block: Block) -> None:
     """Work queued on the imported memory finishes before the import goes."""
     for stream, seq in list((block.uses or {}).items()):
-        if hasattr(stream, "scheduler"):
+        if isinstance(stream, Stream):
             try:
                 stream.synchronize(seq, report_errors=False)
             except NpuError:

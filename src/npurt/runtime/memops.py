@@ -276,18 +276,32 @@ def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream
     """Enqueue a copy. With pageable host memory (not malloc_host / host_register) the call
     returns only once the copy is done, as ACL's does, unless `keep` holds the host buffer
     alive (the Pythonic API's choice). Returns the task's sequence number."""
-    if type(count) is int and type(dest_max) is int and 0 < count <= dest_max:
-        d = _quick(rt, dst, count)
-        s = _quick(rt, src, count)
-        if d is not None and s is not None:  # fast path: block starts and pinned buffers
-            ddev, dblock = d
-            sdev, sblock = s
-            direction = DIRECTION[ddev is None, sdev is None]
-            if ((kind == direction or kind == C.ACL_MEMCPY_DEFAULT) and type(kind) is int
-                    and direction != H2H and (ddev is sdev or ddev is None or sdev is None)
-                    and not (require_aligned and (dst | src) & 63)):
-                # the holders: a device block or a pinned host range each
-                return stream.enqueue(CopyTask(dst, src, count, SHORT[direction], keep), holders=(dblock, sblock))
+    if type(count) is int and type(dest_max) is int and 0 < count <= dest_max and type(dst) is int \
+            and type(src) is int:
+        # fast path: block starts and pinned buffers, each end looked up as address._quick
+        # does, written out here (two calls fewer: a tenth of a small copy's enqueue)
+        if dst >= _VA_BASE:
+            ddev = rt.device_by_physical.get((dst - _VA_BASE) >> 40)
+            dblock = ddev.memory.live.get(dst) if ddev is not None else None
+            dok = dblock is not None and count <= dblock.requested
+        else:
+            ddev, dblock = None, rt.host.ranges.get(dst)
+            dok = dblock is not None and count <= dblock.size and not dblock.readonly
+        if dok:
+            if src >= _VA_BASE:
+                sdev = rt.device_by_physical.get((src - _VA_BASE) >> 40)
+                sblock = sdev.memory.live.get(src) if sdev is not None else None
+                sok = sblock is not None and count <= sblock.requested
+            else:
+                sdev, sblock = None, rt.host.ranges.get(src)
+                sok = sblock is not None and count <= sblock.size and not sblock.readonly
+            if sok:
+                direction = DIRECTION[ddev is None, sdev is None]
+                if ((kind == direction or kind == C.ACL_MEMCPY_DEFAULT) and type(kind) is int
+                        and direction != H2H and (ddev is sdev or ddev is None or sdev is None)
+                        and not (require_aligned and (dst | src) & 63)):
+                    # the holders: a device block or a pinned host range each
+                    return stream.enqueue(CopyTask(dst, src, count, SHORT[direction], keep), holders=(dblock, sblock))
     return _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
 
 

@@ -20,8 +20,10 @@ from .errors import (FeatureNotSupportedError, InvalidHandleError, InvalidValueE
                      SyncTimeoutError, TaskError, set_last_error)
 from .memory import note_uses
 from .observers import HOOKS
+from .faults import FAULTS
+from .inline import STREAK
 from .interrupts import held
-from .scheduler import IDLE, PARKED, READY, RUNNING, Callback, deadlock_error, thread_token, wait_until
+from .scheduler import IDLE, PARKED, READY, RUNNING, TLS, Callback, deadlock_error, thread_token, wait_until
 
 if TYPE_CHECKING:
     from .context import Context
@@ -47,8 +49,8 @@ class Stream:
     __slots__ = ("device", "context", "scheduler", "priority", "stream_id", "handle",
                  "queue", "enq_lock", "ticket", "state", "runner", "current", "enqueued_seq", "completed_seq",
                  "dropped_upto", "_cond", "waiters", "lock", "watchers", "parked_on", "error", "stopped",
-                 "abort_epoch", "destroyed", "closing", "_task_stacks", "_launch_blocking", "capture",
-                 "__weakref__", "__dict__")
+                 "abort_epoch", "destroyed", "closing", "_task_stacks", "_launch_blocking", "_inline", "streak",
+                 "capture", "__weakref__", "__dict__")
     # rarely set (created on demand in the instance dict)
     is_default = False
     flags = 0
@@ -96,6 +98,9 @@ class Stream:
         settings = device.runtime.settings
         self._task_stacks = settings.task_stacks
         self._launch_blocking = settings.launch_blocking
+        # cheap tasks may run in the enqueuing thread (inline.py); launch blocking waits anyway
+        self._inline = settings.inline and not settings.launch_blocking
+        self.streak = 0                      # tasks run inline since the host last waited (inline.py)
 
     @property
     def attributes(self) -> dict:
@@ -145,8 +150,10 @@ class Stream:
         `on_seq(seq)` runs once the sequence number is known and before any thread can run
         the task. `inline`: for a caller that will wait for the task anyway (a synchronous
         call): if the stream was idle, run it now in this thread instead of handing it to a
-        worker (the hand-off costs more than small work). While the stream is being captured
-        (graph.py) the task is recorded into the graph instead, and nothing runs."""
+        worker (the hand-off costs more than small work). A cheap task (`task.cheap`) on an
+        idle stream runs the same way unless a rule of inline.py sends it to the workers.
+        While the stream is being captured (graph.py) the task is recorded into the graph
+        instead, and nothing runs."""
         if self.capture is not None:
             return self.capture.take(self, task, on_seq, holders)
         task.stream = self
@@ -167,8 +174,19 @@ class Stream:
                 HOOKS.emit("task_enqueued", task=task)
             self.enqueued_seq = seq
             self.queue.append(task)  # no call between the store and the append: both or neither
-        token = thread_token() if inline and self.scheduler.controlled is None else None
+        scheduler = self.scheduler
+        token = thread_token() if inline and scheduler.controlled is None else None
         if self.state is IDLE:  # test and set (see scheduler.py); an owner empties the queue
+            if token is None and task.cheap and self._inline and self.streak < STREAK and not HOOKS.active \
+                    and not FAULTS.tasks and scheduler.controlled is None:  # inline.py's rules
+                token = TLS.token
+                if token is None:
+                    token = thread_token()
+                elif token.worker:
+                    token = None  # a worker's enqueue (a host function's) never runs inline
+                if token is not None:
+                    self.streak += 1
+        if self.state is IDLE:  # (read again: the rules above made calls)
             if token is not None:  # before it sets IDLE, so this task is never stranded
                 self.runner = token
                 self.state = RUNNING
@@ -180,7 +198,6 @@ class Stream:
             else:
                 self.state = READY
                 t = self.ticket = [self]
-                scheduler = self.scheduler
                 scheduler.ready[self.priority].append(t)
                 scheduler.wake_for(self)
         if self._launch_blocking:
@@ -276,6 +293,7 @@ class Stream:
         capturing stream runs nothing: waiting for it is refused (graph.py, 107027)."""
         if self.capture is not None:
             self.capture.refuse_wait(self)
+        self.streak = 0  # the host waits: the next cheap task may run inline again (inline.py)
         if until is None:
             until = self.enqueued_seq
         if self.completed_seq >= until and not HOOKS.active:  # done already: nothing to wait for
@@ -361,6 +379,7 @@ class Stream:
     def query(self) -> bool:
         """True if every task enqueued so far has finished (then raises a pending failure)."""
         until = self.enqueued_seq
+        self.streak = 0  # the host polls: as a wait (inline.py)
         if self.completed_seq < until and self.scheduler.controlled is not None:
             self.scheduler.controlled.poll()  # a controlled device progresses one step per query
         done = self.completed_seq >= until

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import address
 from . import constants as C
+from .inline import MAX_BYTES as INLINE_BYTES
 from .scheduler import Blocker
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ class Task:
     error_code = C.ACL_ERROR_RT_INTERNAL_ERROR  # reported when run() raises
     may_block = False  # True for tasks whose blocker() the scheduler must ask first
     batchable = False  # a graph replay may run it inside one batch task (run() needs no stream state)
+    cheap = False      # may run in the enqueuing thread on an idle stream (inline.py): never waits
+    #                    for the host and takes microseconds; classes that can be set it per task
 
     def blocker(self):
         """A blocker if the task cannot run yet, else None (only asked when may_block).
@@ -71,13 +74,14 @@ class Task:
 class CopyTask(Task):
     """memcpy_async: copy `n` bytes from `src` to `dst` (host or device addresses)."""
 
-    __slots__ = ("dst", "src", "n", "direction", "keep")
+    __slots__ = ("dst", "src", "n", "direction", "keep", "cheap")
     kind = "memcpy_async"
     batchable = True
     error_code = C.ACL_ERROR_RT_SYS_DMA
 
     def __init__(self, dst: int, src: int, n: int, direction: str, keep=None):
         self.dst, self.src, self.n, self.direction, self.keep = dst, src, n, direction, keep
+        self.cheap = n <= INLINE_BYTES
 
     def run(self) -> None:
         n = self.n
@@ -101,13 +105,14 @@ class ArrayCopyTask(Task):
     keeps it alive until the copy ran and spares the call the address look-up (numpy's
     `.ctypes.data` costs microseconds); tools get the address from accesses()."""
 
-    __slots__ = ("dev", "arr", "n", "direction")
+    __slots__ = ("dev", "arr", "n", "direction", "cheap")
     kind = "memcpy_async"
     batchable = True
     error_code = C.ACL_ERROR_RT_SYS_DMA
 
     def __init__(self, dev: int, arr: np.ndarray, n: int, direction: str):
         self.dev, self.arr, self.n, self.direction = dev, arr, n, direction
+        self.cheap = n <= INLINE_BYTES
 
     def run(self) -> None:
         host = self.arr.reshape(-1).view(np.uint8)
@@ -182,13 +187,14 @@ def copy2d(dst: int, dpitch: int, src: int, spitch: int, width: int, height: int
 class MemsetTask(Task):
     """memset_async: fill `n` bytes at `ptr` with the byte `value`."""
 
-    __slots__ = ("ptr", "value", "n")
+    __slots__ = ("ptr", "value", "n", "cheap")
     kind = "memset_async"
     batchable = True
     error_code = C.ACL_ERROR_RT_SYS_DMA
 
     def __init__(self, ptr: int, value: int, n: int):
         self.ptr, self.value, self.n = ptr, value, n
+        self.cheap = n <= INLINE_BYTES
 
     def run(self) -> None:
         address.view(self.ptr, self.n).fill(self.value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from ..runtime import RUNTIME
+from ..runtime import INLINE_MAX_BYTES, RUNTIME
 from .fallback import Call
 from .optask import OpTask, current_stream
 from .plan import CPU_KEYSET, FUNCTIONAL, INPLACE, META, SYNC_PATH, VIEW, Plan, plan_of, scalar_key
@@ -34,7 +34,9 @@ def kernel_for(plan: Plan):
 
     if plan.mode in (FUNCTIONAL, INPLACE) and all(k == 1 for _, k, _ in plan.pos_info) \
             and not plan.has_generator and not plan.upcast and not plan.kw:
-        return fast_kernel(plan)
+        kernel = fast_kernel(plan)
+        arity = hot_arity(plan)
+        return hot_kernel(plan, arity, kernel) if arity else kernel
 
     def kernel(*args, **kwargs):
         return Call(plan, args, kwargs).run()
@@ -128,12 +130,147 @@ def fast_kernel(plan: Plan):
                 base = inf.view_of(dt)
             r = (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
             writes.append(r)
-            stream.enqueue(OpTask(run_out, hargs, {single_out: r}, name, reads, writes), holders=blocks)
+            task = OpTask(run_out, hargs, {single_out: r}, name, reads, writes)
         else:
-            stream.enqueue(OpTask(op, hargs, None, name, reads, writes), holders=blocks)
+            task = OpTask(op, hargs, None, name, reads, writes)
+        task.cheap = _cheap(blocks)
+        stream.enqueue(task, holders=blocks)
+        if not functional:
             out = args[rets[0]] if len(rets) == 1 and rets[0] is not None else Call(plan, args, kwargs).aliased_returns()
         return out
     return kernel
+
+
+# ---------------------------------------------------------------- the hot path of small ops
+# plan -> {(shape, stride, dtype) per tensor: (shape, stride, dtype, nbytes, itemsize) of the
+# output}, learnt from META after the fast kernel's first call of that signature (bounded as
+# META is: one entry per signature seen)
+HOT: dict = {}
+
+
+def hot_arity(plan: Plan) -> int:
+    """How many tensors the hot path takes for `plan`'s op: 1 or 2, or 0 (not covered):
+    functional ops with one output whose positional arguments are exactly the tensors."""
+    out_op = plan.out_op
+    if plan.mode != FUNCTIONAL or out_op is None or len(out_op[1]) != 1 or plan.scalar_pos:
+        return 0
+    tpos = [i for i, _, _ in plan.pos_info]
+    return len(tpos) if tpos in ([0], [0, 1]) else 0
+
+
+def hot_kernel(plan: Plan, arity: int, general):
+    """The kernel of `a + b`, `x * y`, `relu(x)`: calls whose positional arguments are exactly
+    one or two npu tensors on one device, no keyword arguments, with a signature the fast
+    kernel has seen, go from one flat key to one allocation and one task: the fast kernel's
+    task (same op, name, reads and writes, uses recorded with the enqueue), so tools and the
+    stream-ordered free see no difference. Anything else goes to `general` (the fast kernel),
+    which also fills the cache this path reads. tests/torch/test_torch_hotpath.py holds the
+    two to each other and to CPU torch."""
+    hot = HOT.setdefault(plan, {})
+    name, run_out, single_out = plan.name, plan.run_out, plan.out_op[1][0]
+    infos, meta = INFOS, META
+
+    def learn(key: tuple, meta_key: tuple) -> None:
+        spec = meta.get(meta_key)
+        if spec is not None and spec is not SYNC_PATH and len(spec) == 4 and type(spec[0]) is tuple:
+            shape, stride, dt, nbytes = spec
+            if nbytes:  # an empty result has no address: the fast kernel handles it
+                hot[key] = (shape, stride, dt, nbytes, ITEMSIZE.get(dt) or itemsize(dt))
+
+    def place(t, inf, shape, stride, dt, blocks) -> tuple:
+        """The ref of npu tensor `t` (as the fast kernel makes it); its block into `blocks`."""
+        size = ITEMSIZE[dt]
+        ptr = t.data_ptr()
+        block = inf.live.get(ptr - t.storage_offset() * size)
+        if block is not None:
+            blocks.append(block)
+        elif t.numel():
+            block_of(inf, t)  # raises: released or foreign memory
+        base = inf.views.get(dt)
+        if base is None:
+            base = inf.view_of(dt)
+        return (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
+
+    def launch(inf, spec, hargs, blocks):
+        shape, stride, dt, nbytes, size = spec
+        stream = current_stream(inf.index)
+        out = alloc(inf, shape, stride, dt, nbytes)
+        ptr = out.data_ptr()
+        blocks.append(inf.live[ptr])
+        base = inf.views.get(dt)
+        if base is None:
+            base = inf.view_of(dt)
+        r = (base, shape, stride, (ptr - inf.va_base) // size, ptr, size)
+        task = OpTask(run_out, hargs, {single_out: r}, name, list(hargs), [r])
+        task.cheap = _cheap(blocks)
+        stream.enqueue(task, holders=blocks)
+        return out
+
+    def device_of(idx: int):
+        inf = infos.get(idx)
+        if inf is None or inf.devs is not RUNTIME.devices:
+            inf = info(idx)
+        return inf
+
+    if arity == 1:
+        def unary(*args, **kwargs):
+            if kwargs or len(args) != 1:
+                return general(*args, **kwargs)
+            x = args[0]
+            if not isinstance(x, _Tensor):
+                return general(*args, **kwargs)
+            idx = x.get_device()
+            if idx < 0:
+                return general(*args, **kwargs)
+            xs, xst, xd = x.shape, x.stride(), x.dtype
+            key = (xs, xst, xd)
+            spec = hot.get(key)
+            if spec is None:
+                out = general(*args, **kwargs)
+                learn(key, (plan, key))
+                return out
+            inf = device_of(idx)
+            blocks = []
+            rx = place(x, inf, xs, xst, xd, blocks)
+            return launch(inf, spec, [rx], blocks)
+        return unary
+
+    def binary(*args, **kwargs):
+        if kwargs or len(args) != 2:
+            return general(*args, **kwargs)
+        x, y = args
+        if not isinstance(x, _Tensor) or not isinstance(y, _Tensor):
+            return general(*args, **kwargs)
+        idx = x.get_device()
+        if idx < 0 or y.get_device() != idx:  # a CPU tensor, or a device mismatch (general raises)
+            return general(*args, **kwargs)
+        xs, xst, xd, ys, yst, yd = x.shape, x.stride(), x.dtype, y.shape, y.stride(), y.dtype
+        key = (xs, xst, xd, ys, yst, yd)
+        spec = hot.get(key)
+        if spec is None:
+            out = general(*args, **kwargs)
+            learn(key, (plan, (xs, xst, xd), (ys, yst, yd)))
+            return out
+        inf = device_of(idx)
+        blocks = []
+        rx = place(x, inf, xs, xst, xd, blocks)
+        ry = place(y, inf, ys, yst, yd, blocks)
+        return launch(inf, spec, [rx, ry], blocks)
+    return binary
+
+
+# An op whose tensors' allocations hold at most this many bytes in all may run in the calling
+# thread when its stream is idle (the runtime's inline execution, whose bound is for work
+# linear in its bytes): an eighth of it, because an aten op's work may grow faster than its
+# bytes (a matmul, a convolution); at 16 KiB the largest such op is microseconds.
+CHEAP_BYTES = INLINE_MAX_BYTES // 8
+
+
+def _cheap(blocks) -> bool:
+    total = 0
+    for block in blocks:
+        total += block.requested
+    return total <= CHEAP_BYTES
 
 
 def kernels_for_all(skip) -> dict:

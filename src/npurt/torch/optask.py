@@ -24,7 +24,7 @@ class OpTask(Task):
     replaced by its host view. `reads` and `writes` are the refs it reads and writes (an
     in-place argument is in both)."""
 
-    __slots__ = ("fn", "args", "kwargs", "name", "reads", "writes", "post")
+    __slots__ = ("fn", "args", "kwargs", "name", "reads", "writes", "post", "cheap")
     kind = "kernel"
     batchable = True   # run() reads host views only: a graph replay may batch it
     error_code = C.ACL_ERROR_RT_AICORE_EXCEPTION
@@ -32,6 +32,7 @@ class OpTask(Task):
     def __init__(self, fn, args, kwargs, name, reads, writes, post=None):
         self.fn, self.args, self.kwargs, self.name = fn, args, kwargs, name
         self.reads, self.writes, self.post = reads, writes, post
+        self.cheap = False  # the fast kernel sets it for a small op (runtime inline execution)
 
     def run(self) -> None:
         writes = self.writes

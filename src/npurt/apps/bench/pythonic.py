@@ -68,13 +68,22 @@ def measure(session, p: Profile) -> dict[str, Stat]:
         synchronize()
         return t
 
+    def elementwise_sync(n):  # the same add, each followed by a synchronize of its stream
+        with npurt.stream(stream):
+            t0 = clock()
+            for _ in range(n):
+                c = a + b  # noqa: F841
+                synchronize()
+            return clock() - t0
+
     calls, reps, warm = p.latency_calls, p.latency_repeats, p.warmup
     try:
         figures = {"enqueue_py_us": per_call_us(enqueue, calls, reps, warm),
                    "roundtrip_py_us": per_call_us(roundtrip, calls, reps, warm),
                    "event_sync_py_us": per_call_us(event_sync, calls, reps, warm),
                    "alloc_free_py_us": per_call_us(alloc_free, calls, reps, warm),
-                   "elementwise_py_us": per_call_us(elementwise, calls, reps, warm)}
+                   "elementwise_py_us": per_call_us(elementwise, calls, reps, warm),
+                   "elementwise_sync_py_us": per_call_us(elementwise_sync, calls, reps, warm)}
         with npurt.stream(stream):
             if not np.array_equal((a + b).to_host(), np.full(1024, 2, f32)):
                 raise RuntimeError("the Pythonic a + b gave a wrong result")

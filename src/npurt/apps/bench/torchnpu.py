@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 from ... import runtime as rt  # the runtime's operations: its published surface
 from ...runtime import constants as C
@@ -83,7 +84,8 @@ def measure_script(session, p: Profile) -> dict[str, Stat]:
     return {"torch_script_ratio": times, "torch_script_npu_s": r.subject_s, "torch_script_cpu_s": r.reference_s}
 
 
-FIGURES = ("torch_op_us", "torch_op_queued_us", "torch_op_busy_us", "torch_op_sync_us",
+FIGURES = ("torch_op_us", "torch_op_queued_us", "torch_op_busy_us", "torch_op_sync_us", "torch_op_cpu_us",
+           "torch_op_cpu_ratio", "torch_op_sync_cpu_us", "torch_sync_idle_us",
            "torch_transformer_ratio", "torch_transformer_npu_ms", "torch_transformer_cpu_ms")
 
 
@@ -144,11 +146,62 @@ def _op_latency(torch, p: Profile) -> dict[str, Stat]:
             torch.npu.synchronize()
         return clock() - t0
 
+    def idle_sync(n):
+        t0 = clock()
+        for _ in range(n):
+            torch.npu.synchronize()
+        return clock() - t0
+
     reps, warm = p.latency_repeats, p.warmup
-    return {"torch_op_us": per_call_us(launch, calls // 2, reps, warm),
+    return {**_op_cpu(torch, a, b, calls // 2, reps, warm),
+            "torch_sync_idle_us": per_call_us(idle_sync, calls, reps, warm),
+            "torch_op_us": per_call_us(launch, calls // 2, reps, warm),
             "torch_op_queued_us": per_call_us(held, calls, reps, warm),
             "torch_op_busy_us": per_call_us(busy, calls, reps, warm),
             "torch_op_sync_us": per_call_us(roundtrip, calls // 4, reps, warm)}
+
+
+def _op_cpu(torch, a, b, calls: int, reps: int, warm: int) -> dict[str, Stat]:
+    """Calling-thread CPU time (time.thread_time_ns: what the machine's load disturbs least)
+    of the idle npu add and of add + synchronize, and the idle add over CPU torch's add of the
+    same 16 elements, the two loops alternating sample by sample (a paired ratio)."""
+    ca, cb = a.cpu(), b.cpu()
+    cpu_ns = time.thread_time_ns
+
+    def npu_add():
+        t = 0
+        for _ in range(calls):
+            t0 = cpu_ns()
+            c = a + b
+            t += cpu_ns() - t0
+            del c
+            torch.npu.synchronize()
+        return t / calls / 1e3
+
+    def cpu_add():
+        t0 = cpu_ns()
+        for _ in range(calls):
+            c = ca + cb  # noqa: F841
+        return (cpu_ns() - t0) / calls / 1e3
+
+    def add_sync():
+        t0 = cpu_ns()
+        for _ in range(calls):
+            a + b
+            torch.npu.synchronize()
+        return (cpu_ns() - t0) / calls / 1e3
+
+    for _ in range(warm):
+        npu_add(), cpu_add(), add_sync()
+    npu, ref, sync, ratios = [], [], [], []
+    for _ in range(reps):
+        n, r = npu_add(), cpu_add()
+        npu.append(n)
+        ref.append(r)
+        ratios.append(n / r)
+        sync.append(add_sync())
+    return {"torch_op_cpu_us": Stat.of(npu), "torch_op_cpu_ratio": Stat.of(ratios),
+            "torch_op_sync_cpu_us": Stat.of(sync)}
 
 
 def _transformer(torch, p: Profile) -> dict[str, Stat]:

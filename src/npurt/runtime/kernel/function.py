@@ -60,6 +60,9 @@ class KernelFunction:
         self.handle = 0          # int handle once registered (binary_get_function)
         self.binary = None       # the Binary it came from, if any
         self.label = None        # optional fn(values) -> what one launch computes, for tools
+        # a built-in kernel that never waits for the host and costs about its bytes: a launch
+        # of one block touching at most inline.MAX_BYTES (its extents) may run inline
+        self.inline_ok = False
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:

@@ -16,6 +16,7 @@ from .. import constants as C, address
 from ..api import stream_of
 from ..address import host_bytes  # noqa: F401 - re-exported (it moved to address.py)
 from ..errors import InvalidValueError, NpuError
+from ..inline import MAX_BYTES as INLINE_BYTES
 from ..memops import dead_address_message, locate, refused
 from ..memory import LIVE, usable_size
 from ..observers import HOOKS
@@ -119,7 +120,10 @@ def enqueue_launch(func: KernelFunction, num_blocks: int, stream, values, *, arg
     blocks = gm_blocks(func, values, device, extents) if values is not None else []
     if extra_blocks:
         blocks.extend(extra_blocks)
-    return stream.enqueue(KernelTask(func, num_blocks, values, args_ptr, offset, timeout_ns), holders=blocks)
+    task = KernelTask(func, num_blocks, values, args_ptr, offset, timeout_ns)
+    if func.inline_ok and num_blocks == 1 and extents is not None and sum(extents) <= INLINE_BYTES:
+        task.cheap = True
+    return stream.enqueue(task, holders=blocks)
 
 
 # ---------------------------------------------------------------- launch config

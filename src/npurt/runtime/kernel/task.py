@@ -31,7 +31,8 @@ class _BlockFailure(Exception):
 class KernelTask(Task):
     """One kernel launch: `num_blocks` instances of `func` over the device's AI cores."""
 
-    __slots__ = ("func", "num_blocks", "values", "args_ptr", "offset", "timeout_ns", "threads", "aborted")
+    __slots__ = ("func", "num_blocks", "values", "args_ptr", "offset", "timeout_ns", "threads", "aborted",
+                 "cheap")
     kind = "kernel"
     error_code = C.ACL_ERROR_RT_AICORE_EXCEPTION
 
@@ -41,6 +42,7 @@ class KernelTask(Task):
         self.offset, self.timeout_ns = offset, timeout_ns
         self.threads: list[int] = []  # threads inside the kernel body (see watchdog.enter_body)
         self.aborted = False
+        self.cheap = False  # set by enqueue_launch for a small built-in launch (inline.py)
 
     def describe(self) -> str:
         return f"kernel {self.func.name} ({self.num_blocks} block{'s' if self.num_blocks != 1 else ''})"
@@ -202,6 +204,22 @@ class KernelTask(Task):
 _EXCEPTION_ARGS: list = []
 _EXCEPTION_ARGS_KEPT = 16
 _EXCEPTION_ARGS_LOCK = fork_safe_lock()
+
+
+def _release_exception_args(device, reason) -> None:
+    """A device reset or finalize frees the args staged on it (they are the runtime's, not the
+    program's: no leak to report)."""
+    with _EXCEPTION_ARGS_LOCK:
+        mine = [entry for entry in _EXCEPTION_ARGS if entry[0] is device]
+        _EXCEPTION_ARGS[:] = [entry for entry in _EXCEPTION_ARGS if entry[0] is not device]
+    for _, addr in mine:
+        try:
+            device.memory.free(addr)
+        except NpuError:
+            pass
+
+
+RUNTIME.release_hooks.append(_release_exception_args)
 
 
 def _default_timeout_ns() -> int:
