@@ -11,6 +11,8 @@ from npurt.runtime import constants as C
 from npurt.runtime import graph as G
 from npurt.runtime import model_build as MB
 from npurt.runtime.errors import InvalidHandleError, NpuError, ParamInvalidError
+from npurt.runtime.kernel import GM, kernel
+from npurt.runtime.kernel.operations import enqueue_launch
 
 
 def _word(rt, value=0, dtype=np.uint64):
@@ -481,3 +483,59 @@ def test_the_capture_mode_limits_async_copies_of_pageable_host_memory(rt):
         rt.memcpy(out.ctypes.data, 64, dev, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)
         assert (out == k).all()
     rt.destroy_graph(graph)
+
+
+@kernel
+def _fill_one(ctx, out: GM, n: np.int32):
+    ctx.gm(out, np.float32, n)[:] = 1
+
+
+def test_a_captured_kernels_launch_attributes_and_blocks_can_be_read_and_its_blocks_set(rt):
+    s = rt.create_stream()
+    out = rt.malloc(64)
+    rt.capture_begin(s, G.GLOBAL)
+    enqueue_launch(_fill_one, 1, s, (out, 16), cfg={C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET: 1,
+                                                      C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US: 5_000_000})
+    graph = rt.capture_end(s)
+    [task] = G.tasks_of_stream(G.graph_streams(graph)[0])
+    assert task.task_type() == G.TASK_KERNEL
+    assert G.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET) == 1
+    assert G.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US) == 5_000_000
+    assert G.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT) == 5
+    with pytest.raises(NpuError) as e:
+        G.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE)
+    assert e.value.code == C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+    G.set_task_params(task, num_blocks=2)
+    G.update_graph(graph)
+    assert G.task_params(G.tasks_of_stream(G.graph_streams(graph)[0])[0])["num_blocks"] == 2
+    rt.execute_async(graph, s)
+    rt.synchronize_stream(s)
+    got = np.zeros(16, np.float32)
+    rt.memcpy(got.ctypes.data, 64, out, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)
+    assert (got == 1).all()
+    rt.destroy_graph(graph)
+
+
+def test_the_debug_print_names_groups_conditions_and_a_built_models_control_tasks(rt):
+    s, sub = rt.create_stream(), rt.create_stream()
+    rt.capture_begin(s, G.GLOBAL)
+    G.capture_task_group_begin(s)
+    rt.launch_host_func(s, lambda: None)
+    G.capture_task_group_end(s)
+    _, graph = rt.capture_info(s)
+    cond = G.cond_handle_create(graph, 0, 0)
+    G.add_cond_task(cond, G.COND_WHILE, 1, s)
+    rt.capture_end(s)
+    kinds = [n["kind"] for n in graph.as_json()["nodes"]]
+    assert kinds == ["group", "cond"] and graph.as_json()["nodes"][1]["type"] == "WHILE"
+    assert "task group" in graph.describe() and "WHILE on the word" in graph.describe()
+    rt.destroy_graph(graph)
+    p = _persistent(rt)
+    model = _model(rt)
+    MB.bind_stream(model, p)
+    MB.switch_label_by_index(_word(rt), 1, MB.create_label_list([MB.create_label()]), p)
+    MB.end_task(model, p)
+    ops = model.as_json()["streams"][0]["ops"]
+    assert ops[0].startswith("jump to label") and ops[1] == "end of the model"
+    MB.unbind_stream(model, p)
+    rt.destroy_graph(model)

@@ -1237,3 +1237,21 @@ def update_graph(graph: Graph) -> None:
                     note_uses(held, graph.hold, 1)
                 graph.nodes[index] = (lane, "task", (new, tuple(held)))
         graph.steps = _plan(graph.nodes)
+
+
+def kernel_task_attribute(task: ModelTask, attr: int) -> int:
+    """aclmdlRIKernelTaskGetAttribute: a launch attribute of a captured kernel task, as the
+    launch gave it: BLOCKDIM_OFFSET, TIMEOUT (s) or TIMEOUT_US (0: none set). The other
+    attributes are checked at launch but not kept by npurt (207000)."""
+    task = model_task_of(task)
+    if task.task_type() != TASK_KERNEL:
+        raise ParamInvalidError(f"kernel_task_attribute: task {task.handle:#x} is not a kernel task")
+    k = task.node()[2][0]
+    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET:
+        return k.offset
+    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT:
+        return 0 if k.timeout_ns is None else k.timeout_ns // 1_000_000_000
+    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US:
+        return 0 if k.timeout_ns is None else k.timeout_ns // 1000
+    raise FeatureNotSupportedError(f"kernel_task_attribute: attribute {attr!r} of a launch is checked but not kept "
+                                   "by npurt (it keeps BLOCKDIM_OFFSET, TIMEOUT and TIMEOUT_US)")

@@ -15,6 +15,13 @@ static void put_u32(void *dev, uint32_t v)
     CHECK(aclrtMemcpy(dev, sizeof v, &v, sizeof v, ACL_MEMCPY_HOST_TO_DEVICE));
 }
 
+static int destroyed_with = 0;
+
+static void on_destroy(void *user)
+{
+    destroyed_with = *(int *)user;
+}
+
 static void run_model(aclmdlRI ri, aclrtStream s)
 {
     CHECK(aclmdlRIExecuteAsync(ri, s));
@@ -77,9 +84,13 @@ int main(void)
     CHECK(aclmdlRIGetName(ri, sizeof name, name));
     CHECK(aclmdlRIGetId(ri, &id));
     EXPECT(strcmp(name, "switches") == 0 && id > 0);
+    static int token = 42;
+    CHECK(aclmdlRIDestroyRegisterCallback(ri, on_destroy, &token));
     CHECK(aclmdlRIUnbindStream(ri, head));
     CHECK(aclmdlRIUnbindStream(ri, taken));
     CHECK(aclmdlRIDestroy(ri));
+    printf("destroy callback saw %d\n", destroyed_with);
+    EXPECT(destroyed_with == 42);
     CHECK(aclrtDestroyLabelList(list));
     CHECK(aclrtDestroyLabel(labels[0]));
     CHECK(aclrtDestroyLabel(labels[1]));

@@ -18,6 +18,7 @@ from ... import acl, memory_stats
 from ...ops import launch as ops_launch
 from ...ops.kernels import gelu_into
 from ...runtime import RUNTIME, constants as C
+from .handoff import compute_idle
 from .harness import Profile, Stat, c_heap_bytes, clock, paired, per_call_us, rss_bytes, sample
 
 TINY = 64  # bytes of a tiny copy: the smallest 64-byte aligned copy memcpy_async accepts
@@ -379,7 +380,10 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
         threads = _overlap_with_threads(host_array(host, B * batches, np.float32), n, m, batches,
                                         p.overlap_repeats)
         gelu = _gelu_ratio(s, d_in[0], d_out[0], m, p.overlap_repeats, p.warmup)
-        return {"overlap_speedup": res.ratio, "overlap_threads_limit": threads,
+        idle, handoff = compute_idle(lambda: pipeline(copy_h, one, m), RUNTIME.streams.get(copy_h),
+                                      RUNTIME.streams.get(one), p.overlap_repeats)
+        return {"overlap_compute_idle_pct": idle, "overlap_handoff_us": handoff,
+                "overlap_speedup": res.ratio, "overlap_threads_limit": threads,
                 "overlap_one_stream_ms": res.reference_s.scaled(1e3),
                 "overlap_two_streams_ms": res.subject_s.scaled(1e3), "overlap_copies_ms": copies.scaled(1e3),
                 "overlap_kernels_ms": kernels.scaled(1e3), "overlap_ideal": Stat(ideal, ideal, ideal, 1),

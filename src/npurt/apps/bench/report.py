@@ -70,6 +70,8 @@ SPECS: list[Spec] = [
     Spec("overlap_threads_limit", "  the same work on 2 plain threads vs 1 (this machine)", "x", H),
     Spec("overlap_of_limit", "  2 streams / 2 plain threads", "x", H, 0.95),
     Spec("overlap_kernel_fraction", "  share of each batch the kernel covers (balanced)", "", H),
+    Spec("overlap_compute_idle_pct", "  compute stream idle in hand-offs (record done -> kernel start)", "%", L, 1),
+    Spec("overlap_handoff_us", "    median hand-off, [min-max]", "us", L),
     Spec("overlap_one_stream_ms", "  one stream", "ms", L),
     Spec("overlap_two_streams_ms", "  two streams + events", "ms", L),
     Spec("overlap_copies_ms", "  the copies alone", "ms", L),

@@ -390,3 +390,22 @@ def aclmdlRIUpdate(modelRI):
         raise rt.model_build.not_for_built("aclmdlRIUpdate")
     rt.graph.update_graph(graph)
     return 0
+
+
+@c_function("aclmdlRIKernelTaskGetAttribute")
+def aclmdlRIKernelTaskGetAttribute(task, attrId, attrValue):
+    if not attrValue:
+        raise null("attrValue")
+    t = _task(task)
+    if _is_built(t.graph):
+        raise rt.model_build.not_for_built("aclmdlRIKernelTaskGetAttribute")
+    value = rt.graph.kernel_task_attribute(t, attrId)
+    v = cdata.struct("aclrtLaunchKernelAttrValue *", attrValue)
+    cdata.write(attrValue, bytes(cdata.ffi.sizeof("aclrtLaunchKernelAttrValue")))
+    if attrId == rt.constants.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET:
+        v.blockDimOffset = value
+    elif attrId == rt.constants.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT:
+        v.timeout = min(value, 0xFFFF)
+    else:
+        v.timeoutUs.timeoutLow, v.timeoutUs.timeoutHigh = value & 0xFFFFFFFF, value >> 32
+    return 0
