@@ -159,8 +159,9 @@ __all__ = [
     'mem_pool_free_async', 'mem_pool_trim_to', 'pool_of',
     # device and stream resource limits (cores kernels may use)
     'RES_CUBE_CORE', 'RES_VECTOR_CORE', 'check_res_limit', 'core_limit', 'get_device_res_limit',
-    'get_stream_res_limit', 'res_cores', 'reset_device_res_limit', 'reset_stream_res_limit',
-    'set_device_res_limit', 'set_stream_res_limit',
+    'get_res_in_current_thread', 'get_stream_res_limit', 'res_cores', 'reset_device_res_limit',
+    'reset_stream_res_limit', 'set_device_res_limit', 'set_stream_res_limit',
+    'unuse_stream_res_in_current_thread', 'use_stream_res_in_current_thread',
 ]
 
 # The kernel model (kernels, binaries, kernel args, native kernels) loads on first use, so that

@@ -14,7 +14,8 @@
   PyTorch's snapshot format, as torch.cuda.memory._snapshot() produces it: "segments" (each
   with its "blocks": active_allocated, active_pending_free, inactive) and "device_traces"
   (alloc, free_requested, free_completed, segment_alloc, segment_free events with Python
-  frames), which torch.cuda._memory_viz reads (trace_plot, segment_plot, segsum, ...).
+  frames; a free that queued work delays completes when that work has retired), which
+  torch.cuda._memory_viz reads (trace_plot, segment_plot, segsum, ...).
 
 Every pool shares the device's table of live blocks (`DeviceMemory.live`), so every path that
 looks a tensor's storage up (ops, copies, kernels, tools) finds it; frees go to the pool that
@@ -178,6 +179,7 @@ class _History:
         self.traces: dict[int, list] = {}
         self.frames: dict[int, list] = {}    # address -> frames of its allocation
         self.segments: dict[int, set] = {}   # device id -> segment starts seen
+        self.pending: list = []              # stream-ordered frees not completed yet
 
     def __call__(self, name: str, **fields) -> None:
         if name == "mem_alloc" and fields.get("device") is not None:
@@ -186,6 +188,7 @@ class _History:
             self._free(fields["device"], fields["addr"], fields["size"], fields.get("uses"))
         elif name == "device_release":
             self.segments.pop(fields["device"].id, None)
+            self.pending = [p for p in self.pending if p[0] is not fields["device"]]
 
     def _frames(self) -> list:
         if self.stacks is None:
@@ -214,6 +217,7 @@ class _History:
         self.segments[device.id] = set(now)
 
     def _alloc(self, device, addr: int, size: int) -> None:
+        self._settle(device)
         frames = self._frames()
         self.frames[addr] = frames
         self._sync_segments(device)
@@ -221,13 +225,35 @@ class _History:
         self._event(device, "alloc", addr, block.size if block is not None else size, frames)
 
     def _free(self, device, addr: int, size: int, uses) -> None:
+        self._settle(device)
         block = device.memory.live.get(addr)
         bsize = block.size if block is not None else size
         frames = self.frames.pop(addr, [])
         self._event(device, "free_requested", addr, bsize, frames)
-        # npurt's free is stream-ordered: the block is reusable once the work recorded in
-        # `uses` retires; the trace marks it completed at the request (the pool's own view)
-        self._event(device, "free_completed", addr, bsize, frames)
+        # npurt's free is stream-ordered: a block that queued work still uses is reusable only
+        # once that work retired; its free_completed comes when it is seen so (_settle)
+        if block is not None and block.work_pending():
+            self.pending.append((device, addr, bsize, frames))
+        else:
+            self._event(device, "free_completed", addr, bsize, frames)
+
+    def _settle(self, device=None) -> None:
+        """free_completed for the stream-ordered frees whose work has retired since."""
+        still = []
+        for entry in self.pending:
+            dev, addr, bsize, frames = entry
+            if device is not None and dev is not device:
+                still.append(entry)
+                continue
+            dev.memory.collect_pending()
+            for child in dev.memory.children:
+                child.collect_pending()
+            block = dev.memory.find(addr)
+            if block is not None and block.state == PENDING:
+                still.append(entry)
+            else:
+                self._event(dev, "free_completed", addr, bsize, frames)
+        self.pending = still
 
 
 HISTORY = _History()
@@ -291,6 +317,8 @@ def _segments(device, memory, pool_id=(0, 0), expandable: bool = False) -> list:
 def _snapshot(device=None) -> dict:
     """torch.npu.memory._snapshot(): the segments of every device's pools (the device's own, the
     expandable one, MemPools) with their blocks, and the recorded trace of each device."""
+    if HISTORY.enabled:
+        HISTORY._settle()
     segments = []
     traces = []
     pool_ids = {}
