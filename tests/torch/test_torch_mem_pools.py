@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.cuda import _memory_viz
 
-from npurt.torch import mem_pools
+from npurt.torch import alloc_conf, mem_pools
 
 MiB = 1 << 20
 
@@ -109,11 +109,13 @@ def _fill_free_alternate_and_ask(npu, n: int, piece: int, ask: int):
 def test_expandable_segments_need_free_bytes_not_a_contiguous_run(fresh_runtime, monkeypatch, npu):
     monkeypatch.setenv("NPURT_HBM_SIZE", "256M")
     monkeypatch.delenv("PYTORCH_NPU_ALLOC_CONF", raising=False)
+    alloc_conf.load_environment()
     mem_pools.refresh()
     with pytest.raises(torch.OutOfMemoryError):            # fixed segments: no 80 MiB run is free
         _fill_free_alternate_and_ask(npu, 10, 20 * MiB, 80 * MiB)
     fresh_runtime.finalize()
     monkeypatch.setenv("PYTORCH_NPU_ALLOC_CONF", "expandable_segments:True")
+    alloc_conf.load_environment()
     mem_pools.refresh()
     try:
         held, big = _fill_free_alternate_and_ask(npu, 10, 20 * MiB, 80 * MiB)
@@ -127,5 +129,6 @@ def test_expandable_segments_need_free_bytes_not_a_contiguous_run(fresh_runtime,
         assert torch.npu.memory_reserved() < reserved - 80 * MiB
     finally:
         monkeypatch.delenv("PYTORCH_NPU_ALLOC_CONF")
+        alloc_conf.load_environment()
         mem_pools.refresh()
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import pickle
 import sys
 import threading
@@ -35,7 +34,7 @@ import weakref
 
 from ..runtime import BLOCK_FREE as FREE, BLOCK_LIVE as LIVE, BLOCK_PENDING as PENDING, HOOKS, RUNTIME
 from ..runtime import fork_safe_lock, reserved_pool
-from . import storage
+from . import alloc_conf, storage
 from .device import index_of
 
 _lock = fork_safe_lock()
@@ -58,21 +57,16 @@ def _torch_pool(device, size: int):
 
 # ---------------------------------------------------------------- pools on reserved ranges
 def refresh() -> None:
-    """Read PYTORCH_NPU_ALLOC_CONF again and route allocations accordingly (torch_npu reads it
-    when its allocator starts: at import here, and when settings change)."""
+    """Route allocations as the allocator settings now say (npurt.torch.alloc_conf: parsed
+    from PYTORCH_NPU_ALLOC_CONF when npurt.torch registers, changed by _set_allocator_settings)."""
     global _expandable
     _expandable = expandable_requested()
     storage.ROUTE = route if (_expandable or _ALL_POOLS) else None
 
 
 def expandable_requested() -> bool:
-    """`expandable_segments:True` in PYTORCH_NPU_ALLOC_CONF (torch_npu's spelling)."""
-    conf = os.environ.get("PYTORCH_NPU_ALLOC_CONF", "")
-    for item in conf.replace(" ", "").split(","):
-        key, _, value = item.partition(":")
-        if key == "expandable_segments":
-            return value in ("True", "true")
-    return False
+    """`expandable_segments:True` in the allocator settings."""
+    return alloc_conf.settings().expandable_segments
 
 
 _EXPANDABLE: dict[int, tuple] = {}  # device index -> (runtime Device, its expandable pool)
