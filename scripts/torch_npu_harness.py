@@ -5,8 +5,15 @@
   its modules (testcase.py, common_utils.py, common_distributed.py, decorator.py) load from
   there unmodified; its package __init__ is skipped (it pulls torch's op-info database in);
 * `torch_npu.utils._path_manager.PathManager`, a file-permission helper common_utils imports,
-  is a stand-in with the two methods the harness calls.
+  is a stand-in with the two methods the harness calls;
+* torchvision (test/test_npu.py imports it): the only torchvision wheel these machines have is
+  PyPI's CUDA build, whose native library cannot load on the CPU build of torch; its Python
+  package then fails at import on the two ops it registers fake kernels for unconditionally
+  (`torchvision::nms`, `torchvision::qnms`). When torchvision is importable but its native
+  library is not, those two schemas are declared (no kernels: calling them still fails), so
+  the Python package and its models (resnet18, which test_npu.py uses) import and run.
 """
+import importlib.util
 import os
 import sys
 import types
@@ -15,6 +22,30 @@ from npurt.apps.runner import install_torch_npu_alias
 
 install_torch_npu_alias()
 import torch_npu  # noqa: E402  (npurt's shim)
+
+
+
+def _declare_torchvision_ops_without_native_library() -> None:
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    import torch
+    native = [os.path.join(d, f) for d in spec.submodule_search_locations for f in os.listdir(d)
+              if f.startswith("_C") and f.endswith(".so")]
+    try:
+        for lib in native:
+            torch.ops.load_library(lib)
+        return
+    except OSError:
+        pass
+    declared = torch.library.Library("torchvision", "DEF")
+    declared.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    declared.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _KEEP.append(declared)
+
+
+_KEEP: list = []
+_declare_torchvision_ops_without_native_library()
 
 _checkout = os.environ.get("NPURT_TORCH_NPU_CHECKOUT", "")
 testing = types.ModuleType("torch_npu.testing")

@@ -16,21 +16,28 @@ The default file list (RUNTIME_TESTS) is torch_npu's runtime-level tests: stream
 synchronisation, memory statistics and the caching allocator, devices, pinned memory, copies,
 record_stream, tensor basics, options, the device-generic layer, graph capture and IPC. The
 summary counts passed / failed / errored / skipped per file and overall; the pass rate is
-passed over collected tests (a skip is not a pass).
+passed over collected tests (a skip is not a pass). A test that kills its pytest process (a
+crash) or runs past --test-timeout counts as failed, and the rest of its file runs on in a new
+process; a file past --timeout keeps the outcomes it had.
 """
 from __future__ import annotations
 
 import argparse
 import ast
 import json
+import importlib.util
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 
+HAVE_TIMEOUT_PLUGIN = importlib.util.find_spec("pytest_timeout") is not None
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(os.path.dirname(HERE), "src")
+TORCH_NPU_PATH = os.path.join(SRC, "npurt", "apps", "torch_npu_path")
 
 # torch_npu's runtime-level tests; the graph-capture and memory-pool files are listed apart
 RUNTIME_TESTS = [
@@ -68,43 +75,91 @@ def count_tests(path: str) -> int:
     return n
 
 
-def run_file(checkout: str, rel: str, timeout: int, workdir: str) -> dict:
+OUTCOME = re.compile(r"^(\S.*?::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+STARTED = re.compile(r"^(\S.*?::\S+)\s*$")
+KIND = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "errors", "SKIPPED": "skipped",
+        "XFAIL": "skipped"}
+RANK = {"passed": 0, "skipped": 1, "failed": 2, "errors": 3}
+
+
+def _details(xml: str) -> dict:
+    """test name -> the failure / error / skip message, from a junit file (when pytest wrote one)."""
+    out = {}
+    if not os.path.exists(xml):
+        return out
+    try:
+        cases = ET.parse(xml).getroot().iter("testcase")
+    except ET.ParseError:
+        return out
+    for case in cases:
+        detail = next((c.get("message", "") for c in case if c.tag in ("error", "failure", "skipped")), "")
+        out[case.get("name")] = detail
+    return out
+
+
+def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int = 300) -> dict:
+    """Run one test file; a test that kills the pytest process (a crash, or its own timeout)
+    counts as failed and the file goes on from the test after it, in a new process."""
     path = os.path.join(checkout, rel)
-    xml = os.path.join(workdir, rel.replace("/", "_") + ".xml")
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [HERE, SRC, env.get("PYTHONPATH")]))
+    # TORCH_NPU_PATH: `import torch_npu` in the tests' own subprocesses (python -c, spawn), as
+    # `npurt run --torch-npu` gives its children
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [HERE, SRC, TORCH_NPU_PATH, env.get("PYTHONPATH")]))
     env["NPURT_TORCH_NPU_CHECKOUT"] = os.path.abspath(checkout)
     env.setdefault("NPURT_DEVICE_COUNT", "2")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "torch_npu_harness",
-           "--junitxml", xml, "-o", "junit_family=xunit1", path]
-    try:
-        proc = subprocess.run(cmd, env=env, cwd=os.path.dirname(path), capture_output=True, text=True,
-                              timeout=timeout)
-        tail = (proc.stdout + proc.stderr)[-3000:]
-    except subprocess.TimeoutExpired as exc:
-        tail = f"timed out after {timeout} s: {exc}"
     result = {"file": rel, "passed": 0, "failed": 0, "errors": 0, "skipped": 0, "cases": {}}
-    cases = list(ET.parse(xml).getroot().iter("testcase")) if os.path.exists(xml) else []
-    if all(c.get("name") in (None, "", os.path.splitext(os.path.basename(rel))[0]) for c in cases):
+    outcomes: dict = {}
+    deadline = time.monotonic() + timeout
+    tail = ""
+    for rnd in range(50):
+        left = deadline - time.monotonic()
+        if left <= 1:
+            tail += f"\ntimed out after {timeout} s"
+            break
+        xml = os.path.join(workdir, f"{rel.replace('/', '_')}.{rnd}.xml")
+        cmd = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "torch_npu_harness",
+               "--junitxml", xml, "-o", "junit_family=xunit1", path]
+        if HAVE_TIMEOUT_PLUGIN:
+            cmd[3:3] = ["--timeout", str(per_test)]
+        for done in outcomes:
+            cmd += ["--deselect", done]
+        crashed = None
+        try:
+            proc = subprocess.run(cmd, env=env, cwd=os.path.dirname(path), capture_output=True, text=True,
+                                  timeout=left)
+            out, code = proc.stdout, proc.returncode
+            tail = (proc.stdout + proc.stderr)[-3000:]
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            code, tail = None, f"timed out after {timeout} s"
+        details = _details(xml)
+        last_started = None
+        for line in out.splitlines():
+            m = OUTCOME.match(line)
+            if m:
+                node, kind = m.group(1), KIND[m.group(2)]
+                if RANK[kind] >= RANK.get(outcomes.get(node, ["passed"])[0], 0) or node not in outcomes:
+                    outcomes[node] = [kind, details.get(node.rsplit("::", 1)[-1], "")[:300]]
+                last_started = None
+            else:
+                m = STARTED.match(line)
+                if m and "::" in m.group(1) and not line.startswith(("FAILED", "ERROR")):
+                    last_started = m.group(1)
+        if last_started is not None and last_started not in outcomes:
+            crashed = last_started
+            why = "timed out" if code is None else f"the pytest process died (exit status {code})"
+            outcomes[crashed] = ["failed", f"crashed: {why} during this test"]
+        if crashed is None:
+            break
+    if not outcomes:
         # the module failed to import (or pytest did not run): each of its tests counts as an error
         result["errors"] = max(1, count_tests(path))
         result["cases"]["<import>"] = ["errors", tail[-300:]]
         result["tail"] = tail
         return result
-    for case in cases:
-        name = f"{case.get('classname')}::{case.get('name')}"
-        kinds = {child.tag for child in case}
-        if "error" in kinds:
-            outcome = "errors"
-        elif "failure" in kinds:
-            outcome = "failed"
-        elif "skipped" in kinds:
-            outcome = "skipped"
-        else:
-            outcome = "passed"
-        result[outcome] += 1
-        detail = next((c.get("message", "") for c in case if c.tag in ("error", "failure", "skipped")), "")
-        result["cases"][name] = [outcome, detail[:300]]
+    for node, (kind, detail) in outcomes.items():
+        result[kind] += 1
+        result["cases"][node] = [kind, detail]
     result["tail"] = tail[-800:]
     return result
 
@@ -116,13 +171,15 @@ def main(argv=None) -> int:
     ap.add_argument("--with-dependent", action="store_true", help="also run the graph-capture / MemPool / IPC files")
     ap.add_argument("--out", help="write every case's outcome to this JSON file")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per file")
+    ap.add_argument("--test-timeout", type=int, default=300,
+                    help="seconds per test (with pytest-timeout installed); a test past it counts as failed")
     args = ap.parse_args(argv)
     files = args.files or (RUNTIME_TESTS + (DEPENDENT_TESTS if args.with_dependent else []))
     totals = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
     results = []
     with tempfile.TemporaryDirectory() as workdir:
         for rel in files:
-            r = run_file(args.checkout, rel, args.timeout, workdir)
+            r = run_file(args.checkout, rel, args.timeout, workdir, args.test_timeout)
             results.append(r)
             for k in totals:
                 totals[k] += r[k]

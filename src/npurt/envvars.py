@@ -66,6 +66,11 @@ VARIABLES: tuple[Variable, ...] = (
     # torch on npu (npurt.torch)
     Variable("NPURT_TORCH_META_CHECK", "0", "1: check every op's meta-kernel output shapes against the CPU "
              "kernel's (a developer's check of the per-op plans; slow)", "torch"),
+    Variable("PYTORCH_NPU_ALLOC_CONF", "(unset)", "torch_npu's caching-allocator settings, key:value,... "
+             "(docs/torch.md: keys checked as torch_npu does; per_process_memory_fraction and "
+             "expandable_segments take effect)", "torch"),
+    Variable("PYTORCH_ALLOC_CONF", "(unset)", "torch's name for PYTORCH_NPU_ALLOC_CONF (setting both is an error)",
+             "torch"),
     Variable("HCCL_BLOCKING_WAIT", "0", "1: a torch.distributed work's wait() also blocks the host until the "
              "collective ran (torch_npu's meaning; by default it only orders the current stream)", "torch"),
     # collectives (npurt.hccl)

@@ -156,3 +156,50 @@ def test_model_subscription_registers_the_model_and_closes_the_pipe_at_unsubscri
     res = build_c("prof_subscribe.c", libs=("ascendcl", "msprofiler", "profapi")).run()
     assert res.returncode == 0 and "prof_subscribe: ok" in res.stdout, res.stdout + res.stderr
     assert "unregistered model: 145003" in res.stdout
+
+
+def test_ipc_memory_events_and_notifies_between_two_c_processes(build_c, tmp_path):
+    """Two C processes of one device namespace, driven step by step through their pipes."""
+    import subprocess
+    import uuid
+    program = build_c("ipc.c")
+    env = program.env({"NPURT_DEVICE_NAMESPACE": f"capi-ipc-{uuid.uuid4().hex[:8]}"})
+
+    def start(*args):
+        return subprocess.Popen([program.exe, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                env=env)
+
+    def until(proc, prefix):
+        lines = []
+        while True:
+            line = proc.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+            if line.startswith(prefix) or line.startswith("FAIL"):
+                return "".join(lines)
+
+    exp = start("export")
+    out = until(exp, "exported")
+    assert "key too small: 107000" in out and "past the allocation: 107000" in out, out
+    key, handle, notify_key = out.splitlines()[-1].split()[1:]
+    imp = start("import", key, handle, notify_key)
+    got = until(imp, "pid")
+    for line in ("before the allow-list: 207006", "forged key: 107000", "close unknown: 107000",
+                 "forged event handle: 107000"):
+        assert line in got, got
+    exp.stdin.write(got.splitlines()[-1].split()[1] + "\n")
+    exp.stdin.flush()
+    assert "allowed" in until(exp, "allowed")
+    imp.stdin.write("go\n")
+    imp.stdin.flush()
+    got = until(imp, "done")
+    for line in ("imported byte 0x5a", "free imported: 100000", "event status 1"):
+        assert line in got, got
+    exp.stdin.write("check\n")
+    exp.stdin.flush()
+    out = until(exp, "notified")
+    assert "byte after the importer wrote: 0x33" in out, out
+    exp.stdin.close()
+    imp.stdin.close()
+    assert "ipc: ok" in exp.stdout.read() and exp.wait(timeout=60) == 0
+    assert "ipc: ok" in imp.stdout.read() and imp.wait(timeout=60) == 0

@@ -257,3 +257,14 @@ def test_private_devices_refuse_ipc_with_feature_not_supported(namespace):
     a = Peer(namespace, NPURT_SHARED_DEVICES="0")
     assert a.error("p = rt.malloc(4096); rt.ipc_mem_get_export_key(p, 4096, 1)") == 207000
     assert a.exit() == 0
+
+
+def test_a_killed_importer_holds_nothing_once_its_exporter_closes(namespace):
+    a, b = Peer(namespace), Peer(namespace)
+    key, p = a(EXPORT.format(flags=1))
+    b(f"out = rt.ipc_mem_import_by_key({key!r})")
+    b.kill()
+    # the dead importer's import pins nothing: closed and freed, the memory is the pool's again
+    a(f"rt.ipc_mem_close({key!r}); rt.free({p})")
+    assert p in a("out = [rt.malloc(1 << 20) for _ in range(2)]")
+    assert a.exit() == 0

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.cuda import _memory_viz
 
-from npurt.torch import mem_pools
+from npurt.torch import alloc_conf, mem_pools
 
 MiB = 1 << 20
 
@@ -66,6 +66,34 @@ def test_a_mem_pool_holds_the_tensors_made_under_use_mem_pool(npu):
             pass
 
 
+@pytest.fixture
+def started(npu):
+    """The runtime runs on this thread (the gate fixture's event needs a current context)."""
+    torch.ones(1, device=npu)
+    return npu
+
+
+def test_a_free_that_queued_work_delays_completes_in_the_trace_after_that_work(started, gate):
+    npu = started
+    torch.npu.memory._record_memory_history()
+    try:
+        gate.hold()
+        x = torch.full((1 << 16,), 3.0, device=npu)
+        y = x * 2                                           # queued behind the gate: reads x later
+        addr = x.data_ptr()
+        del x                                               # requested now, completed after the op
+
+        def frees():
+            trace = torch.npu.memory._snapshot()["device_traces"][0]
+            return [e["action"] for e in trace if e["addr"] == addr and e["action"].startswith("free")]
+
+        assert frees() == ["free_requested"]
+        gate.open()
+        assert torch.equal(y.cpu(), torch.full((1 << 16,), 6.0))
+        assert frees() == ["free_requested", "free_completed"]
+    finally:
+        torch.npu.memory._record_memory_history(enabled=None)
+
 def _fill_free_alternate_and_ask(npu, n: int, piece: int, ask: int):
     """Fill the device with n pieces, free every other one, give the cache back, then ask for
     one allocation larger than any piece but smaller than what is free."""
@@ -81,11 +109,13 @@ def _fill_free_alternate_and_ask(npu, n: int, piece: int, ask: int):
 def test_expandable_segments_need_free_bytes_not_a_contiguous_run(fresh_runtime, monkeypatch, npu):
     monkeypatch.setenv("NPURT_HBM_SIZE", "256M")
     monkeypatch.delenv("PYTORCH_NPU_ALLOC_CONF", raising=False)
+    alloc_conf.load_environment()
     mem_pools.refresh()
     with pytest.raises(torch.OutOfMemoryError):            # fixed segments: no 80 MiB run is free
         _fill_free_alternate_and_ask(npu, 10, 20 * MiB, 80 * MiB)
     fresh_runtime.finalize()
     monkeypatch.setenv("PYTORCH_NPU_ALLOC_CONF", "expandable_segments:True")
+    alloc_conf.load_environment()
     mem_pools.refresh()
     try:
         held, big = _fill_free_alternate_and_ask(npu, 10, 20 * MiB, 80 * MiB)
@@ -99,4 +129,6 @@ def test_expandable_segments_need_free_bytes_not_a_contiguous_run(fresh_runtime,
         assert torch.npu.memory_reserved() < reserved - 80 * MiB
     finally:
         monkeypatch.delenv("PYTORCH_NPU_ALLOC_CONF")
+        alloc_conf.load_environment()
         mem_pools.refresh()
+

@@ -82,10 +82,41 @@ def test_torch_and_the_pythonic_api_name_the_pool_counters_alike():
     t = torch.empty(1 << 16, dtype=torch.uint8, device="npu")
     torch.npu.synchronize()
     mine, theirs = npurt.memory_stats(0), torch.npu.memory_stats(0)
-    torch_keys = [k for k in theirs if "." in k or k.startswith("num_")]
-    assert "active_bytes.all.current" in torch_keys and "segment.all.current" in torch_keys
-    assert {k: theirs[k] for k in torch_keys} == {k: mine[k] for k in torch_keys}   # one mapping
+    # what the pool holds from the device is one figure on both faces; torch's allocated bytes
+    # are the part npu tensors hold (as torch_npu's caching allocator counts its own blocks)
+    for key in ("reserved_bytes.all.current", "reserved_bytes.all.peak", "segment.all.current", "num_ooms"):
+        assert theirs[key] == mine[key], key
+    assert 1 << 16 <= theirs["allocated_bytes.all.current"] <= mine["allocated_bytes.all.current"]
+    assert torch.npu.memory_allocated() == theirs["allocated_bytes.all.current"]
     del t
+
+
+def test_memory_stats_is_an_ordered_dict_of_torch_npus_keys_by_pool():
+    import collections
+    import gc
+    torch.npu.synchronize()
+    torch.npu.reset_accumulated_memory_stats()
+    before = torch.npu.memory_stats()
+    assert isinstance(before, collections.OrderedDict) and list(before) == sorted(before)
+    for stat in ("allocation", "active", "allocated_bytes", "active_bytes", "requested_bytes", "reserved_bytes",
+                 "segment"):
+        for pool in ("all", "small_pool", "large_pool"):
+            for metric in ("current", "peak", "allocated", "freed"):
+                assert f"{stat}.{pool}.{metric}" in before
+    small = torch.empty(1000, dtype=torch.uint8, device="npu")            # a block of 1 MiB or less
+    large = torch.empty(3 << 20, dtype=torch.uint8, device="npu")
+    during = torch.npu.memory_stats()
+    assert during["requested_bytes.small_pool.current"] - before["requested_bytes.small_pool.current"] == 1000
+    assert during["requested_bytes.large_pool.current"] - before["requested_bytes.large_pool.current"] == 3 << 20
+    assert during["allocation.all.allocated"] == before["allocation.all.allocated"] + 2
+    del small, large
+    gc.collect()
+    after = torch.npu.memory_stats()
+    assert after["requested_bytes.all.freed"] == (3 << 20) + 1000
+    assert after["active.all.current"] == before["active.all.current"]
+    torch.npu.reset_accumulated_memory_stats()
+    assert torch.npu.memory_stats()["active_bytes.all.freed"] == 0
+    assert torch.npu.memory_stats_as_nested_dict()["allocation"]["all"]["freed"] == 0
 
 
 def test_empty_cache_gives_unused_segments_back():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import runtime as api  # the runtime's operations: its published surface
 from ..runtime import constants as C
-from ._wrap import Group
+from ._wrap import Group, stream_of
 
 rt = Group("acl.rt")
 
@@ -189,6 +189,55 @@ def set_sys_param_opt(opt, value):
 @rt.one(0, args="i", message="acl.rt.get_sys_param_opt args parse faild")
 def get_sys_param_opt(opt):
     return api.get_sys_param_opt(opt)
+
+
+
+
+# device and stream resource limits (aclrtDevResLimitType): cores kernels may use; formats of
+# rt_device.cpp / rt_stream.cpp
+@rt.one(0, args="iI")
+def get_device_res_limit(device_id, type):  # noqa: A002 - the C parameter's name
+    return api.get_device_res_limit(device_id, type)
+
+
+@rt.ret(args="iII")
+def set_device_res_limit(device_id, type, value):  # noqa: A002
+    api.set_device_res_limit(device_id, type, value)
+
+
+@rt.ret(args="i")
+def reset_device_res_limit(device_id):
+    api.reset_device_res_limit(device_id)
+
+
+@rt.one(0, args="ki", message="acl.rt.get_stream_res_limit parse failed")
+def get_stream_res_limit(stream, type):  # noqa: A002
+    return api.get_stream_res_limit(stream_of(stream), type)
+
+
+@rt.ret(args="kiI", message="acl.rt.set_stream_res_limit parse failed")
+def set_stream_res_limit(stream, type, value):  # noqa: A002
+    api.set_stream_res_limit(stream_of(stream), type, value)
+
+
+@rt.ret(args="k", message="acl.rt.reset_stream_res_limit parse failed")
+def reset_stream_res_limit(stream):
+    api.reset_stream_res_limit(stream_of(stream))
+
+
+@rt.ret(args="k", message="acl.rt.use_stream_res_in_current_thread parse failed")
+def use_stream_res_in_current_thread(stream):
+    api.use_stream_res_in_current_thread(stream_of(stream))
+
+
+@rt.ret(args="k", message="acl.rt.unuse_stream_res_in_current_thread parse failed")
+def unuse_stream_res_in_current_thread(stream):
+    api.unuse_stream_res_in_current_thread(stream_of(stream))
+
+
+@rt.one(0, args="i", message="acl.rt.get_res_in_current_thread parse failed")
+def get_res_in_current_thread(type):  # noqa: A002
+    return api.get_res_in_current_thread(type)
 
 
 __all__ = list(rt.names)

@@ -10,30 +10,10 @@ from __future__ import annotations
 
 from .. import runtime as _api
 from ..runtime import FeatureNotSupportedError
-from ._wrap import Group, Raise, not_supported, stream_of
+from ._wrap import Group, Raise, stream_of
 
-_RES = ("per-device / per-stream core limits (aclrtDevResLimitType) are not simulated: "
-        "kernels may use every AI core")
+
 _NOTIFY = "notifies (aclrtNotify) are not simulated; use events (create_event, stream_wait_event)"
-
-# name -> (what, shape, value returned in place of the outputs, format, TypeError message)
-_TABLE = {
-    "get_device_res_limit": (_RES, "one", 0, "iI", None),
-    "set_device_res_limit": (_RES, "ret", None, "iII", None),
-    "reset_device_res_limit": (_RES, "ret", None, "i", None),
-    "get_stream_res_limit": (_RES, "one", 0, "ki", "acl.rt.get_stream_res_limit parse failed"),
-    "set_stream_res_limit": (_RES, "ret", None, "kiI", "acl.rt.set_stream_res_limit parse failed"),
-    "reset_stream_res_limit": (_RES, "ret", None, "k", "acl.rt.reset_stream_res_limit parse failed"),
-    "use_stream_res_in_current_thread": (_RES, "ret", None, "k",
-                                         "acl.rt.use_stream_res_in_current_thread parse failed"),
-    "unuse_stream_res_in_current_thread": (_RES, "ret", None, "k",
-                                           "acl.rt.unuse_stream_res_in_current_thread parse failed"),
-    "get_res_in_current_thread": (_RES, "one", 0, "i", "acl.rt.get_res_in_current_thread parse failed"),
-}
-
-for _name, (_what, _shape, _value, _fmt, _msg) in _TABLE.items():
-    globals()[_name] = not_supported(f"acl.rt.{_name}", _what, _shape, _value, args=_fmt, message=_msg)
-
 
 # the notify wrappers that check their arguments further before calling C (rt_notify.cpp)
 def _int_list(value, not_list: str, bad_item: str) -> None:
@@ -109,5 +89,5 @@ notify_batch_reset.not_supported = True
 
 _SUPPORTED = ["wait_and_reset_notify", "create_notify", "destroy_notify", "record_notify", "get_notify_id",
               "notify_get_export_key", "notify_set_import_pid", "notify_import_by_key"]
-NOT_SUPPORTED = [*_TABLE, *(n for n in _rt.names if n not in _SUPPORTED)]
+NOT_SUPPORTED = [n for n in _rt.names if n not in _SUPPORTED]
 __all__ = [*NOT_SUPPORTED, *_SUPPORTED]

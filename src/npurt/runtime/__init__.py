@@ -53,7 +53,7 @@ from .ipc import (IpcEvent, IpcNotify, ipc_get_event_handle, ipc_mem_close, ipc_
                   ipc_mem_import_by_key, ipc_mem_set_import_pid, ipc_open_event_handle, notify_get_export_key,
                   notify_import_by_key, notify_set_import_pid)
 from .accel import describe as accelerator
-from .entries import fast_entry
+from .entries import fast_entry, is_fast_entry
 
 # malloc and free of every face: C entry points with the C accelerator (entries.py); the
 # Python operations stay in api/ (what fault injection gates and the entries fall back to)
@@ -76,7 +76,7 @@ __all__ = [
     # the current stream per thread and device
     'current_stream_on', 'current_streams', 'set_current_stream',
     # the C accelerator: which pool runs (a line for `npurt info`), C entry points of malloc/free
-    'accelerator', 'fast_entry',
+    'accelerator', 'fast_entry', 'is_fast_entry',
     # observers; fault injection (faults.py) and controlled schedules (schedule.py)
     'HOOKS', 'API_SURFACES', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # settings
@@ -160,8 +160,9 @@ __all__ = [
     'mem_pool_free_async', 'mem_pool_trim_to', 'pool_of',
     # device and stream resource limits (cores kernels may use)
     'RES_CUBE_CORE', 'RES_VECTOR_CORE', 'check_res_limit', 'core_limit', 'get_device_res_limit',
-    'get_stream_res_limit', 'res_cores', 'reset_device_res_limit', 'reset_stream_res_limit',
-    'set_device_res_limit', 'set_stream_res_limit',
+    'get_res_in_current_thread', 'get_stream_res_limit', 'res_cores', 'reset_device_res_limit',
+    'reset_stream_res_limit', 'set_device_res_limit', 'set_stream_res_limit',
+    'unuse_stream_res_in_current_thread', 'use_stream_res_in_current_thread',
 ]
 
 # The kernel model (kernels, binaries, kernel args, native kernels) loads on first use, so that

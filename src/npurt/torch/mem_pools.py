@@ -14,7 +14,8 @@
   PyTorch's snapshot format, as torch.cuda.memory._snapshot() produces it: "segments" (each
   with its "blocks": active_allocated, active_pending_free, inactive) and "device_traces"
   (alloc, free_requested, free_completed, segment_alloc, segment_free events with Python
-  frames), which torch.cuda._memory_viz reads (trace_plot, segment_plot, segsum, ...).
+  frames; a free that queued work delays completes when that work has retired), which
+  torch.cuda._memory_viz reads (trace_plot, segment_plot, segsum, ...).
 
 Every pool shares the device's table of live blocks (`DeviceMemory.live`), so every path that
 looks a tensor's storage up (ops, copies, kernels, tools) finds it; frees go to the pool that
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import pickle
 import sys
 import threading
@@ -34,7 +34,7 @@ import weakref
 
 from ..runtime import BLOCK_FREE as FREE, BLOCK_LIVE as LIVE, BLOCK_PENDING as PENDING, HOOKS, RUNTIME
 from ..runtime import fork_safe_lock, reserved_pool
-from . import storage
+from . import alloc_conf, storage
 from .device import index_of
 
 _lock = fork_safe_lock()
@@ -57,21 +57,16 @@ def _torch_pool(device, size: int):
 
 # ---------------------------------------------------------------- pools on reserved ranges
 def refresh() -> None:
-    """Read PYTORCH_NPU_ALLOC_CONF again and route allocations accordingly (torch_npu reads it
-    when its allocator starts: at import here, and when settings change)."""
+    """Route allocations as the allocator settings now say (npurt.torch.alloc_conf: parsed
+    from PYTORCH_NPU_ALLOC_CONF when npurt.torch registers, changed by _set_allocator_settings)."""
     global _expandable
     _expandable = expandable_requested()
     storage.ROUTE = route if (_expandable or _ALL_POOLS) else None
 
 
 def expandable_requested() -> bool:
-    """`expandable_segments:True` in PYTORCH_NPU_ALLOC_CONF (torch_npu's spelling)."""
-    conf = os.environ.get("PYTORCH_NPU_ALLOC_CONF", "")
-    for item in conf.replace(" ", "").split(","):
-        key, _, value = item.partition(":")
-        if key == "expandable_segments":
-            return value in ("True", "true")
-    return False
+    """`expandable_segments:True` in the allocator settings."""
+    return alloc_conf.settings().expandable_segments
 
 
 _EXPANDABLE: dict[int, tuple] = {}  # device index -> (runtime Device, its expandable pool)
@@ -178,6 +173,7 @@ class _History:
         self.traces: dict[int, list] = {}
         self.frames: dict[int, list] = {}    # address -> frames of its allocation
         self.segments: dict[int, set] = {}   # device id -> segment starts seen
+        self.pending: list = []              # stream-ordered frees not completed yet
 
     def __call__(self, name: str, **fields) -> None:
         if name == "mem_alloc" and fields.get("device") is not None:
@@ -186,6 +182,7 @@ class _History:
             self._free(fields["device"], fields["addr"], fields["size"], fields.get("uses"))
         elif name == "device_release":
             self.segments.pop(fields["device"].id, None)
+            self.pending = [p for p in self.pending if p[0] is not fields["device"]]
 
     def _frames(self) -> list:
         if self.stacks is None:
@@ -214,6 +211,7 @@ class _History:
         self.segments[device.id] = set(now)
 
     def _alloc(self, device, addr: int, size: int) -> None:
+        self._settle(device)
         frames = self._frames()
         self.frames[addr] = frames
         self._sync_segments(device)
@@ -221,13 +219,35 @@ class _History:
         self._event(device, "alloc", addr, block.size if block is not None else size, frames)
 
     def _free(self, device, addr: int, size: int, uses) -> None:
+        self._settle(device)
         block = device.memory.live.get(addr)
         bsize = block.size if block is not None else size
         frames = self.frames.pop(addr, [])
         self._event(device, "free_requested", addr, bsize, frames)
-        # npurt's free is stream-ordered: the block is reusable once the work recorded in
-        # `uses` retires; the trace marks it completed at the request (the pool's own view)
-        self._event(device, "free_completed", addr, bsize, frames)
+        # npurt's free is stream-ordered: a block that queued work still uses is reusable only
+        # once that work retired; its free_completed comes when it is seen so (_settle)
+        if block is not None and block.work_pending():
+            self.pending.append((device, addr, bsize, frames))
+        else:
+            self._event(device, "free_completed", addr, bsize, frames)
+
+    def _settle(self, device=None) -> None:
+        """free_completed for the stream-ordered frees whose work has retired since."""
+        still = []
+        for entry in self.pending:
+            dev, addr, bsize, frames = entry
+            if device is not None and dev is not device:
+                still.append(entry)
+                continue
+            dev.memory.collect_pending()
+            for child in dev.memory.children:
+                child.collect_pending()
+            block = dev.memory.find(addr)
+            if block is not None and block.state == PENDING:
+                still.append(entry)
+            else:
+                self._event(dev, "free_completed", addr, bsize, frames)
+        self.pending = still
 
 
 HISTORY = _History()
@@ -291,6 +311,8 @@ def _segments(device, memory, pool_id=(0, 0), expandable: bool = False) -> list:
 def _snapshot(device=None) -> dict:
     """torch.npu.memory._snapshot(): the segments of every device's pools (the device's own, the
     expandable one, MemPools) with their blocks, and the recorded trace of each device."""
+    if HISTORY.enabled:
+        HISTORY._settle()
     segments = []
     traces = []
     pool_ids = {}

@@ -6,6 +6,7 @@ events, memory statistics of npurt's caching pool, the per-device random generat
 """
 from __future__ import annotations
 
+import collections
 import sys
 import time
 
@@ -14,7 +15,11 @@ from torch._utils import _get_device_index as _torch_get_device_index
 
 from .. import devices as _devices
 from ..runtime import launch_host_func
+from . import alloc_conf, storage
 from . import random as _random
+from .backends import (aclnn, disable_deterministic_with_backward, enable_deterministic_with_backward,  # noqa: F401
+                       enable_flash_sdp, enable_math_sdp, enable_mem_efficient_sdp, flash_sdp_enabled,
+                       math_sdp_enabled, mem_efficient_sdp_enabled, preferred_linalg_library, sdp_kernel)
 from .device import (current_device, device, device_count, device_of, get_device_capability,  # noqa: F401
                      get_device_name, get_device_properties, index_of, is_available, set_device,
                      synchronize)
@@ -61,12 +66,13 @@ def _stats(device=None) -> dict:
 
 
 def memory_allocated(device=None) -> int:
-    """Bytes held by live npu tensors (and other npurt allocations), in pool block sizes."""
-    return _stats(device)["allocated_bytes"]
+    """Bytes held by live npu tensors (and caching_allocator_alloc), in pool block sizes: what
+    torch_npu's caching allocator counts (npurt's other allocations are npurt.memory_allocated's)."""
+    return storage.info(index_of(device)).counters.values[("allocated_bytes", "all")][0]
 
 
 def max_memory_allocated(device=None) -> int:
-    return _stats(device)["peak_allocated_bytes"]
+    return storage.info(index_of(device)).counters.values[("allocated_bytes", "all")][1]
 
 
 def memory_reserved(device=None) -> int:
@@ -83,7 +89,9 @@ max_memory_cached = max_memory_reserved
 
 
 def reset_peak_memory_stats(device=None) -> None:
-    _devices.reset_peak_memory_stats(index_of(device))
+    idx = index_of(device)
+    _devices.reset_peak_memory_stats(idx)
+    storage.info(idx).counters.reset_peak()
 
 
 reset_max_memory_allocated = reset_peak_memory_stats
@@ -94,7 +102,13 @@ def empty_cache() -> None:
     """Give cached, unused device memory of every device back (memory still in use, or
     freed while queued work uses it, stays)."""
     for i in range(device_count()):
+        inf = storage.INFOS.get(i)
+        if inf is None:
+            _devices.empty_cache(i)
+            continue
+        reserved, unmaps = inf.memory.reserved, inf.memory.segment_unmaps
         _devices.empty_cache(i)
+        inf.counters.note_release(inf.memory.reserved - reserved, unmaps - inf.memory.segment_unmaps)
 
 
 def mem_get_info(device=None) -> tuple[int, int]:
@@ -102,11 +116,54 @@ def mem_get_info(device=None) -> tuple[int, int]:
     return _devices.mem_get_info(index_of(device))
 
 
-def memory_stats(device=None) -> dict:
-    """torch's key names over npurt's pool counters (npurt.devices.torch_names_of, the one
-    mapping), and the frees waiting for queued work."""
-    s = _stats(device)
-    return {**_devices.torch_names_of(s), "pending_free_blocks": s["pending_free_blocks"]}
+def memory_stats_as_nested_dict(device=None) -> dict:
+    """memory_stats() as nested dicts ("allocated_bytes": {"all": {"current": ...}})."""
+    out: dict = {}
+    for key, value in memory_stats(device).items():
+        node = out
+        *path, last = key.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return out
+
+
+def memory_stats(device=None) -> "collections.OrderedDict":
+    """torch_npu's statistics, sorted by key (an OrderedDict, as torch_npu returns):
+
+    * `{allocation, active, allocated_bytes, active_bytes, requested_bytes, segment,
+      reserved_bytes}.{all, small_pool, large_pool}.{current, peak, allocated, freed}` of the
+      memory npu tensors (and caching_allocator_alloc) hold, as torch_npu's caching allocator
+      counts its own blocks (npurt's other allocations, pyACL's for instance, are not in them);
+      small_pool: blocks of 1 MiB or less;
+    * except `reserved_bytes.all.current` / `.peak` and `segment.all.current`: what npurt's pool
+      holds from the device, which is shared with npurt's other allocations;
+    * `num_device_alloc` / `num_device_free` / `num_ooms` of npurt's pool; `num_alloc_retries`,
+      `num_sync_all_streams` (npurt's pool neither retries after freeing its cache nor
+      synchronizes streams to allocate: 0); `max_split_size` (PYTORCH_NPU_ALLOC_CONF's, -1 for
+      none, as torch); `oversize_allocations.*` / `oversize_segments.*` (0: npurt's pool applies
+      no max_split_size); `pending_free_blocks` (npurt: frees waiting for queued work).
+    torch's `inactive_split*` statistics are not given: npurt's pool does not expose its split
+    remainders."""
+    idx = index_of(device)
+    s = _stats(idx)
+    pool = _devices.torch_names_of(s)
+    out = storage.info(idx).counters.flat()
+    for key in ("reserved_bytes.all.current", "reserved_bytes.all.peak", "segment.all.current",
+                "num_device_alloc", "num_device_free", "num_ooms", "num_alloc_retries"):
+        out[key] = pool[key]
+    split = alloc_conf.settings().max_split_size
+    out.update({"num_sync_all_streams": 0, "max_split_size": -1 if split is None else split,
+                "pending_free_blocks": s["pending_free_blocks"], "num_oom_rejections": 0})
+    for what in ("oversize_allocations", "oversize_segments"):
+        for metric in ("current", "peak", "allocated", "freed"):
+            out[f"{what}.{metric}"] = 0
+    return collections.OrderedDict(sorted(out.items()))
+
+
+def reset_accumulated_memory_stats(device=None) -> None:
+    """Zero the `allocated` / `freed` totals of memory_stats()."""
+    storage.info(index_of(device)).counters.reset_accumulated()
 
 
 def memory_summary(device=None, abbreviated: bool = False) -> str:
@@ -229,6 +286,7 @@ amp = None
 # torch.npu.memory holds the memory functions too, as torch_npu's npu/memory.py does
 for _name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
               "memory_cached", "max_memory_cached", "reset_peak_memory_stats", "reset_max_memory_allocated",
-              "reset_max_memory_cached", "empty_cache", "mem_get_info", "memory_stats", "memory_summary"):
+              "reset_max_memory_cached", "empty_cache", "mem_get_info", "memory_stats", "memory_summary",
+              "memory_stats_as_nested_dict", "reset_accumulated_memory_stats"):
     setattr(memory, _name, globals()[_name])
 sys.modules["torch.npu.memory"] = memory

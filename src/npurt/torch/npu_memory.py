@@ -8,6 +8,8 @@ torch_npu/npu/memory.py, over npurt's caching pool.
   torch.npu.OutOfMemoryError (npurt's own allocations are not capped);
 * `caching_allocator_alloc(size, device, stream)` / `caching_allocator_delete(ptr)`: raw
   device memory from the pool, freed in the order of the stream it was allocated for;
+* `_set_allocator_settings(s)`: PYTORCH_NPU_ALLOC_CONF's syntax, the keys torch_npu lets
+  change at run time (npurt.torch.alloc_conf); `get_allocator_backend()` is "native";
 * `host_empty_cache()`: npurt keeps no cache of pinned host blocks (each is freed with its
   tensor), so there is nothing to give back.
 """
@@ -17,11 +19,11 @@ from __future__ import annotations
 import torch
 
 from ..runtime import fork_safe_lock, free, malloc_on
-from . import storage
+from . import alloc_conf, mem_pools, storage
 from .device import index_of
 from .mem_pools import _dump_snapshot, _record_memory_history, _snapshot  # noqa: F401 - torch.npu.memory's
 
-_raw: dict[int, object] = {}  # address -> the stream it was allocated for (caching_allocator_*)
+_raw: dict[int, tuple] = {}  # address -> (its stream, DeviceInfo, block, bytes asked) (caching_allocator_*)
 _lock = fork_safe_lock()
 
 
@@ -51,9 +53,14 @@ def caching_allocator_alloc(size: int, device=None, stream=None) -> int:
     else:
         raise TypeError("Invalid type for stream argument, must be `torch_npu.npu.Stream` or `int` "
                         "representing a pointer to a existing stream")
-    ptr = malloc_on(storage.info(index).device, int(size))
+    inf = storage.info(index)
+    mem = inf.memory
+    reserved, maps = mem.reserved, mem.segment_maps
+    ptr = malloc_on(inf.device, int(size))
+    block = mem.live[ptr]
+    inf.counters.note(1, int(size), block.size, mem.reserved - reserved, mem.segment_maps - maps)
     with _lock:
-        _raw[ptr] = rt
+        _raw[ptr] = (rt, inf, block, int(size))
     return ptr
 
 
@@ -61,8 +68,23 @@ def caching_allocator_delete(mem_ptr: int) -> None:
     with _lock:
         if mem_ptr not in _raw:
             raise RuntimeError(f"invalid device pointer: {mem_ptr:#x} (not from caching_allocator_alloc)")
-        del _raw[mem_ptr]
+        _, inf, block, size = _raw.pop(mem_ptr)
+    mem = inf.memory
+    reserved, unmaps = mem.reserved, mem.segment_unmaps
     free(mem_ptr)
+    inf.counters.note(-1, size, block.size, mem.reserved - reserved, unmaps - mem.segment_unmaps)
+
+
+def _set_allocator_settings(settings: str) -> None:
+    """Change the caching allocator's run-time settings (npurt.torch.alloc_conf: torch_npu's
+    keys, checks and messages)."""
+    alloc_conf.set_allocator_settings(settings)
+    mem_pools.refresh()  # expandable_segments may have changed
+
+
+def get_allocator_backend() -> str:
+    """torch_npu's only backend name: "native" (its caching allocator; here npurt's pool)."""
+    return "native"
 
 
 def host_empty_cache() -> None:

@@ -17,7 +17,7 @@ import math
 import torch
 
 from .. import devices as _devices
-from ..runtime import HOOKS, RUNTIME, dead_address_message, free, malloc_on
+from ..runtime import HOOKS, RUNTIME, dead_address_message, fork_safe_lock, free, malloc_on
 from ..runtime import OutOfMemoryError as NpuOutOfMemory
 from . import _dlpack
 
@@ -48,7 +48,7 @@ class DeviceInfo:
     """What ops need of one npurt device, looked up once: its memory, address base and the
     arena's host views per dtype."""
 
-    __slots__ = ("index", "device", "devs", "memory", "live", "va_base", "views", "_u8", "limit")
+    __slots__ = ("index", "device", "devs", "memory", "live", "va_base", "views", "_u8", "limit", "counters")
 
     def __init__(self, device):
         self.index = device.id
@@ -57,6 +57,7 @@ class DeviceInfo:
         self.memory = device.memory
         self.live = device.memory.live
         self.va_base = device.backend.va_base
+        self.counters = COUNTERS[self.index] = TensorCounters()  # a new device: new counts
         # bytes: torch.npu.set_per_process_memory_fraction's cap on the memory npu tensors hold
         fraction = FRACTIONS.get(self.index)
         self.limit = None if fraction is None else int(fraction * device.backend.usable)
@@ -101,12 +102,82 @@ def info(index: int | None) -> DeviceInfo:
     return inf
 
 
+SMALL_SIZE = 1 << 20  # torch's kSmallSize: blocks up to 1 MiB count in the small pool
+STAT_NAMES = ("allocation", "active", "allocated_bytes", "active_bytes", "requested_bytes", "segment",
+              "reserved_bytes")
+
+
+class TensorCounters:
+    """torch's per-pool statistics of what npu tensors (and caching_allocator_alloc) hold on one
+    device: for each stat and pool (all, small_pool, large_pool) current, peak, allocated
+    (total increase) and freed (total decrease). Segments and reserved bytes are the pool's
+    segment maps and unmaps seen across these allocations and frees (and empty_cache)."""
+
+    def __init__(self):
+        self.lock = fork_safe_lock()
+        self.values = {(stat, pool): [0, 0, 0, 0] for stat in STAT_NAMES
+                       for pool in ("all", "small_pool", "large_pool")}
+
+    def _add(self, stat: str, pool: str, delta: int) -> None:
+        for p in ("all", pool):
+            v = self.values[(stat, p)]
+            v[0] += delta
+            if delta > 0:
+                v[2] += delta
+                v[1] = max(v[1], v[0])
+            else:
+                v[3] -= delta
+
+    def note(self, sign: int, requested: int, size: int, reserved_delta: int, segments_delta: int) -> None:
+        pool = "small_pool" if size <= SMALL_SIZE else "large_pool"
+        with self.lock:
+            for stat, n in (("allocation", 1), ("active", 1), ("allocated_bytes", size), ("active_bytes", size),
+                            ("requested_bytes", requested)):
+                self._add(stat, pool, sign * n)
+            if reserved_delta:
+                self._add("reserved_bytes", pool, reserved_delta)
+            if segments_delta:
+                self._add("segment", pool, segments_delta)
+
+    def note_release(self, reserved_delta: int, segments_delta: int) -> None:
+        """empty_cache gave segments back (of either pool: counted against the large one first)."""
+        with self.lock:
+            for pool in ("large_pool", "small_pool"):
+                have = self.values[("reserved_bytes", pool)][0]
+                take = max(reserved_delta, -have) if pool == "large_pool" else reserved_delta
+                if take:
+                    self._add("reserved_bytes", pool, take)
+                    reserved_delta -= take
+            if segments_delta:
+                self._add("segment", "large_pool", segments_delta)
+
+    def reset_peak(self) -> None:
+        with self.lock:
+            for v in self.values.values():
+                v[1] = v[0]
+
+    def reset_accumulated(self) -> None:
+        with self.lock:
+            for v in self.values.values():
+                v[2] = v[3] = 0
+
+    def flat(self) -> dict:
+        with self.lock:
+            return {f"{stat}.{pool}.{metric}": v[i] for (stat, pool), v in self.values.items()
+                    for i, metric in enumerate(("current", "peak", "allocated", "freed"))}
+
+
+COUNTERS: dict[int, TensorCounters] = {}  # device index -> its DeviceInfo's counters
+
+
 def release(owner: tuple) -> None:
     """Free the npurt allocation behind an npu storage (the DLPack deleter calls this with the
-    owner tuple (release, device memory, address, block)). Only what we allocated: after a
-    device reset the address may belong to someone else (the pool's Block objects are new)."""
-    _, mem, ptr, block = owner
+    owner tuple (release, device memory, address, block, requested bytes, counters)). Only what
+    we allocated: after a device reset the address may belong to someone else (the pool's Block
+    objects are new)."""
+    _, mem, ptr, block, requested, count = owner
     if mem.live.get(ptr) is block:
+        reserved, maps = mem.reserved, mem.segment_unmaps
         if not HOOKS.active:
             mem.free(ptr)
         elif mem.vmm is not None:  # the device's own pool
@@ -115,6 +186,7 @@ def release(owner: tuple) -> None:
             HOOKS.emit("mem_free", device=mem.backend.device, addr=ptr, size=block.requested, managed=True,
                        uses=dict(block.uses or {}))
             mem.free(ptr)
+        count.note(-1, requested, block.size, mem.reserved - reserved, maps - mem.segment_unmaps)
 
 
 def span_bytes(shape, stride, size: int) -> int:
@@ -170,6 +242,7 @@ def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> to
                                "bytes by set_per_process_memory_fraction)", 207001)
     if ROUTE is not None:  # a MemPool in use, or expandable segments (mem_pools.py)
         mem = ROUTE(inf) or mem
+    reserved, maps = mem.reserved, mem.segment_maps
     try:
         if mem is not inf.memory:
             ptr = mem.malloc(nbytes or 1, 0)
@@ -182,7 +255,10 @@ def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> to
     except NpuOutOfMemory as exc:
         raise OutOfMemoryError(f"NPU out of memory. Tried to allocate {nbytes} bytes (NPU {inf.index}): "
                                f"{exc.message}", exc.code) from None
-    return _dlpack.tensor_at(ptr, shape, stride, dtype, inf.index, (release, mem, ptr, mem.live[ptr]))
+    block = mem.live[ptr]
+    count = inf.counters
+    count.note(1, nbytes, block.size, mem.reserved - reserved, mem.segment_maps - maps)
+    return _dlpack.tensor_at(ptr, shape, stride, dtype, inf.index, (release, mem, ptr, block, nbytes, count))
 
 
 def empty(shape, dtype: torch.dtype, index: int | None) -> torch.Tensor:

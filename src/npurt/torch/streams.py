@@ -5,9 +5,18 @@
 Pythonic one: `with torch.npu.stream(s):` and `with npurt.stream(...)` are the same thing, and
 ops on npu tensors are queued on the current stream of their device.
 
-Torch's device-agnostic `torch.Stream(device="npu")` / `torch.accelerator` stream functions go
-through PrivateUse1's Python device guard, whose stream functions are fixed no-ops in torch:
-they do not reach npurt (use `torch.npu.*`).
+Torch's device-generic classes reach npurt too. PrivateUse1's Python device guard has no stream
+or event functions (torch fixes them as no-ops), so `torch.Stream` and `torch.Event` are
+replaced by subclasses of torch's own (`GenericStream`, `GenericEvent`; `install_generic()`,
+called by npurt.torch.register()): `torch.Stream()` / `torch.Stream(device="npu:1")` make a
+torch.npu.Stream, `torch.Event(...)` an npu event with torch's generic checks (ValueError
+"Both events must be created with argument 'enable_timing=True'" / "... must be recorded
+before calculating elapsed time"), and `isinstance(x, torch.Stream)` still holds for every
+stream torch's own C++ returns. Streams and events of other device types are torch's own.
+
+torch_npu's details: `Event.device` is None until the first record (then the recording
+stream's device); `elapsed_time` and `recorded_time()` first synchronize the event(s), as
+torch_npu's do; `Stream.priority_range()` raises, as torch_npu's does.
 """
 from __future__ import annotations
 
@@ -18,9 +27,73 @@ import torch
 from .. import streams as _np_streams
 from ..streams import Event as _NpEvent
 from ..streams import Stream as _NpStream
+from .. import devices as _devices
+from ..runtime import event_get_timestamp
 from .device import index_of
 
 PRIVATEUSE1 = 20  # c10::DeviceType::PrivateUse1
+_TorchStream = getattr(torch.Stream, "_torch_original", torch.Stream)  # torch's own classes
+_TorchEvent = getattr(torch.Event, "_torch_original", torch.Event)
+
+
+def _is_npu(device) -> bool:
+    """True for an npu device spec, and for None (the current accelerator is npu)."""
+    if device is None:
+        return True
+    if isinstance(device, int) and not isinstance(device, bool):
+        return True
+    return torch.device(device).type == "npu"
+
+
+class _GenericStreamType(type):
+    def __instancecheck__(cls, obj) -> bool:
+        # every torch stream is a torch.Stream, also those torch's C++ makes
+        return isinstance(obj, _TorchStream) if cls is GenericStream else type.__instancecheck__(cls, obj)
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return issubclass(sub, _TorchStream) if cls is GenericStream else type.__subclasscheck__(cls, sub)
+
+
+class GenericStream(_TorchStream, metaclass=_GenericStreamType):
+    """`torch.Stream(device=None, *, priority=0)` with npurt behind device type npu."""
+
+    _torch_original = _TorchStream
+
+    def __new__(cls, device=None, *, priority: int = 0, **kwargs):
+        if cls is GenericStream:
+            if "stream_id" in kwargs:
+                if kwargs.get("device_type", PRIVATEUSE1) == PRIVATEUSE1:
+                    return Stream._rebuild(kwargs.get("stream_id"), kwargs.get("device_index"),
+                                           kwargs.get("device_type"))
+                return _TorchStream(**kwargs)
+            if _is_npu(device):
+                return Stream(device, priority=priority)
+            return _TorchStream(device, priority=priority)
+        return super().__new__(cls, device, priority=priority, **kwargs)
+
+
+class _GenericEventType(type):
+    def __instancecheck__(cls, obj) -> bool:
+        if cls is GenericEvent:
+            return isinstance(obj, (_TorchEvent, Event))
+        return type.__instancecheck__(cls, obj)
+
+
+class GenericEvent(_TorchEvent, metaclass=_GenericEventType):
+    """`torch.Event(device=None, *, enable_timing=False, blocking=False, interprocess=False)`."""
+
+    _torch_original = _TorchEvent
+
+    def __new__(cls, device=None, *, enable_timing: bool = False, blocking: bool = False,
+                interprocess: bool = False):
+        if _is_npu(device):
+            return _AcceleratorEvent(device, enable_timing, blocking, interprocess)
+        return _TorchEvent(device, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess)
+
+
+def install_generic() -> None:
+    """Make torch.Stream / torch.Event the generic classes above (idempotent)."""
+    torch.Stream, torch.Event = GenericStream, GenericEvent
 _RT: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # (device, stream id) -> runtime stream
 
 
@@ -35,7 +108,7 @@ def runtime_stream(s) -> object:
     return rt
 
 
-class Stream(torch.Stream):
+class Stream(GenericStream):
     """An npu stream: `torch.npu.Stream(device=None, priority=0)`.
 
     Work queued while it is current (`with torch.npu.stream(s):`) runs in order on it;
@@ -75,7 +148,7 @@ class Stream(torch.Stream):
     @classmethod
     def _wrap(cls, inner: _NpStream) -> "Stream":
         rt = inner.runtime_stream
-        self = torch.Stream.__new__(cls, stream_id=rt.stream_id, device_index=inner.device,
+        self = _TorchStream.__new__(cls, stream_id=rt.stream_id, device_index=inner.device,
                                     device_type=PRIVATEUSE1)
         self._npurt = inner
         _RT[(inner.device, rt.stream_id)] = rt
@@ -89,6 +162,11 @@ class Stream(torch.Stream):
     @property
     def priority(self) -> int:
         return self._npurt.priority
+
+    @staticmethod
+    def priority_range() -> tuple[int, int]:
+        """torch_npu has none: it raises (its message)."""
+        raise RuntimeError("NPU does not support Stream.priority_range() currently.")
 
     def query(self) -> bool:
         """True if all work queued on the stream so far has finished."""
@@ -166,14 +244,23 @@ class Event:
             raise RuntimeError("interprocess npu events are not supported by npurt")
         self._npurt = _NpEvent(enable_timing=enable_timing, blocking=blocking)
         self.enable_timing, self.blocking = bool(enable_timing), bool(blocking)
+        self._recorded_on = None  # the device of the first record (torch_npu: None before it)
 
     @property
-    def device(self) -> torch.device:
-        return torch.device("npu", self._npurt.device)
+    def device(self) -> torch.device | None:
+        return None if self._recorded_on is None else torch.device("npu", self._recorded_on)
+
+    @property
+    def npu_event(self) -> int:
+        """The raw aclrtEvent handle."""
+        return self._npurt.runtime_event.handle
 
     def record(self, stream: Stream | None = None) -> None:
         """Record the event on `stream` (default: the current stream)."""
-        self._npurt.record(None if stream is None else _stream_of(stream))
+        if stream is None:
+            stream = current_stream()
+        self._npurt.record(_stream_of(stream))
+        self._recorded_on = stream.device_index
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make future work on `stream` (default: the current stream) wait for this event."""
@@ -186,11 +273,50 @@ class Event:
         self._npurt.synchronize()
 
     def elapsed_time(self, end_event: "Event") -> float:
-        """Milliseconds between this event's record and `end_event`'s (timing events)."""
-        return self._npurt.elapsed_time(_event_of(end_event))
+        """Milliseconds between this event's record and `end_event`'s (timing events); waits for
+        both records first, as torch_npu's does."""
+        end = _event_of(end_event)
+        if self._recorded_on is None or end_event._recorded_on is None:
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        self._npurt.synchronize()
+        end.synchronize()
+        return self._npurt.elapsed_time(end)
+
+    def recorded_time(self) -> int:
+        """The record's completion time stamp (µs since the device started); waits for it."""
+        if self._recorded_on is None:
+            raise RuntimeError("Event must be recorded before getting recorded timestamp.")
+        self._npurt.synchronize()
+        return event_get_timestamp(self._npurt.runtime_event)
 
     def __repr__(self) -> str:
-        return f"<torch.npu.Event {self._npurt!r}>"
+        if self._recorded_on is None:
+            return "<torch.npu.Event uninitialized>"
+        return f"<torch.npu.Event {self.npu_event:#x}>"
+
+
+class _AcceleratorEvent(Event):
+    """What `torch.Event(device="npu")` makes: an npu event with torch's generic checks."""
+
+    def __init__(self, device=None, enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False):
+        self._device_index = index_of(device)
+        with _devices.device(self._device_index):
+            super().__init__(enable_timing=enable_timing, blocking=blocking, interprocess=interprocess)
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device("npu", self._device_index)
+
+    def elapsed_time(self, end_event) -> float:
+        if not (self.enable_timing and getattr(end_event, "enable_timing", False)):
+            raise ValueError("Both events must be created with argument 'enable_timing=True'.")
+        if self._recorded_on is None or getattr(end_event, "_recorded_on", None) is None:
+            raise ValueError("Both events must be recorded before calculating elapsed time.")
+        return super().elapsed_time(end_event)
+
+    def __repr__(self) -> str:
+        return f"torch.Event device_type=npu, device_index={self._device_index}, event_id={id(self)}"
 
 
 class stream:

@@ -17,7 +17,8 @@ import numpy as np
 from ... import acl, memory_stats
 from ...ops import launch as ops_launch
 from ...ops.kernels import gelu_into
-from ...runtime import HOOKS as RUNTIME_HOOKS, RUNTIME, constants as C
+from ...runtime import RUNTIME, constants as C
+from .handoff import compute_idle
 from .harness import Profile, Stat, c_heap_bytes, clock, paired, per_call_us, rss_bytes, sample
 
 TINY = 64  # bytes of a tiny copy: the smallest 64-byte aligned copy memcpy_async accepts
@@ -379,7 +380,7 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
         threads = _overlap_with_threads(host_array(host, B * batches, np.float32), n, m, batches,
                                         p.overlap_repeats)
         gelu = _gelu_ratio(s, d_in[0], d_out[0], m, p.overlap_repeats, p.warmup)
-        idle, handoff = _compute_idle(lambda: pipeline(copy_h, one, m), RUNTIME.streams.get(copy_h),
+        idle, handoff = compute_idle(lambda: pipeline(copy_h, one, m), RUNTIME.streams.get(copy_h),
                                       RUNTIME.streams.get(one), p.overlap_repeats)
         return {"overlap_compute_idle_pct": idle, "overlap_handoff_us": handoff,
                 "overlap_speedup": res.ratio, "overlap_threads_limit": threads,
@@ -407,44 +408,6 @@ def plain_gelu(x: np.ndarray, y: np.ndarray, t: np.ndarray) -> None:
         np.exp(tt, out=tt)
         tt += 1.0
         np.divide(xs, tt, out=ys)
-
-
-def _compute_idle(run, copy_stream, compute_stream, repeats: int) -> tuple[Stat, Stat]:
-    """Where the two-stream pipeline loses its overlap: per batch, the time the compute
-    stream could run its kernel but does not (from the later of the copy stream's record of
-    the batch's `ready` event finishing and the previous kernel finishing, to the kernel
-    starting: the hand-off of the stream between threads), seen through the task events. Returns (those gaps summed, as a percentage of the run's wall time; the median
-    gap in µs). Measured in runs of their own: a listening observer takes the runtime's tool
-    path, so these runs are not the timed ones."""
-    log: list = []
-
-    def observer(name, task=None, **_fields):
-        if task is not None and name in ("task_started", "task_finished"):
-            log.append((clock(), name, task.stream, task.kind))
-
-    shares, gaps = [], []
-    for _ in range(repeats):
-        log.clear()
-        RUNTIME_HOOKS.add(observer)
-        try:
-            t0 = clock()
-            run()
-            wall = clock() - t0
-        finally:
-            RUNTIME_HOOKS.remove(observer)
-        ready = [t for t, name, st, kind in log
-                 if st is copy_stream and name == "task_finished" and kind == "record_event"]
-        starts = [t for t, name, st, kind in log
-                  if st is compute_stream and name == "task_started" and kind == "kernel"]
-        ends = [t for t, name, st, kind in log
-                if st is compute_stream and name == "task_finished" and kind == "kernel"]
-        # idle: from the later of "its data is ready" and "the previous kernel finished"
-        batch = [max(0.0, k - max(r, ends[i - 1] if i else r)) for i, (r, k) in enumerate(zip(ready, starts))]
-        gaps += batch
-        shares.append(100 * sum(batch) / wall)
-    median_gap = sorted(gaps)[len(gaps) // 2] * 1e6 if gaps else float("nan")
-    return Stat.of(shares), Stat(median_gap, min(gaps) * 1e6 if gaps else median_gap,
-                                 max(gaps) * 1e6 if gaps else median_gap, len(gaps))
 
 
 def _gelu_ratio(s: Session, d_in: int, d_out: int, m: int, repeats: int, warmup: int) -> Stat:

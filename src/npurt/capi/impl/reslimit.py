@@ -11,14 +11,9 @@ first, then its device's.
 """
 from __future__ import annotations
 
-import threading
-
 from ... import runtime as rt
 from ..registry import c_function
 from ._common import null, stream_of
-
-_thread = threading.local()
-
 
 def _stream(handle):
     return rt.stream_of(stream_of(handle))
@@ -66,15 +61,13 @@ def aclrtResetStreamResLimit(stream):
 
 @c_function("aclrtUseStreamResInCurrentThread")
 def aclrtUseStreamResInCurrentThread(stream):
-    _thread.stream = _stream(stream)
+    rt.use_stream_res_in_current_thread(_stream(stream))
     return 0
 
 
 @c_function("aclrtUnuseStreamResInCurrentThread")
 def aclrtUnuseStreamResInCurrentThread(stream):
-    s = _stream(stream)  # a stale handle is refused
-    if getattr(_thread, "stream", None) is s:
-        _thread.stream = None
+    rt.unuse_stream_res_in_current_thread(_stream(stream))  # a stale handle is refused
     return 0
 
 
@@ -82,9 +75,5 @@ def aclrtUnuseStreamResInCurrentThread(stream):
 def aclrtGetResInCurrentThread(type, value):  # noqa: A002
     if not value:
         raise null("value")
-    stream = getattr(_thread, "stream", None)
-    if stream is not None:
-        value[0] = rt.get_stream_res_limit(stream, type)
-    else:
-        value[0] = rt.get_device_res_limit(rt.get_device(), type)
+    value[0] = rt.get_res_in_current_thread(type)
     return 0

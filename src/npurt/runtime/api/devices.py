@@ -1,6 +1,7 @@
 """Devices: selection, reset, peer access, device queries and settings (contexts: contexts.py)."""
 from __future__ import annotations
 
+import threading
 import time
 
 from .. import address
@@ -489,6 +490,30 @@ def get_stream_res_limit(stream, kind: int) -> int:
 
 def reset_stream_res_limit(stream) -> None:
     stream_of(stream).res_limits = None
+
+
+_res_thread = threading.local()  # the stream whose limits the calling thread took
+
+
+def use_stream_res_in_current_thread(stream) -> None:
+    """The calling thread answers get_res_in_current_thread with `stream`'s limits (api_impl.cc
+    UseStreamResInCurrentThread; None: the current context's default stream)."""
+    _res_thread.stream = stream_of(stream)
+
+
+def unuse_stream_res_in_current_thread(stream) -> None:
+    """Stop using `stream`'s limits, if it is the stream the thread took."""
+    s = stream_of(stream)
+    if getattr(_res_thread, "stream", None) is s:
+        _res_thread.stream = None
+
+
+def get_res_in_current_thread(kind: int) -> int:
+    """The limit the calling thread works under: its taken stream's, else its device's."""
+    s = getattr(_res_thread, "stream", None)
+    if s is not None and not s.destroyed:
+        return get_stream_res_limit(s, kind)
+    return get_device_res_limit(get_device(), kind)
 
 
 def core_limit(stream, kind: int = RES_CUBE_CORE) -> int:
