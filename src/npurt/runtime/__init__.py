@@ -49,9 +49,9 @@ from .notify import (Notify, create_notify, destroy_notify, notify_of, record_no
                      wait_and_reset_notify)
 from . import ipc
 from ..driver.shared import detach_all as detach_shared_devices
-from .ipc import (IpcEvent, IpcNotify, ipc_get_event_handle, ipc_mem_close, ipc_mem_get_export_key,
-                  ipc_mem_import_by_key, ipc_mem_set_import_pid, ipc_open_event_handle, notify_get_export_key,
-                  notify_import_by_key, notify_set_import_pid)
+from .ipc import ipc_mem_close, ipc_mem_get_export_key, ipc_mem_import_by_key, ipc_mem_set_import_pid
+from .ipc_sync import (IpcEvent, IpcNotify, ipc_get_event_handle, ipc_open_event_handle, notify_get_export_key,
+                       notify_import_by_key, notify_set_import_pid)
 from .accel import describe as accelerator
 from .entries import fast_entry, is_fast_entry
 
@@ -113,7 +113,7 @@ __all__ = [
     # notifies and value waits (notify.py)
     'Notify', 'create_notify', 'destroy_notify', 'notify_of', 'record_notify', 'wait_and_reset_notify',
     'value_write', 'value_wait',
-    # IPC between the processes sharing a device (ipc.py; `ipc` is the module: flags, imported())
+    # IPC between the processes sharing a device (ipc.py: memory, `ipc` the module: flags; ipc_sync.py)
     'ipc', 'IpcEvent', 'IpcNotify', 'ipc_get_event_handle', 'ipc_mem_close', 'ipc_mem_get_export_key',
     'ipc_mem_import_by_key', 'ipc_mem_set_import_pid', 'ipc_open_event_handle', 'notify_get_export_key',
     'notify_import_by_key', 'notify_set_import_pid', 'detach_shared_devices',
