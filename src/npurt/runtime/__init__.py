@@ -44,14 +44,14 @@ from .inline import MAX_BYTES as INLINE_MAX_BYTES, cheap_bytes
 from . import graph
 from .graph import (CaptureError, Graph, capture_begin, capture_end, capture_info, destroy_graph, execute,
                     execute_async, graph_of)
-from . import model_build
+from . import graph_cond, graph_edit, model_build
 from .notify import (Notify, create_notify, destroy_notify, notify_of, record_notify, value_wait, value_write,
                      wait_and_reset_notify)
 from . import ipc
 from ..driver.shared import detach_all as detach_shared_devices
-from .ipc import (IpcEvent, IpcNotify, ipc_get_event_handle, ipc_mem_close, ipc_mem_get_export_key,
-                  ipc_mem_import_by_key, ipc_mem_set_import_pid, ipc_open_event_handle, notify_get_export_key,
-                  notify_import_by_key, notify_set_import_pid)
+from .ipc import ipc_mem_close, ipc_mem_get_export_key, ipc_mem_import_by_key, ipc_mem_set_import_pid
+from .ipc_sync import (IpcEvent, IpcNotify, ipc_get_event_handle, ipc_open_event_handle, notify_get_export_key,
+                       notify_import_by_key, notify_set_import_pid)
 from .accel import describe as accelerator
 from .entries import fast_entry, is_fast_entry
 
@@ -107,12 +107,13 @@ __all__ = [
     # ACL graphs: capture as a stream mode, replay (graph.py; `graph` is the module: modes, THREAD, exchange_mode)
     'graph', 'CaptureError', 'Graph', 'capture_begin', 'capture_end', 'capture_info', 'destroy_graph', 'execute',
     'execute_async', 'graph_of',
-    # built models, labels, stream activation and switches (model_build.py, the module)
-    'model_build',
+    # editing graphs (graph_edit.py: task groups, per-task queries), conditional tasks (graph_cond.py),
+    # built models, labels, stream activation and switches (model_build.py): the modules
+    'graph_edit', 'graph_cond', 'model_build',
     # notifies and value waits (notify.py)
     'Notify', 'create_notify', 'destroy_notify', 'notify_of', 'record_notify', 'wait_and_reset_notify',
     'value_write', 'value_wait',
-    # IPC between the processes sharing a device (ipc.py; `ipc` is the module: flags, imported())
+    # IPC between the processes sharing a device (ipc.py: memory, `ipc` the module: flags; ipc_sync.py)
     'ipc', 'IpcEvent', 'IpcNotify', 'ipc_get_event_handle', 'ipc_mem_close', 'ipc_mem_get_export_key',
     'ipc_mem_import_by_key', 'ipc_mem_set_import_pid', 'ipc_open_event_handle', 'notify_get_export_key',
     'notify_import_by_key', 'notify_set_import_pid', 'detach_shared_devices',
