@@ -44,16 +44,16 @@ from .inline import MAX_BYTES as INLINE_MAX_BYTES, cheap_bytes
 from . import graph
 from .graph import (CaptureError, Graph, capture_begin, capture_end, capture_info, destroy_graph, execute,
                     execute_async, graph_of)
-from . import model_build
+from . import graph_cond, graph_edit, model_build
 from .notify import (Notify, create_notify, destroy_notify, notify_of, record_notify, value_wait, value_write,
                      wait_and_reset_notify)
 from . import ipc
 from ..driver.shared import detach_all as detach_shared_devices
-from .ipc import (IpcEvent, IpcNotify, ipc_get_event_handle, ipc_mem_close, ipc_mem_get_export_key,
-                  ipc_mem_import_by_key, ipc_mem_set_import_pid, ipc_open_event_handle, notify_get_export_key,
-                  notify_import_by_key, notify_set_import_pid)
+from .ipc import ipc_mem_close, ipc_mem_get_export_key, ipc_mem_import_by_key, ipc_mem_set_import_pid
+from .ipc_sync import (IpcEvent, IpcNotify, ipc_get_event_handle, ipc_open_event_handle, notify_get_export_key,
+                       notify_import_by_key, notify_set_import_pid)
 from .accel import describe as accelerator
-from .entries import fast_entry
+from .entries import fast_entry, is_fast_entry
 
 # malloc and free of every face: C entry points with the C accelerator (entries.py); the
 # Python operations stay in api/ (what fault injection gates and the entries fall back to)
@@ -76,7 +76,7 @@ __all__ = [
     # the current stream per thread and device
     'current_stream_on', 'current_streams', 'set_current_stream',
     # the C accelerator: which pool runs (a line for `npurt info`), C entry points of malloc/free
-    'accelerator', 'fast_entry',
+    'accelerator', 'fast_entry', 'is_fast_entry',
     # observers; fault injection (faults.py) and controlled schedules (schedule.py)
     'HOOKS', 'API_SURFACES', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # settings
@@ -107,12 +107,13 @@ __all__ = [
     # ACL graphs: capture as a stream mode, replay (graph.py; `graph` is the module: modes, THREAD, exchange_mode)
     'graph', 'CaptureError', 'Graph', 'capture_begin', 'capture_end', 'capture_info', 'destroy_graph', 'execute',
     'execute_async', 'graph_of',
-    # built models, labels, stream activation and switches (model_build.py, the module)
-    'model_build',
+    # editing graphs (graph_edit.py: task groups, per-task queries), conditional tasks (graph_cond.py),
+    # built models, labels, stream activation and switches (model_build.py): the modules
+    'graph_edit', 'graph_cond', 'model_build',
     # notifies and value waits (notify.py)
     'Notify', 'create_notify', 'destroy_notify', 'notify_of', 'record_notify', 'wait_and_reset_notify',
     'value_write', 'value_wait',
-    # IPC between the processes sharing a device (ipc.py; `ipc` is the module: flags, imported())
+    # IPC between the processes sharing a device (ipc.py: memory, `ipc` the module: flags; ipc_sync.py)
     'ipc', 'IpcEvent', 'IpcNotify', 'ipc_get_event_handle', 'ipc_mem_close', 'ipc_mem_get_export_key',
     'ipc_mem_import_by_key', 'ipc_mem_set_import_pid', 'ipc_open_event_handle', 'notify_get_export_key',
     'notify_import_by_key', 'notify_set_import_pid', 'detach_shared_devices',

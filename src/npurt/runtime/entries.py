@@ -42,3 +42,9 @@ def fast_entry(kind: str, slow):
         if hasattr(slow, attr):
             setattr(entry, attr, getattr(slow, attr))
     return entry
+
+
+def is_fast_entry(obj) -> bool:
+    """Whether `obj` is a C entry point made by `fast_entry` (not a Python function, yet an
+    API function all the same: a tool that wraps the faces' functions wraps these too)."""
+    return accel.SPEEDUPS is not None and type(obj) is accel.SPEEDUPS.Entry

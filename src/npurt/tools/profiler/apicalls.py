@@ -17,7 +17,7 @@ import threading
 import types
 from time import perf_counter_ns
 
-from ...runtime import API_SURFACES
+from ...runtime import API_SURFACES, is_fast_entry
 
 _ident = threading.get_ident
 # operators of the Pythonic classes that do device work or move data
@@ -66,7 +66,8 @@ def _targets_of(entry) -> list:
     out = []
     is_class = isinstance(owner, type)
     for attr, obj in list(vars(owner).items()):
-        if isinstance(obj, types.FunctionType) and (not attr.startswith("_") or (is_class and attr in _OPERATORS)):
+        function = isinstance(obj, types.FunctionType) or is_fast_entry(obj)  # (acl.rt.malloc: a C entry)
+        if function and (not attr.startswith("_") or (is_class and attr in _OPERATORS)):
             out.append((owner, attr, level, f"{prefix}.{attr}"))
     return out
 
