@@ -120,11 +120,11 @@ class TaskGroup:
         self._group = None
 
     def __enter__(self) -> "TaskGroup":
-        rt.graph.capture_task_group_begin(self._stream._s)
+        rt.graph_edit.capture_task_group_begin(self._stream._s)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        group = rt.graph.capture_task_group_end(self._stream._s)
+        group = rt.graph_edit.capture_task_group_end(self._stream._s)
         self._group = group
 
     def update(self, stream: Stream | None = None) -> "_Update":
@@ -142,16 +142,16 @@ class _Update:
         self._group, self._stream = group, stream
 
     def __enter__(self) -> None:
-        rt.graph.capture_task_update_begin(self._stream._s, self._group)
+        rt.graph_edit.capture_task_update_begin(self._stream._s, self._group)
         self._scope = _stream_scope(self._stream)
         self._scope.__enter__()
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self._scope.__exit__(exc_type, exc, tb)
         if exc_type is None:
-            rt.graph.capture_task_update_end(self._stream._s)
+            rt.graph_edit.capture_task_update_end(self._stream._s)
         else:  # the block failed: leave update mode, the group stays as it was
-            rt.graph.capture_task_update_cancel(self._stream._s)
+            rt.graph_edit.capture_task_update_cancel(self._stream._s)
 
 
 class graph:

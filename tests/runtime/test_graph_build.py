@@ -9,6 +9,8 @@ import pytest
 
 from npurt.runtime import constants as C
 from npurt.runtime import graph as G
+from npurt.runtime import graph_cond as GC
+from npurt.runtime import graph_edit as GE
 from npurt.runtime import model_build as MB
 from npurt.runtime.errors import InvalidHandleError, NpuError, ParamInvalidError
 from npurt.runtime.kernel import GM, kernel
@@ -174,24 +176,24 @@ def test_a_task_group_update_replaces_its_tasks_for_the_replays_after_it(rt):
     order = []
     rt.capture_begin(s, G.RELAXED)
     rt.launch_host_func(s, lambda: order.append("before"))
-    G.capture_task_group_begin(s)
+    GE.capture_task_group_begin(s)
     rt.launch_host_func(s, lambda: order.append("old"))
-    group = G.capture_task_group_end(s)
+    group = GE.capture_task_group_end(s)
     graph = rt.capture_end(s)
     rt.execute_async(graph, s)
     rt.synchronize_stream(s)
-    G.capture_task_update_begin(upd, group)
+    GE.capture_task_update_begin(upd, group)
     rt.launch_host_func(upd, lambda: order.append("new"))
-    G.capture_task_update_end(upd)
+    GE.capture_task_update_end(upd)
     rt.synchronize_stream(upd)
     rt.execute_async(graph, s)
     rt.synchronize_stream(s)
     assert order == ["before", "old", "before", "new"]
     # an update must keep the number and kinds of tasks; a refused one changes nothing
-    G.capture_task_update_begin(upd, group)
+    GE.capture_task_update_begin(upd, group)
     rt.memset_async(rt.malloc(64), 64, 0, 64, upd)
     with pytest.raises(ParamInvalidError, match="number and kinds"):
-        G.capture_task_update_end(upd)
+        GE.capture_task_update_end(upd)
     assert upd.capture is None
     order.clear()
     rt.execute_async(graph, s)
@@ -199,16 +201,16 @@ def test_a_task_group_update_replaces_its_tasks_for_the_replays_after_it(rt):
     assert order == ["before", "new"]
     rt.destroy_graph(graph)
     with pytest.raises(InvalidHandleError):
-        G.capture_task_update_begin(upd, group)
+        GE.capture_task_update_begin(upd, group)
 
 
 def test_group_calls_outside_a_capture_are_refused(rt):
     s = rt.create_stream()
     with pytest.raises(NpuError) as e:
-        G.capture_task_group_begin(s)
+        GE.capture_task_group_begin(s)
     assert e.value.code == C.ACL_ERROR_RT_STREAM_NOT_CAPTURED
     with pytest.raises(NpuError) as e:
-        G.capture_task_update_end(s)
+        GE.capture_task_update_end(s)
     assert e.value.code == C.ACL_ERROR_RT_STREAM_NOT_CAPTURED
 
 
@@ -217,12 +219,12 @@ def _cond_graph(rt, s, sub, type_, size, flag=0, default=0):
     order = []
     rt.capture_begin(s, G.THREAD_LOCAL)
     _, graph = rt.capture_info(s)
-    cond = G.cond_handle_create(graph, default, flag)
-    bodies = G.add_cond_task(cond, type_, size, s)
+    cond = GC.cond_handle_create(graph, default, flag)
+    bodies = GC.add_cond_task(cond, type_, size, s)
     for i, body in enumerate(bodies):
         rt.capture_begin(sub, G.THREAD_LOCAL, into=body)
         rt.launch_host_func(sub, lambda i=i: order.append(i))
-        if type_ == G.COND_WHILE:        # the body counts the word down
+        if type_ == GC.COND_WHILE:        # the body counts the word down
             rt.launch_host_func(sub, lambda: _set(rt, cond.addr, cond.value() - 1))
         assert rt.capture_end(sub) is body
     assert rt.capture_end(s) is graph
@@ -231,7 +233,7 @@ def _cond_graph(rt, s, sub, type_, size, flag=0, default=0):
 
 def test_if_runs_the_first_body_on_a_nonzero_word_and_the_second_on_zero(rt):
     s, sub = rt.create_stream(), rt.create_stream()
-    graph, cond, order = _cond_graph(rt, s, sub, G.COND_IF, 2)
+    graph, cond, order = _cond_graph(rt, s, sub, GC.COND_IF, 2)
     for value in (1, 0, 5):
         _set(rt, cond.addr, value)
         rt.execute_async(graph, s)
@@ -242,13 +244,13 @@ def test_if_runs_the_first_body_on_a_nonzero_word_and_the_second_on_zero(rt):
 
 def test_while_runs_its_body_while_the_word_is_nonzero_and_switch_picks_by_value(rt):
     s, sub = rt.create_stream(), rt.create_stream()
-    graph, cond, order = _cond_graph(rt, s, sub, G.COND_WHILE, 1)
+    graph, cond, order = _cond_graph(rt, s, sub, GC.COND_WHILE, 1)
     _set(rt, cond.addr, 3)
     rt.execute_async(graph, s)
     rt.synchronize_stream(s)
     assert order == [0, 0, 0] and cond.value() == 0
     rt.destroy_graph(graph)
-    graph, cond, order = _cond_graph(rt, s, sub, G.COND_SWITCH, 3)
+    graph, cond, order = _cond_graph(rt, s, sub, GC.COND_SWITCH, 3)
     for value in (2, 0, 9):                  # 9: out of range, no body
         _set(rt, cond.addr, value)
         rt.execute_async(graph, s)
@@ -262,7 +264,7 @@ def test_assign_default_resets_the_word_at_each_launch(rt):
     default at the start of each model execution, so the host's value before it is lost
     (the runtime's sample model_ri/3_cond_model shows the false branch twice)."""
     s, sub = rt.create_stream(), rt.create_stream()
-    graph, cond, order = _cond_graph(rt, s, sub, G.COND_IF, 2, flag=G.COND_ASSIGN_DEFAULT, default=0)
+    graph, cond, order = _cond_graph(rt, s, sub, GC.COND_IF, 2, flag=GC.COND_ASSIGN_DEFAULT, default=0)
     _set(rt, cond.addr, 1)
     rt.execute_async(graph, s)
     rt.synchronize_stream(s)
@@ -274,23 +276,23 @@ def test_bad_conditional_tasks_are_refused(rt):
     s = rt.create_stream()
     rt.capture_begin(s, G.GLOBAL)
     _, graph = rt.capture_info(s)
-    cond = G.cond_handle_create(graph, 0, 0)
+    cond = GC.cond_handle_create(graph, 0, 0)
     with pytest.raises(ParamInvalidError, match="WHILE"):
-        G.add_cond_task(cond, G.COND_WHILE, 2, s)
+        GC.add_cond_task(cond, GC.COND_WHILE, 2, s)
     with pytest.raises(ParamInvalidError, match="type"):
-        G.add_cond_task(cond, 7, 1, s)
+        GC.add_cond_task(cond, 7, 1, s)
     with pytest.raises(ParamInvalidError, match="flag"):
-        G.cond_handle_create(graph, 0, 3)
+        GC.cond_handle_create(graph, 0, 3)
     rt.capture_end(s)
     with pytest.raises(NpuError) as e:       # not capturing any more
-        G.add_cond_task(cond, G.COND_IF, 1, s)
+        GC.add_cond_task(cond, GC.COND_IF, 1, s)
     assert e.value.code == C.ACL_ERROR_RT_STREAM_NOT_CAPTURED
     with pytest.raises(NpuError) as e:       # a captured graph is no empty body
         rt.capture_begin(s, G.GLOBAL, into=graph)
     assert e.value.code == C.ACL_ERROR_RT_MODEL_CAPTURED
     rt.destroy_graph(graph)
     with pytest.raises(InvalidHandleError):
-        G.cond_handle_of(cond.handle)
+        GC.cond_handle_of(cond.handle)
 
 
 # ------------------------------------------------------------------ external events
@@ -397,27 +399,27 @@ def test_tasks_of_a_graphs_streams_can_be_changed_or_disabled_and_an_update_appl
     rt.value_write(w1, 5, 0, s)
     rt.value_write(w2, 6, 0, s)
     graph = rt.capture_end(s)
-    [stream] = G.graph_streams(graph)            # one lane: its stream is the execute stream
-    t1, t2 = G.tasks_of_stream(stream)
-    assert t1.task_type() == G.TASK_VALUE_WRITE and G.task_params(t1) == {"type": G.TASK_VALUE_WRITE,
+    [stream] = GE.graph_streams(graph)            # one lane: its stream is the execute stream
+    t1, t2 = GE.tasks_of_stream(stream)
+    assert t1.task_type() == GE.TASK_VALUE_WRITE and GE.task_params(t1) == {"type": GE.TASK_VALUE_WRITE,
                                                                          "addr": w1, "value": 5}
-    G.set_task_params(t1, value=50)
-    G.disable_task(t2)
+    GE.set_task_params(t1, value=50)
+    GE.disable_task(t2)
     rt.execute_async(graph, s)                   # not applied yet
     rt.synchronize_stream(s)
     assert _read(rt, w1) == 5 and _read(rt, w2) == 6
     _set(rt, w2, 0)
-    G.update_graph(graph)
+    GE.update_graph(graph)
     rt.execute_async(graph, s)
     rt.synchronize_stream(s)
     assert _read(rt, w1) == 50 and _read(rt, w2) == 0
     with pytest.raises(ParamInvalidError, match="can set"):
-        G.set_task_params(t1, flag=1)            # a value write has no flag
+        GE.set_task_params(t1, flag=1)            # a value write has no flag
     with pytest.raises(ParamInvalidError, match="keeps its type"):
-        G.set_task_params(t1, type=G.TASK_KERNEL, num_blocks=2)
+        GE.set_task_params(t1, type=GE.TASK_KERNEL, num_blocks=2)
     rt.destroy_graph(graph)
     with pytest.raises(InvalidHandleError):
-        G.model_task_of(t1.handle)
+        GE.model_task_of(t1.handle)
 
 
 def _read(rt, addr):
@@ -497,17 +499,17 @@ def test_a_captured_kernels_launch_attributes_and_blocks_can_be_read_and_its_blo
     enqueue_launch(_fill_one, 1, s, (out, 16), cfg={C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET: 1,
                                                       C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US: 5_000_000})
     graph = rt.capture_end(s)
-    [task] = G.tasks_of_stream(G.graph_streams(graph)[0])
-    assert task.task_type() == G.TASK_KERNEL
-    assert G.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET) == 1
-    assert G.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US) == 5_000_000
-    assert G.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT) == 5
+    [task] = GE.tasks_of_stream(GE.graph_streams(graph)[0])
+    assert task.task_type() == GE.TASK_KERNEL
+    assert GE.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET) == 1
+    assert GE.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US) == 5_000_000
+    assert GE.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT) == 5
     with pytest.raises(NpuError) as e:
-        G.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE)
+        GE.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE)
     assert e.value.code == C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-    G.set_task_params(task, num_blocks=2)
-    G.update_graph(graph)
-    assert G.task_params(G.tasks_of_stream(G.graph_streams(graph)[0])[0])["num_blocks"] == 2
+    GE.set_task_params(task, num_blocks=2)
+    GE.update_graph(graph)
+    assert GE.task_params(GE.tasks_of_stream(GE.graph_streams(graph)[0])[0])["num_blocks"] == 2
     rt.execute_async(graph, s)
     rt.synchronize_stream(s)
     got = np.zeros(16, np.float32)
@@ -519,12 +521,12 @@ def test_a_captured_kernels_launch_attributes_and_blocks_can_be_read_and_its_blo
 def test_the_debug_print_names_groups_conditions_and_a_built_models_control_tasks(rt):
     s, sub = rt.create_stream(), rt.create_stream()
     rt.capture_begin(s, G.GLOBAL)
-    G.capture_task_group_begin(s)
+    GE.capture_task_group_begin(s)
     rt.launch_host_func(s, lambda: None)
-    G.capture_task_group_end(s)
+    GE.capture_task_group_end(s)
     _, graph = rt.capture_info(s)
-    cond = G.cond_handle_create(graph, 0, 0)
-    G.add_cond_task(cond, G.COND_WHILE, 1, s)
+    cond = GC.cond_handle_create(graph, 0, 0)
+    GC.add_cond_task(cond, GC.COND_WHILE, 1, s)
     rt.capture_end(s)
     kinds = [n["kind"] for n in graph.as_json()["nodes"]]
     assert kinds == ["group", "cond"] and graph.as_json()["nodes"][1]["type"] == "WHILE"

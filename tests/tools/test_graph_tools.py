@@ -13,6 +13,8 @@ import npurt
 import npurt.sanitizer
 from npurt.runtime import constants as C
 from npurt.runtime import graph as G
+from npurt.runtime import graph_cond as GC
+from npurt.runtime import graph_edit as GE
 
 H2D, D2H, D2D = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_MEMCPY_DEVICE_TO_DEVICE
 pytestmark = pytest.mark.timeout(60)
@@ -112,8 +114,8 @@ def test_memory_a_graph_holds_is_its_own_but_an_app_free_of_it_is_a_use_after_fr
     rt.capture_begin(s, G.THREAD_LOCAL)
     rt.memset_async(tmp, 4096, 1, 4096, s)
     _, graph = rt.capture_info(s)
-    cond = G.cond_handle_create(graph, 0, 0)
-    [body] = G.add_cond_task(cond, G.COND_IF, 1, s)
+    cond = GC.cond_handle_create(graph, 0, 0)
+    [body] = GC.add_cond_task(cond, GC.COND_IF, 1, s)
     rt.capture_begin(sub, G.THREAD_LOCAL, into=body)
     rt.memset_async(tmp, 4096, 2, 4096, sub)
     rt.capture_end(sub)

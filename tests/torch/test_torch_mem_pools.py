@@ -4,6 +4,7 @@ PYTORCH_NPU_ALLOC_CONF=expandable_segments:True, which needs free bytes where fi
 need a contiguous free run."""
 from __future__ import annotations
 
+import gc
 import pickle
 
 import pytest
@@ -64,6 +65,12 @@ def test_a_mem_pool_holds_the_tensors_made_under_use_mem_pool(npu):
     with pytest.raises(TypeError):
         with torch.npu.use_mem_pool(object()):
             pass
+    del x, w
+    torch.npu.synchronize()
+    held = torch.npu.memory_reserved()
+    del pool                                               # a pool no tensor uses gives its memory back
+    gc.collect()
+    assert torch.npu.memory_reserved() < held
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ from .inline import MAX_BYTES as INLINE_MAX_BYTES, cheap_bytes
 from . import graph
 from .graph import (CaptureError, Graph, capture_begin, capture_end, capture_info, destroy_graph, execute,
                     execute_async, graph_of)
-from . import model_build
+from . import graph_cond, graph_edit, model_build
 from .notify import (Notify, create_notify, destroy_notify, notify_of, record_notify, value_wait, value_write,
                      wait_and_reset_notify)
 from . import ipc
@@ -107,8 +107,9 @@ __all__ = [
     # ACL graphs: capture as a stream mode, replay (graph.py; `graph` is the module: modes, THREAD, exchange_mode)
     'graph', 'CaptureError', 'Graph', 'capture_begin', 'capture_end', 'capture_info', 'destroy_graph', 'execute',
     'execute_async', 'graph_of',
-    # built models, labels, stream activation and switches (model_build.py, the module)
-    'model_build',
+    # editing graphs (graph_edit.py: task groups, per-task queries), conditional tasks (graph_cond.py),
+    # built models, labels, stream activation and switches (model_build.py): the modules
+    'graph_edit', 'graph_cond', 'model_build',
     # notifies and value waits (notify.py)
     'Notify', 'create_notify', 'destroy_notify', 'notify_of', 'record_notify', 'wait_and_reset_notify',
     'value_write', 'value_wait',

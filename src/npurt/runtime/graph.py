@@ -25,6 +25,10 @@ it is RELAXED. Synchronizing, querying or destroying a capturing stream, and rep
 one, are ACL_ERROR_RT_STREAM_CAPTURED (107027). Each refusal invalidates the capture(s) it
 concerns: capture_end then fails with ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED (507903) and a
 message naming the call and where the capture began; the streams leave capture either way.
+
+Editing captured graphs (task groups and their updates, per-task queries and parameters) is
+graph_edit.py; conditional tasks and their bodies are graph_cond.py; built models
+model_build.py. A node's payload of those kinds replays through its own `replay_task(graph)`.
 """
 from __future__ import annotations
 
@@ -33,10 +37,7 @@ import itertools
 import threading
 import traceback
 
-import numpy as np
-
 from .forking import fork_safe_lock
-from . import address
 from . import constants as C
 from .errors import FeatureNotSupportedError, InvalidHandleError, NpuError, ParamInvalidError, TaskError
 from .event import EventNextRecord
@@ -48,12 +49,7 @@ from .tasks import NopTask, StreamProgress, Task
 GLOBAL, THREAD_LOCAL, RELAXED = 0, 1, 2          # aclmdlRICaptureMode
 STATUS_NONE, STATUS_ACTIVE, STATUS_INVALIDATED = 0, 1, 2   # aclmdlRICaptureStatus
 MODE_NAMES = {GLOBAL: "GLOBAL", THREAD_LOCAL: "THREAD_LOCAL", RELAXED: "RELAXED"}
-COND_IF, COND_WHILE, COND_SWITCH = 0, 1, 2      # aclmdlRICondTaskType
-COND_NAMES = {COND_IF: "IF", COND_WHILE: "WHILE", COND_SWITCH: "SWITCH"}
-COND_ASSIGN_DEFAULT = 1                          # aclmdlRICondHandleFlag
 GRAPHS = table("model ri")
-GROUPS = table("task group")
-COND_HANDLES = table("cond handle")
 _model_ids = itertools.count(1)
 
 
@@ -137,7 +133,7 @@ class Graph:
             elif kind == "group":
                 node.update(group=payload.handle, tasks=[t.describe() for t in payload.tasks])
             elif kind == "cond":
-                node.update(type=COND_NAMES[payload.type], bodies=[b.handle for b in payload.bodies],
+                node.update(type=payload.type_name, bodies=[b.handle for b in payload.bodies],
                             cond=payload.cond.addr)
             nodes.append(node)
         return {"graph": self.handle, "device": self.device.id, "lanes": self.lanes, "replays": self.replays,
@@ -165,7 +161,7 @@ def _node_text(kind: str, payload) -> str:
     if kind == "group":
         return f"task group {payload.handle:#x}: " + "; ".join(t.describe() for t in payload.tasks)
     if kind == "cond":
-        return (f"{COND_NAMES[payload.type]} on the word at 0x{payload.cond.addr:x}, bodies "
+        return (f"{payload.type_name} on the word at 0x{payload.cond.addr:x}, bodies "
                 + ", ".join(f"{b.handle:#x}" for b in payload.bodies))
     return "record"
 
@@ -467,17 +463,9 @@ def _discard(graph: Graph) -> None:
     for body in graph.bodies:
         if not body.destroyed:
             _discard(body)
-    for cond in graph.cond_handles:
-        COND_HANDLES.remove(cond.handle)
-        if HOOKS.active:
-            HOOKS.emit("mem_free", device=graph.device, addr=cond.addr, size=8, managed=True,
-                       uses=dict(cond.block.uses or {}))
-        graph.device.memory.free(cond.addr)  # stream-ordered: replays still queued keep it
+    for obj in (*graph.cond_handles, *graph.groups_made, *graph.model_tasks.values()):
+        obj.release()  # their handles (and a condition's word) go with the graph
     graph.cond_handles, graph.bodies = [], []
-    for group in graph.groups_made:
-        GROUPS.remove(group.handle)
-    for task in graph.model_tasks.values():
-        MODEL_TASKS.remove(task.handle)
 
 
 # ---------------------------------------------------------------- replay
@@ -579,8 +567,9 @@ def _replay(graph: Graph, stream) -> int:
     with graph.lock:
         graph.aborted = False
         for cond in graph.cond_handles:  # ACL_MODEL_RI_COND_HANDLE_ASSIGN_DEFAULT: at each launch
-            if cond.flag == COND_ASSIGN_DEFAULT:
-                stream.enqueue(CondDefaultTask(cond), holders=(cond.block,))
+            task = cond.launch_task()
+            if task is not None:
+                stream.enqueue(task, holders=(cond.block,))
         start = stream.enqueued_seq
         for s in graph.lane_streams:  # each lane starts after what the replay stream holds already
             s.enqueue(JoinTask(stream, start))
@@ -614,10 +603,8 @@ def _replay(graph: Graph, stream) -> int:
                 payload.record_on(s)
             elif kind == "reset":
                 payload.reset_on(s)
-            elif kind == "group":
-                s.enqueue(GroupTask(payload, graph), holders=payload.holders)
-            else:  # cond
-                s.enqueue(CondTask(payload, graph), holders=payload.holders())
+            else:  # a task group (graph_edit.py) or a conditional task (graph_cond.py)
+                s.enqueue(payload.replay_task(graph), holders=payload.replay_holders())
         if watched:
             for s in lanes:
                 s.enqueue(ReplayMarkTask(graph, 1))
@@ -733,30 +720,6 @@ class FlagWaitTask(Task):
     def details(self) -> dict:
         return {"event": self.event.event_id}
 
-
-# ---------------------------------------------------------------- task groups and updates
-class TaskGroup:
-    """Tasks of a capture that can be replaced after it (capture_task_group_begin/end, then
-    capture_task_update_begin/end): a replay runs the tasks the group holds when it runs."""
-
-    def __init__(self, graph: Graph, lane: int):
-        self.graph, self.lane = graph, lane
-        self.tasks: list = []
-        self.holders: list = []
-        self.handle = GROUPS.add(self)
-        graph.groups_made.append(self)
-
-    def __repr__(self) -> str:
-        return f"<npurt task group {self.handle:#x} of graph {self.graph.handle:#x}: {len(self.tasks)} task(s)>"
-
-
-def group_of(handle) -> TaskGroup:
-    group = handle if type(handle) is TaskGroup else GROUPS.get(handle)
-    if group.graph.destroyed:
-        raise InvalidHandleError(f"task group {group.handle:#x}: its graph {group.graph.handle:#x} was destroyed")
-    return group
-
-
 def _capture_of(stream, what: str) -> Capture:
     cap = stream.capture
     if type(cap) is not Capture:
@@ -765,145 +728,6 @@ def _capture_of(stream, what: str) -> Capture:
     cap._check_valid()
     return cap
 
-
-def capture_task_group_begin(stream) -> None:
-    """aclmdlRICaptureTaskGrpBegin: the tasks captured on `stream` from now to the group's end
-    form one group, updatable after the capture."""
-    cap = _capture_of(stream, "capture_task_group_begin")
-    lane = cap.lanes[stream]
-    if lane in cap.groups:
-        raise CaptureError(f"capture_task_group_begin: a task group is already open on stream "
-                           f"{stream.stream_id}", C.ACL_ERROR_RT_PARAM_INVALID)
-    group = TaskGroup(cap.graph, lane)
-    cap.groups[lane] = group
-    cap._add(lane, "group", group)
-
-
-def capture_task_group_end(stream) -> TaskGroup:
-    """aclmdlRICaptureTaskGrpEnd: close the group open on `stream`; returns it."""
-    cap = _capture_of(stream, "capture_task_group_end")
-    group = cap.groups.pop(cap.lanes[stream], None)
-    if group is None:
-        raise CaptureError(f"capture_task_group_end: no task group is open on stream {stream.stream_id} "
-                           "(capture_task_group_begin)", C.ACL_ERROR_RT_PARAM_INVALID)
-    return group
-
-
-class _Updating:
-    """The recorder of a stream between capture_task_update_begin and _end: the tasks enqueued
-    on it are the group's new tasks (nothing runs)."""
-
-    def __init__(self, stream, group: TaskGroup):
-        self.origin, self.group = stream, group
-        self.tasks: list = []
-        self.holders: list = []
-        self.invalid = None
-        self.where = "".join(traceback.format_stack(limit=8)[:-3])
-
-    def take(self, stream, task, on_seq, holders) -> int:
-        if task.kind in ("record_event", "reset_event"):
-            raise CaptureError(f"{task.kind} during a task update: the update holds only the group's new "
-                               "tasks", C.ACL_ERROR_RT_PARAM_INVALID)
-        held = tuple(h for h in holders if h is not None)
-        if held:  # held from now on: a temporary freed in the update block stays the graph's
-            note_uses(held, self.group.graph.hold, 1)
-        self.tasks.append(task)
-        self.holders.extend(held)
-        return stream.enqueued_seq
-
-    def wait(self, stream, event):
-        raise CaptureError("stream_wait_event during a task update: the update holds only the group's new "
-                           "tasks", C.ACL_ERROR_RT_PARAM_INVALID)
-
-    def refuse_wait(self, stream) -> None:
-        refuse_if_capturing(stream, "waiting for the stream (it is recording a task update)")
-
-    def invalidate(self, why: str) -> None:
-        self.invalid = self.invalid or why
-
-
-def capture_task_update_begin(stream, group: TaskGroup) -> None:
-    """aclmdlRICaptureTaskUpdateBegin: the tasks enqueued on `stream` until update_end replace
-    the group's (same number, same kinds, in order)."""
-    group = group_of(group)
-    if stream.capture is not None:
-        raise CaptureError(f"capture_task_update_begin: stream {stream.stream_id} is being captured or "
-                           "updating already", C.ACL_ERROR_RT_STREAM_CAPTURED)
-    if stream.device is not group.graph.device:
-        raise ParamInvalidError(f"capture_task_update_begin: the group's graph is on device "
-                                f"{group.graph.device.id}, stream {stream.stream_id} on {stream.device.id}")
-    stream.capture = _Updating(stream, group)
-
-
-def capture_task_update_cancel(stream) -> None:
-    """Leave update mode without updating (the group keeps its tasks)."""
-    if type(stream.capture) is not _Updating:
-        raise CaptureError(f"stream {stream.stream_id} is not updating a task group",
-                           C.ACL_ERROR_RT_STREAM_NOT_CAPTURED)
-    stream.capture = None
-
-
-class ApplyUpdateTask(Task):
-    """The update itself, in the update stream's order: replays that run after it run the new
-    tasks (order them with an event, as the runtime's samples do)."""
-
-    __slots__ = ("group", "tasks")
-    kind = "graph_task_update"
-
-    def __init__(self, group: TaskGroup, tasks: list):
-        self.group, self.tasks = group, tasks
-
-    def run(self) -> None:
-        self.group.tasks = self.tasks
-
-    def describe(self) -> str:
-        return f"update of task group {self.group.handle:#x} ({len(self.tasks)} task(s))"
-
-
-def capture_task_update_end(stream) -> int:
-    """aclmdlRICaptureTaskUpdateEnd: check the new tasks against the group's and queue the
-    update on `stream`; a mismatch leaves the group as it was (ACL_ERROR_RT_PARAM_INVALID)."""
-    upd = stream.capture
-    if type(upd) is not _Updating:
-        raise CaptureError(f"capture_task_update_end: stream {stream.stream_id} is not updating a task group "
-                           "(capture_task_update_begin)", C.ACL_ERROR_RT_STREAM_NOT_CAPTURED)
-    stream.capture = None
-    group = upd.group
-    if upd.invalid is not None:
-        raise CaptureError(f"the task update on stream {stream.stream_id} is invalid: {upd.invalid}",
-                           C.ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED)
-    old = [t.kind for t in group.tasks]
-    new = [t.kind for t in upd.tasks]
-    if old != new:
-        raise ParamInvalidError(f"capture_task_update_end: task group {group.handle:#x} holds {len(old)} task(s) "
-                                f"({', '.join(old) or 'none'}); the update gave {len(new)} "
-                                f"({', '.join(new) or 'none'}): an update keeps the number and kinds of tasks")
-    held = tuple(upd.holders)
-    group.holders.extend(held)
-    return stream.enqueue(ApplyUpdateTask(group, upd.tasks), holders=held)
-
-
-class GroupTask(Task):
-    """A replayed task group: runs the tasks the group holds as it runs."""
-
-    __slots__ = ("group", "graph")
-    kind = "graph_task_group"
-
-    def __init__(self, group: TaskGroup, graph: Graph):
-        self.group, self.graph = group, graph
-
-    def run(self) -> None:
-        _check_aborted(self.graph)
-        _run_tasks(self.group.tasks, self)
-
-    def accesses(self) -> tuple:
-        return tuple(a for t in self.group.tasks for a in t.accesses())
-
-    def describe(self) -> str:
-        return f"task group {self.group.handle:#x} ({len(self.group.tasks)} task(s))"
-
-    def details(self) -> dict:
-        return {"name": "graph task group", "tasks": len(self.group.tasks)}
 
 
 def _run_tasks(tasks, runner: Task) -> None:
@@ -917,154 +741,6 @@ def _run_tasks(tasks, runner: Task) -> None:
         except Exception as exc:  # noqa: BLE001 - reported with the inner task's code
             raise TaskError(f"graph replay: {task.describe()} failed: {exc}",
                             getattr(exc, "code", task.error_code)) from exc
-
-
-# ---------------------------------------------------------------- conditional tasks
-class CondHandle:
-    """A condition of a graph (aclmdlRICondHandleCreate): a 64-bit word of device memory the
-    graph owns, read by its conditional tasks as they run. With COND_ASSIGN_DEFAULT each
-    replay first sets it to `default` (acl_rt.h: "initialized to this value at the start of
-    each model execution")."""
-
-    def __init__(self, graph: Graph, default: int, flag: int):
-        self.graph, self.default, self.flag = graph, default, flag
-        device = graph.device
-        self.addr = device.memory.malloc(8)
-        self.block = device.memory.live[self.addr]
-        if HOOKS.active:  # tools know the word (owned by the graph: freed with it, never a leak)
-            HOOKS.emit("mem_alloc", device=device, addr=self.addr, size=8, managed=True)
-        address.view(self.addr, 8).view(np.uint64)[0] = default
-        if HOOKS.active:
-            HOOKS.emit("host_access", addr=self.addr, nbytes=8, mode="w", what="the condition's default value")
-        self.handle = COND_HANDLES.add(self)
-        graph.cond_handles.append(self)
-
-    def value(self) -> int:
-        return int(address.view(self.addr, 8).view(np.uint64)[0])
-
-
-def cond_handle_create(graph: Graph, default: int = 0, flag: int = COND_ASSIGN_DEFAULT) -> CondHandle:
-    graph = graph_of(graph)
-    if type(default) is not int or not 0 <= default <= 0xFFFFFFFF:
-        raise ParamInvalidError(f"cond_handle_create: defaultLaunchValue {default!r} is not a uint32")
-    if flag not in (0, COND_ASSIGN_DEFAULT):
-        raise ParamInvalidError(f"cond_handle_create: flag {flag!r} must be 0 or "
-                                "ACL_MODEL_RI_COND_HANDLE_ASSIGN_DEFAULT (1)")
-    return CondHandle(graph, default, flag)
-
-
-def cond_handle_of(handle) -> CondHandle:
-    cond = handle if type(handle) is CondHandle else COND_HANDLES.get(handle)
-    if cond.graph.destroyed:
-        raise InvalidHandleError(f"condition handle {cond.handle:#x}: its graph was destroyed")
-    return cond
-
-
-class CondNode:
-    def __init__(self, cond: CondHandle, type_: int, bodies: list):
-        self.cond, self.type, self.bodies = cond, type_, bodies
-
-    def holders(self) -> tuple:
-        return (self.cond.block, *(h for b in self.bodies for _, kind, p in b.nodes if kind == "task"
-                                   for h in p[1]))
-
-
-def add_cond_task(cond: CondHandle, type_: int, size: int, stream) -> list:
-    """aclmdlRIAddCondTask: a conditional task at this point of the capture on `stream`, with
-    `size` empty bodies (graphs to capture into with capture_begin(..., into=body)); returns
-    them. IF: 1 or 2 bodies (the word nonzero runs the first, zero the second); WHILE: 1 body,
-    run while the word is nonzero (checked before each pass); SWITCH: size >= 1 bodies, the
-    word's value picks one (none when it is out of range)."""
-    cond = cond_handle_of(cond)
-    cap = _capture_of(stream, "add_cond_task")
-    if cond.graph is not cap.graph:
-        raise ParamInvalidError(f"add_cond_task: condition handle {cond.handle:#x} belongs to graph "
-                                f"{cond.graph.handle:#x}, the stream captures graph {cap.graph.handle:#x}")
-    if type_ not in COND_NAMES:
-        raise ParamInvalidError(f"add_cond_task: type {type_!r} is not IF (0), WHILE (1) or SWITCH (2)")
-    allowed = {COND_IF: (1, 2), COND_WHILE: (1,)}.get(type_)
-    if type(size) is not int or size < 1 or (allowed is not None and size not in allowed):
-        raise ParamInvalidError(f"add_cond_task: size {size!r} is invalid for {COND_NAMES[type_]} (IF: 1 or 2, "
-                                "WHILE: 1, SWITCH: 1 or more)")
-    lane = cap.lanes[stream]
-    if lane in cap.groups:
-        raise CaptureError("add_cond_task inside a task group", C.ACL_ERROR_RT_PARAM_INVALID)
-    bodies = []
-    for _ in range(size):
-        body = Graph(cap.graph.device, cap.graph.context)
-        body.parent, body.pending = cap.graph, True
-        bodies.append(body)
-    cap.graph.bodies.extend(bodies)
-    cap._add(lane, "cond", CondNode(cond, type_, bodies))
-    return bodies
-
-
-def _run_inline(graph: Graph, runner: Task) -> None:
-    """Run a body inside its conditional task: its nodes in capture order, which is an order
-    its cross-stream dependencies allow (a record is captured before the waits on it)."""
-    for _lane, kind, payload in graph.nodes:
-        if kind == "task":
-            _run_tasks((payload[0],), runner)
-        elif kind == "group":
-            _run_tasks(payload.tasks, runner)
-        elif kind == "cond":
-            _run_cond(payload, graph, runner)
-
-
-def _run_cond(node: CondNode, graph: Graph, runner: Task) -> None:
-    _check_aborted(graph)
-    value = node.cond.value()
-    if node.type == COND_IF:
-        if value:
-            _run_inline(node.bodies[0], runner)
-        elif len(node.bodies) == 2:
-            _run_inline(node.bodies[1], runner)
-    elif node.type == COND_SWITCH:
-        if value < len(node.bodies):
-            _run_inline(node.bodies[value], runner)
-    else:
-        while node.cond.value():
-            _check_aborted(graph)
-            _run_inline(node.bodies[0], runner)
-
-
-class CondTask(Task):
-    """A replayed conditional task: reads its condition word as it runs."""
-
-    __slots__ = ("node", "graph")
-    kind = "graph_cond"
-
-    def __init__(self, node: CondNode, graph: Graph):
-        self.node, self.graph = node, graph
-
-    def run(self) -> None:
-        _run_cond(self.node, self.graph, self)
-
-    def accesses(self) -> tuple:
-        return ((self.node.cond.addr, 8, "r"),)
-
-    def describe(self) -> str:
-        return f"{COND_NAMES[self.node.type]} task on the word at 0x{self.node.cond.addr:x}"
-
-    def details(self) -> dict:
-        return {"name": f"graph {COND_NAMES[self.node.type]}", "bodies": len(self.node.bodies)}
-
-
-class CondDefaultTask(Task):
-    __slots__ = ("cond",)
-    kind = "graph_cond_default"
-
-    def __init__(self, cond: CondHandle):
-        self.cond = cond
-
-    def run(self) -> None:
-        address.view(self.cond.addr, 8).view(np.uint64)[0] = self.cond.default
-
-    def accesses(self) -> tuple:
-        return ((self.cond.addr, 8, "w"),)
-
-    def describe(self) -> str:
-        return f"condition word 0x{self.cond.addr:x} = {self.cond.default} (the default at launch)"
 
 
 # ---------------------------------------------------------------- names, ids, callbacks
@@ -1082,176 +758,3 @@ def unregister_destroy_callback(graph: Graph, fn) -> None:
     if len(kept) == len(graph.destroy_callbacks):
         raise ParamInvalidError(f"graph {graph.handle:#x} has no such destroy callback registered")
     graph.destroy_callbacks = kept
-
-
-# ---------------------------------------------------------------- per-task queries and parameters
-TASK_DEFAULT, TASK_KERNEL, TASK_EVENT_RECORD, TASK_EVENT_WAIT, TASK_EVENT_RESET, TASK_VALUE_WRITE, \
-    TASK_VALUE_WAIT = range(7)   # aclmdlRITaskType
-MODEL_TASKS = table("model ri task")
-_NODE_TYPES = {"record": TASK_EVENT_RECORD, "extrecord": TASK_EVENT_RECORD, "join": TASK_EVENT_WAIT,
-               "extwait": TASK_EVENT_WAIT, "reset": TASK_EVENT_RESET}
-_TASK_TYPES = {"kernel": TASK_KERNEL, "value_write": TASK_VALUE_WRITE, "value_wait": TASK_VALUE_WAIT}
-
-
-class ModelTask:
-    """A task of a captured graph as aclmdlRIGetTasksByStream hands it out (aclmdlRITask):
-    the node at `index` of the graph's capture order, on lane `lane`. Parameters set on it
-    (set_task_params, disable_task) wait in `pending` until update_graph applies them."""
-
-    def __init__(self, graph: Graph, lane: int, index: int):
-        self.graph, self.lane, self.index = graph, lane, index
-        self.handle = MODEL_TASKS.add(self)
-
-    def node(self):
-        return self.graph.nodes[self.index]
-
-    def task_type(self) -> int:
-        _lane, kind, payload = self.node()
-        if kind == "task":
-            return _TASK_TYPES.get(payload[0].kind, TASK_DEFAULT)
-        return _NODE_TYPES.get(kind, TASK_DEFAULT)
-
-
-def _live_graph(graph: Graph) -> Graph:
-    graph = graph_of(graph)
-    if graph.parent is not None:  # ApiImpl: "stream belongs to sub ACL Graph, does not support ..."
-        raise FeatureNotSupportedError(f"graph {graph.handle:#x} is a body of a conditional task: its streams and "
-                                       "tasks cannot be queried (as in the runtime)")
-    return graph
-
-
-def graph_streams(graph: Graph) -> list:
-    """aclmdlRIGetStreams of a captured graph: one stream per lane (lane 0: the stream
-    aclmdlRIExecute runs it on, made now if needed; then the joined lanes' streams)."""
-    graph = _live_graph(graph)
-    with graph.lock:
-        if graph.exec_stream is None:
-            graph.exec_stream = graph.device.new_stream(graph.context)
-            graph.exec_stream.held_by = graph.handle
-    return [graph.exec_stream, *graph.lane_streams]
-
-
-def tasks_of_stream(stream) -> list:
-    """aclmdlRIGetTasksByStream for a stream of a captured graph: its tasks in capture order
-    (task groups and conditional tasks count as one task each, of type DEFAULT)."""
-    graph = GRAPHS.get(stream.held_by) if stream.held_by is not None else None
-    if graph is None:
-        raise ParamInvalidError(f"stream {stream.stream_id} is not a stream of a model (aclmdlRIGetStreams gives "
-                                "them)")
-    graph = _live_graph(graph)
-    lane = 0 if stream is graph.exec_stream else graph.lane_streams.index(stream) + 1
-    cache = graph.model_tasks
-    out = []
-    for i, (node_lane, kind, _payload) in enumerate(graph.nodes):
-        if node_lane != lane:
-            continue
-        task = cache.get(i)
-        if task is None:
-            task = cache[i] = ModelTask(graph, lane, i)
-        out.append(task)
-    return out
-
-
-def model_task_of(handle) -> ModelTask:
-    task = handle if type(handle) is ModelTask else MODEL_TASKS.get(handle)
-    if task.graph.destroyed:
-        raise InvalidHandleError(f"task {task.handle:#x}: its graph {task.graph.handle:#x} was destroyed")
-    return task
-
-
-def task_params(task: ModelTask) -> dict:
-    """aclmdlRITaskGetParams as plain data: {"type": ..., and the fields of its kind}."""
-    task = model_task_of(task)
-    _lane, kind, payload = task.node()
-    ttype = task.task_type()
-    out = {"type": ttype}
-    if kind in ("extrecord", "extwait", "reset"):
-        out.update(event=payload, external=kind != "reset")
-    elif kind in ("record", "join"):
-        out.update(event=None, external=False)
-    elif ttype == TASK_VALUE_WRITE:
-        out.update(addr=payload[0].addr, value=payload[0].value)
-    elif ttype == TASK_VALUE_WAIT:
-        out.update(addr=payload[0].addr, value=payload[0].value, flag=payload[0].flag)
-    elif ttype == TASK_KERNEL:
-        k = payload[0]
-        out.update(func=k.func, num_blocks=k.num_blocks, args=k.args_ptr)
-    return out
-
-
-def set_task_params(task: ModelTask, **params) -> None:
-    """aclmdlRITaskSetParams: new parameters for a task of the same type (applied by
-    update_graph). Value writes and waits: addr, value (and flag); external event tasks: event;
-    kernels: num_blocks. Anything else: 107000 with what can be set."""
-    task = model_task_of(task)
-    _lane, kind, payload = task.node()
-    ttype = task.task_type()
-    if params.get("type", ttype) != ttype:
-        raise ParamInvalidError(f"set_task_params: task {task.handle:#x} is of type {ttype}; the parameters are of "
-                                f"type {params['type']} (a task keeps its type)")
-    params.pop("type", None)
-    allowed = {TASK_VALUE_WRITE: {"addr", "value"}, TASK_VALUE_WAIT: {"addr", "value", "flag"},
-               TASK_KERNEL: {"num_blocks"}}.get(ttype, {"event"} if kind in ("extrecord", "extwait", "reset")
-                                                   else set())
-    bad = set(params) - allowed
-    if bad or not params:
-        raise ParamInvalidError(f"set_task_params: for this task ({_node_text(kind, payload)}) npurt can set "
-                                f"{', '.join(sorted(allowed)) or 'nothing'}; got {', '.join(sorted(params)) or 'none'}")
-    if "num_blocks" in params and (type(params["num_blocks"]) is not int or params["num_blocks"] < 1):
-        raise ParamInvalidError(f"set_task_params: numBlocks {params['num_blocks']!r} must be a positive int")
-    task.graph.pending_updates[task.index] = ("set", params)
-
-
-def disable_task(task: ModelTask) -> None:
-    """aclmdlRITaskDisable: after update_graph the task does nothing at replay (ApiImpl::
-    ModelTaskDisable refuses a task of type DEFAULT)."""
-    task = model_task_of(task)
-    if task.task_type() == TASK_DEFAULT:
-        raise ParamInvalidError(f"disable_task: task {task.handle:#x} is of type DEFAULT, which cannot be disabled")
-    task.graph.pending_updates[task.index] = ("disable", None)
-
-
-def update_graph(graph: Graph) -> None:
-    """aclmdlRIUpdate: apply the parameters set and the disables since the last update; replays
-    enqueued after it use them."""
-    graph = _live_graph(graph)
-    with graph.lock:
-        pending, graph.pending_updates = graph.pending_updates, {}
-        for index, (what, params) in sorted(pending.items()):
-            lane, kind, payload = graph.nodes[index]
-            if what == "disable":
-                graph.nodes[index] = (lane, "task", (NopTask(), ()))
-            elif kind in ("extrecord", "extwait", "reset"):
-                graph.nodes[index] = (lane, kind, params["event"])
-            else:
-                new = copy.copy(payload[0])
-                held = list(payload[1])
-                for name, value in params.items():
-                    setattr(new, "num_blocks" if name == "num_blocks" else name, value)
-                if "addr" in params:
-                    span = address.locate(graph.device.runtime, params["addr"], 8, "value")
-                    if span.device is None:
-                        raise ParamInvalidError(f"update_graph: 0x{params['addr']:x} is host memory; the word must "
-                                                "be device memory")
-                    held = [span.block]
-                    note_uses(held, graph.hold, 1)
-                graph.nodes[index] = (lane, "task", (new, tuple(held)))
-        graph.steps = _plan(graph.nodes)
-
-
-def kernel_task_attribute(task: ModelTask, attr: int) -> int:
-    """aclmdlRIKernelTaskGetAttribute: a launch attribute of a captured kernel task, as the
-    launch gave it: BLOCKDIM_OFFSET, TIMEOUT (s) or TIMEOUT_US (0: none set). The other
-    attributes are checked at launch but not kept by npurt (207000)."""
-    task = model_task_of(task)
-    if task.task_type() != TASK_KERNEL:
-        raise ParamInvalidError(f"kernel_task_attribute: task {task.handle:#x} is not a kernel task")
-    k = task.node()[2][0]
-    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET:
-        return k.offset
-    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT:
-        return 0 if k.timeout_ns is None else k.timeout_ns // 1_000_000_000
-    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US:
-        return 0 if k.timeout_ns is None else k.timeout_ns // 1000
-    raise FeatureNotSupportedError(f"kernel_task_attribute: attribute {attr!r} of a launch is checked but not kept "
-                                   "by npurt (it keeps BLOCKDIM_OFFSET, TIMEOUT and TIMEOUT_US)")

@@ -56,7 +56,8 @@ import numpy as np
 from . import address
 from . import constants as C
 from .errors import FeatureNotSupportedError, InvalidHandleError, NpuError, ParamInvalidError, TaskError
-from .graph import MODEL_TASKS, TASK_DEFAULT, CaptureError, Graph, JoinTask, _run_tasks, refuse_if_capturing
+from .graph import CaptureError, Graph, JoinTask, _run_tasks, refuse_if_capturing
+from .graph_edit import MODEL_TASKS, TASK_DEFAULT
 from .handles import table
 from .memory import note_uses
 from .tasks import Task
@@ -539,6 +540,9 @@ class BuiltTask:
     def __init__(self, model: BuiltModel, op):
         self.graph, self.op = model, op
         self.handle = MODEL_TASKS.add(self)
+
+    def release(self) -> None:
+        MODEL_TASKS.remove(self.handle)
 
     def task_type(self) -> int:
         kind = self.op[0]

@@ -64,6 +64,19 @@ def refresh() -> None:
     storage.ROUTE = route if (_expandable or _ALL_POOLS) else None
 
 
+def release_pool(device, memory) -> bool:
+    """Give a pool's reserved range and memory back to the device if none of its blocks is in
+    use; True if it did."""
+    if memory not in device.memory.children:
+        return False  # a reset dropped it already
+    memory.empty_cache()
+    if memory.blocks or memory.pending_count:
+        return False
+    device.memory.children.remove(memory)
+    memory.backend.close()
+    return True
+
+
 def expandable_requested() -> bool:
     """`expandable_segments:True` in the allocator settings."""
     return alloc_conf.settings().expandable_segments
@@ -117,6 +130,15 @@ class MemPool:
         if got is None or got[0] is not device or got[1] not in device.memory.children:
             got = self._pools[device.id] = (device, _torch_pool(device, device.backend.usable))
         return got[1]
+
+    def __del__(self) -> None:
+        # the pool is gone: its memory goes back to the device, unless tensors still use it
+        # (they keep their pool's blocks; the range then lives until a reset)
+        try:
+            for device, memory in list(self._pools.values()):
+                release_pool(device, memory)
+        except Exception:  # noqa: BLE001 - interpreter shutdown, a runtime torn down
+            pass
 
     def snapshot(self) -> list:
         """The pool's segments, as in `_snapshot()["segments"]`."""

@@ -99,7 +99,7 @@ def aclmdlRIDebugJsonPrint(modelRI, path, flags):
 # ---------------------------------------------------------------- task groups and updates
 @c_function("aclmdlRICaptureTaskGrpBegin")
 def aclmdlRICaptureTaskGrpBegin(stream):
-    rt.graph.capture_task_group_begin(_capturable(stream))
+    rt.graph_edit.capture_task_group_begin(_capturable(stream))
     return 0
 
 
@@ -107,7 +107,7 @@ def aclmdlRICaptureTaskGrpBegin(stream):
 def aclmdlRICaptureTaskGrpEnd(stream, handle):
     if not handle:
         raise null("handle")
-    handle[0] = rt.graph.capture_task_group_end(_capturable(stream)).handle
+    handle[0] = rt.graph_edit.capture_task_group_end(_capturable(stream)).handle
     return 0
 
 
@@ -115,13 +115,13 @@ def aclmdlRICaptureTaskGrpEnd(stream, handle):
 def aclmdlRICaptureTaskUpdateBegin(stream, handle):
     if not handle:
         raise null("handle")
-    rt.graph.capture_task_update_begin(_capturable(stream), rt.graph.group_of(handle))
+    rt.graph_edit.capture_task_update_begin(_capturable(stream), rt.graph_edit.group_of(handle))
     return 0
 
 
 @c_function("aclmdlRICaptureTaskUpdateEnd")
 def aclmdlRICaptureTaskUpdateEnd(stream):
-    note_task(rt.graph.capture_task_update_end(_capturable(stream)))
+    note_task(rt.graph_edit.capture_task_update_end(_capturable(stream)))
     return 0
 
 
@@ -130,7 +130,7 @@ def aclmdlRICaptureTaskUpdateEnd(stream):
 def aclmdlRICondHandleCreate(modelRI, defaultLaunchValue, flag, handle):
     if not handle:
         raise null("handle")
-    handle[0] = rt.graph.cond_handle_create(_graph(modelRI), defaultLaunchValue, flag).handle
+    handle[0] = rt.graph_cond.cond_handle_create(_graph(modelRI), defaultLaunchValue, flag).handle
     return 0
 
 
@@ -140,7 +140,7 @@ def aclmdlRICondHandleGetCondPtr(handle, ptr):
         raise null("handle")
     if not ptr:
         raise null("ptr")
-    ptr[0] = rt.graph.cond_handle_of(handle).addr
+    ptr[0] = rt.graph_cond.cond_handle_of(handle).addr
     return 0
 
 
@@ -151,7 +151,7 @@ def aclmdlRIAddCondTask(params, stream, flags):
         raise null("params.handle")
     if not p.modelRIArray:
         raise null("params.modelRIArray")
-    bodies = rt.graph.add_cond_task(rt.graph.cond_handle_of(int(cdata.ffi.cast("uintptr_t", p.handle))),
+    bodies = rt.graph_cond.add_cond_task(rt.graph_cond.cond_handle_of(int(cdata.ffi.cast("uintptr_t", p.handle))),
                                     int(p.type), int(p.size), _capturable(stream))
     out = cdata.ffi.cast("uintptr_t *", p.modelRIArray)
     for i, body in enumerate(bodies):
@@ -262,7 +262,7 @@ def _is_built(graph) -> bool:
 @c_function("aclmdlRIGetStreams")
 def aclmdlRIGetStreams(modelRI, streams, numStreams):
     graph = _graph(modelRI)
-    items = rt.model_build.model_streams(graph) if _is_built(graph) else rt.graph.graph_streams(graph)
+    items = rt.model_build.model_streams(graph) if _is_built(graph) else rt.graph_edit.graph_streams(graph)
     return _fill(streams, numStreams, items, "Streams")
 
 
@@ -272,14 +272,14 @@ def aclmdlRIGetTasksByStream(stream, tasks, numTasks):
     if s is None:
         raise rt.ParamInvalidError("aclmdlRIGetTasksByStream: stream is NULL")
     bound = rt.model_build.bound_model(s) is not None
-    items = rt.model_build.tasks_of_stream(s) if bound else rt.graph.tasks_of_stream(s)
+    items = rt.model_build.tasks_of_stream(s) if bound else rt.graph_edit.tasks_of_stream(s)
     return _fill(tasks, numTasks, items, "Tasks")
 
 
 def _task(handle):
     if not handle:
         raise null("task")
-    return rt.graph.model_task_of(handle)
+    return rt.graph_edit.model_task_of(handle)
 
 
 @c_function("aclmdlRITaskGetType")
@@ -301,10 +301,10 @@ def aclmdlRITaskGetSeqId(task, id):  # noqa: A002 - the header's name
     return 0
 
 
-_EVENT_FIELD = {rt.graph.TASK_EVENT_RECORD: "eventRecordTaskParams", rt.graph.TASK_EVENT_WAIT: "eventWaitTaskParams",
-                rt.graph.TASK_EVENT_RESET: "eventResetTaskParams"}
-_EVENT_FLAG = {rt.graph.TASK_EVENT_RECORD: "recordFlag", rt.graph.TASK_EVENT_WAIT: "waitFlag",
-               rt.graph.TASK_EVENT_RESET: "resetFlag"}
+_EVENT_FIELD = {rt.graph_edit.TASK_EVENT_RECORD: "eventRecordTaskParams", rt.graph_edit.TASK_EVENT_WAIT: "eventWaitTaskParams",
+                rt.graph_edit.TASK_EVENT_RESET: "eventResetTaskParams"}
+_EVENT_FLAG = {rt.graph_edit.TASK_EVENT_RECORD: "recordFlag", rt.graph_edit.TASK_EVENT_WAIT: "waitFlag",
+               rt.graph_edit.TASK_EVENT_RESET: "resetFlag"}
 
 
 @c_function("aclmdlRITaskGetParams")
@@ -314,7 +314,7 @@ def aclmdlRITaskGetParams(task, params):
     t = _task(task)
     if _is_built(t.graph):
         raise rt.model_build.not_for_built("aclmdlRITaskGetParams")
-    info = rt.graph.task_params(t)
+    info = rt.graph_edit.task_params(t)
     p = cdata.struct("aclmdlRITaskParams *", params)
     cdata.write(params, bytes(cdata.ffi.sizeof("aclmdlRITaskParams")))
     p.type = info["type"]
@@ -324,14 +324,14 @@ def aclmdlRITaskGetParams(task, params):
         sub.event = cdata.ffi.cast("void *", ev.handle if ev is not None else 0)
         sub.eventFlag = ev.flags if ev is not None else 0
         setattr(sub, _EVENT_FLAG[info["type"]], 1 if info["external"] else 0)
-    elif info["type"] == rt.graph.TASK_VALUE_WRITE:
+    elif info["type"] == rt.graph_edit.TASK_VALUE_WRITE:
         p.valueWriteTaskParams.devAddr = cdata.ffi.cast("void *", info["addr"])
         p.valueWriteTaskParams.value = info["value"]
-    elif info["type"] == rt.graph.TASK_VALUE_WAIT:
+    elif info["type"] == rt.graph_edit.TASK_VALUE_WAIT:
         p.valueWaitTaskParams.devAddr = cdata.ffi.cast("void *", info["addr"])
         p.valueWaitTaskParams.value = info["value"]
         p.valueWaitTaskParams.flag = info["flag"]
-    elif info["type"] == rt.graph.TASK_KERNEL:
+    elif info["type"] == rt.graph_edit.TASK_KERNEL:
         p.kernelTaskParams.funcHandle = cdata.ffi.cast("void *", info["func"].handle)
         p.kernelTaskParams.args = cdata.ffi.cast("void *", info["args"])
         p.kernelTaskParams.numBlocks = info["num_blocks"]
@@ -350,27 +350,27 @@ def aclmdlRITaskSetParams(task, params):
         raise rt.model_build.not_for_built("aclmdlRITaskSetParams")
     p = cdata.struct("aclmdlRITaskParams *", params)
     ptype = int(p.type)
-    now = rt.graph.task_params(t)
+    now = rt.graph_edit.task_params(t)
     addr = lambda v: int(cdata.ffi.cast("uintptr_t", v))  # noqa: E731
     if ptype in _EVENT_FIELD and ptype == now["type"]:
         handle = addr(getattr(p, _EVENT_FIELD[ptype]).event)
         if not handle:
             raise null("params.event")
-        rt.graph.set_task_params(t, type=ptype, event=rt.RUNTIME.events.get(handle))
-    elif ptype == rt.graph.TASK_VALUE_WRITE:
-        rt.graph.set_task_params(t, type=ptype, addr=addr(p.valueWriteTaskParams.devAddr),
+        rt.graph_edit.set_task_params(t, type=ptype, event=rt.RUNTIME.events.get(handle))
+    elif ptype == rt.graph_edit.TASK_VALUE_WRITE:
+        rt.graph_edit.set_task_params(t, type=ptype, addr=addr(p.valueWriteTaskParams.devAddr),
                                  value=int(p.valueWriteTaskParams.value))
-    elif ptype == rt.graph.TASK_VALUE_WAIT:
-        rt.graph.set_task_params(t, type=ptype, addr=addr(p.valueWaitTaskParams.devAddr),
+    elif ptype == rt.graph_edit.TASK_VALUE_WAIT:
+        rt.graph_edit.set_task_params(t, type=ptype, addr=addr(p.valueWaitTaskParams.devAddr),
                                  value=int(p.valueWaitTaskParams.value), flag=int(p.valueWaitTaskParams.flag))
-    elif ptype == rt.graph.TASK_KERNEL and now["type"] == ptype:
+    elif ptype == rt.graph_edit.TASK_KERNEL and now["type"] == ptype:
         k = p.kernelTaskParams
         if addr(k.funcHandle) not in (0, now["func"].handle) or addr(k.args) not in (0, now["args"]):
             raise rt.FeatureNotSupportedError("aclmdlRITaskSetParams: npurt changes a kernel task's numBlocks only "
                                               "(funcHandle and args must stay as captured)")
-        rt.graph.set_task_params(t, type=ptype, num_blocks=int(k.numBlocks))
+        rt.graph_edit.set_task_params(t, type=ptype, num_blocks=int(k.numBlocks))
     else:
-        rt.graph.set_task_params(t, type=ptype)  # a type change or nothing settable: the runtime's message
+        rt.graph_edit.set_task_params(t, type=ptype)  # a type change or nothing settable: the runtime's message
     return 0
 
 
@@ -379,7 +379,7 @@ def aclmdlRITaskDisable(task):
     t = _task(task)
     if _is_built(t.graph):
         raise rt.model_build.not_for_built("aclmdlRITaskDisable")
-    rt.graph.disable_task(t)
+    rt.graph_edit.disable_task(t)
     return 0
 
 
@@ -388,7 +388,7 @@ def aclmdlRIUpdate(modelRI):
     graph = _graph(modelRI)
     if _is_built(graph):
         raise rt.model_build.not_for_built("aclmdlRIUpdate")
-    rt.graph.update_graph(graph)
+    rt.graph_edit.update_graph(graph)
     return 0
 
 
@@ -399,7 +399,7 @@ def aclmdlRIKernelTaskGetAttribute(task, attrId, attrValue):
     t = _task(task)
     if _is_built(t.graph):
         raise rt.model_build.not_for_built("aclmdlRIKernelTaskGetAttribute")
-    value = rt.graph.kernel_task_attribute(t, attrId)
+    value = rt.graph_edit.kernel_task_attribute(t, attrId)
     v = cdata.struct("aclrtLaunchKernelAttrValue *", attrValue)
     cdata.write(attrValue, bytes(cdata.ffi.sizeof("aclrtLaunchKernelAttrValue")))
     if attrId == rt.constants.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET:
