@@ -45,7 +45,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       f"https://download.pytorch.org/whl/cpu [{exc}]") from exc
 
 from . import (accelerator, alloc_conf, amp, aten, autocast, backends, comm, mem_pools, npu,  # noqa: E402,F401
-               patches, sharing)  # after the check that torch is PyTorch
+               patches, pinned, sharing)  # after the check that torch is PyTorch
 from .fallback import fallback  # noqa: E402
 from .fastpath import kernels_for_all  # noqa: E402
 
@@ -125,6 +125,7 @@ def register() -> None:
     _LIBS.extend([impl, every, hooks, guard])
     patches.apply()
     accelerator.install()
+    pinned.install()      # pin_memory=True factories
     torch.backends.npu = backends  # torch_npu's backend switches, also on torch.npu
     sys.modules["torch.npu.aclnn"] = backends.aclnn
     alloc_conf.load_environment()

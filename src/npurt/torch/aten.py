@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from ..runtime import note_uses
-from . import copies, random, storage
+from . import copies, pinned, random, storage
 from .device import index_of
 from .fallback import Call
 from .optask import launch, run_sync
@@ -245,6 +245,7 @@ def _item(x):
 def npu_kernels() -> dict:
     """aten op name -> PrivateUse1 kernel."""
     return {
+        "_to_copy": pinned.to_copy,
         "empty.memory_format": empty_memory_format,
         "empty_strided": empty_strided,
         "_copy_from": copies.copy_from,
@@ -272,6 +273,6 @@ def autograd_kernels() -> dict:
 def cpu_kernels() -> dict:
     """aten op name -> CPU kernel (pinned host memory)."""
     return {
-        "_pin_memory": copies.pin_memory,
+        "_pin_memory": pinned.pin_memory,
         "is_pinned": lambda self, device=None: copies.is_pinned_tensor(self),
     }

@@ -11,7 +11,8 @@ torch_npu/npu/memory.py, over npurt's caching pool.
 * `_set_allocator_settings(s)`: PYTORCH_NPU_ALLOC_CONF's syntax, the keys torch_npu lets
   change at run time (npurt.torch.alloc_conf); `get_allocator_backend()` is "native";
 * `host_empty_cache()`: npurt keeps no cache of pinned host blocks (each is freed with its
-  tensor), so there is nothing to give back.
+  tensor), so there is nothing to give back; `host_memory_stats()` and its resets are the
+  pinned allocator's statistics (npurt.torch.pinned).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from ..runtime import fork_safe_lock, free, malloc_on
-from . import alloc_conf, mem_pools, storage
+from . import alloc_conf, mem_pools, pinned, storage
 from .device import index_of
 from .mem_pools import _dump_snapshot, _record_memory_history, _snapshot  # noqa: F401 - torch.npu.memory's
 
@@ -89,3 +90,9 @@ def get_allocator_backend() -> str:
 
 def host_empty_cache() -> None:
     """Nothing to give back: npurt frees each pinned block with its tensor."""
+
+
+host_memory_stats = pinned.host_memory_stats
+host_memory_stats_as_nested_dict = pinned.host_memory_stats_as_nested_dict
+reset_accumulated_host_memory_stats = pinned.reset_accumulated_host_memory_stats
+reset_peak_host_memory_stats = pinned.reset_peak_host_memory_stats
