@@ -12,8 +12,9 @@ forever. Using the parent's runtime there would hang. So, in the child (`os.regi
   parent's objects are marked destroyed and its handles are stale, so using them is a clear
   error (ACL_ERROR_RT_INVALID_HANDLE, or not initialized) that names the fork and the
   'spawn' start method, never a hang;
-* the runtime is uninitialized: `acl.init()` starts a new one with devices of its own
-  (simulated devices are memory of the process: the child's are not the parent's), and the
+* the runtime is uninitialized: `acl.init()` starts a new one, which attaches to the devices
+  of its device namespace like any new process (shared with the parent unless
+  NPURT_SHARED_DEVICES=0: then the child's are its own, not the parent's), and the
   Pythonic API initializes on first use, as in a new process.
 
 multiprocessing's 'spawn' (and 'forkserver') start methods give workers a new interpreter,
