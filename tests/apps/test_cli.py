@@ -175,3 +175,23 @@ def test_a_bad_option_value_names_the_option(capsys):
 def test_the_torch_hint_is_the_cpu_build():
     assert cli.install_hint("torch") == "pip install torch --index-url https://download.pytorch.org/whl/cpu"
     assert cli.install_hint("plot") == "pip install 'npurt[plot]'"
+
+
+def test_help_and_info_load_no_command_module():
+    """`npurt --help` and `npurt info` stay light: each command loads its own module only when
+    it runs (cli.COMMAND_MODULES; the pyACL face, the sanitizer, the collectives, the bench)."""
+    code = textwrap.dedent("""
+        import contextlib, io, sys
+        from npurt.apps import cli
+        heavy = list(cli.COMMAND_MODULES.values()) + ["npurt.acl", "npurt.tools.sanitizer", "npurt.hccl"]
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert cli.main(["--help"]) == 0
+            assert cli.main(["info"]) == 0
+        print([m for m in heavy if m in sys.modules])
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            cli.main(["demo", "--batches", "0"])    # refused before the demo's module loads
+        print([m for m in heavy if m in sys.modules])
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["[]", "[]"]
