@@ -170,3 +170,15 @@ def test_failed_figure_is_reported_as_null_with_exit_code_1(monkeypatch, tmp_pat
     assert code == 1
     assert data["matmul_ratio"] is None
     assert "npurt error: matmul: RuntimeError: matmul kernel exploded" in printed.out
+
+
+def test_only_measures_the_groups_whose_names_contain_one_of_its_words():
+    assert bench.selected("many streams", ("streams",)) and bench.selected("many streams", None)
+    assert not bench.selected("latency", ("streams", "overlap"))
+    _finalize()
+    try:
+        res, peer_results = bench.run(harness.TINY, peers=False, only=("streams",))
+    finally:
+        _finalize()
+    assert "streams_10k_s" in res.stats and res.stats["streams_10k_s"].finite()
+    assert "enqueue_us" not in res.stats and "overlap_speedup" not in res.stats and not peer_results

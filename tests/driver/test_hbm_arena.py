@@ -138,3 +138,52 @@ def test_runtime_device_addresses_are_above_2_pow_47_and_per_device(rt):
     p1 = rt.malloc(100)
     assert p0 > 1 << 47 and p1 > 1 << 47
     assert device_of_address(p0) == 0 and device_of_address(p1) == 1
+
+
+def _address_space() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
+
+
+def test_a_device_that_never_uses_vmm_reserves_no_host_window():
+    # the VMM window (3x the memory) costs address space only from its first use: a process
+    # under ulimit -v that never reserves device addresses needs room for the memory alone
+    spec = SOCS["Ascend910B3"]  # 64 GiB
+    before = _address_space()
+    dev = SimulatedDevice(0, spec)
+    try:
+        assert dev.vmm is None and not dev.adjacent
+        assert _address_space() - before < 2 * spec.memory_bytes
+        window = dev.ensure_vmm_window()
+        assert dev.vmm is window and dev.ensure_vmm_window() is window
+        assert _address_space() - before >= 4 * spec.memory_bytes
+        assert dev.vmm_base == dev.va_base + spec.memory_bytes and dev.vmm_size == 3 * spec.memory_bytes
+    finally:
+        dev.close()
+
+
+def test_vmm_window_device_addresses_do_not_depend_on_its_host_reservation():
+    spec = SOCS["Ascend910B3"]
+    a, b = SimulatedDevice(0, spec, generation=3), SimulatedDevice(1, spec, generation=3)
+    try:
+        a.ensure_vmm_window()  # b's stays unreserved
+        assert a.vmm_base - a.va_base == b.vmm_base - b.va_base == spec.memory_bytes
+        assert a.va_base - (VA_BASE) == b.va_base - (VA_BASE + (1 << 40))
+    finally:
+        a.close(), b.close()
+
+
+def test_stale_memory_of_the_last_four_driver_instances_never_lies_in_live_memory():
+    # a 64 GiB device has 5 placements: addresses kept across a finalize and a new init (up to
+    # four times) point outside the memory the new instance hands out, so they are caught
+    spec = SOCS["Ascend910B3"]
+    size = spec.memory_bytes
+    bases = []
+    for generation in range(5):
+        dev = SimulatedDevice(0, spec, generation=generation)
+        bases.append(dev.va_base)
+        dev.close()
+    assert len(set(bases)) == 5
+    for live, base in enumerate(bases):
+        for stale in bases[:live]:
+            assert stale + size <= base or stale >= base + size

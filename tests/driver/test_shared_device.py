@@ -142,3 +142,15 @@ def test_private_devices_leave_nothing_in_shared_memory(isolated):
         print(os.path.exists({namespace_dir(ns)!r}))
     """, env={"NPURT_SHARED_DEVICES": "0", "NPURT_DEVICE_NAMESPACE": ns})
     assert code == 0 and out.strip().endswith("False"), out
+
+
+def test_a_namespace_nobody_opens_again_is_swept_by_the_next_process_of_any_namespace(namespace):
+    a = Child(namespace)
+    a("map", CHUNK, CHUNK)
+    a.kill()                                   # gone without detaching, and nobody reopens it
+    assert os.path.exists(namespace_dir(namespace))
+    other = f"test-{uuid.uuid4().hex[:12]}"
+    b = Child(other)                           # a new process elsewhere cleans it up
+    assert not os.path.exists(namespace_dir(namespace))
+    assert b.exit() == 0
+    assert not os.path.exists(namespace_dir(other))

@@ -161,3 +161,26 @@ def test_a_device_reset_releases_every_reservation_and_physical_handle(rt):
     with pytest.raises(NpuError):
         rt.free_physical(h)
     assert rt.reserve_mem_address(g) == va     # the addresses are free again
+
+
+def test_reserving_without_address_space_left_says_what_to_do(isolated):
+    # the window's host side is reserved on the first reservation; under a tight ulimit -v that
+    # fails with ACL_ERROR_RT_MEMORY_ALLOCATION and a message naming the two ways out, and the
+    # runtime stays usable (plain device memory still works)
+    code, out = isolated("""
+        import resource
+        import numpy as np
+        import npurt
+        from npurt import acl
+        print("ok", npurt.ones(3).to_host().tolist())
+        with open("/proc/self/status") as f:
+            used = next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (used + (256 << 20), resource.RLIM_INFINITY))
+        va, ret = acl.rt.reserve_mem_address(2 << 20, 0, 0, 0)
+        print("reserve:", va, ret, acl.get_recent_err_msg())
+        print("then:", npurt.ones(2).to_host().tolist())
+    """, env={"NPURT_HBM_SIZE": "512M", "OPENBLAS_NUM_THREADS": "1"})
+    assert code == 0, out
+    assert "reserve: 0 207001" in out, out
+    assert "ulimit -v" in out and "NPURT_HBM_SIZE" in out, out
+    assert "then: [1.0, 1.0]" in out, out

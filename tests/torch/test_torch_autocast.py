@@ -2,6 +2,7 @@
 dtype, precision-sensitive ops to float32, mixed-input ops to the widest type."""
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -82,3 +83,13 @@ def test_cross_entropy_follows_the_cuda_policy_step_by_step():
     lc, tc = logits.cpu(), target.cpu()
     assert torch.equal(loss.cpu(), F.nll_loss(torch.log_softmax(lc, 1, dtype=torch.float16).float(), tc))
     assert torch.equal(by_hand.cpu(), F.nll_loss(torch.log_softmax(lc.float(), 1), tc))
+
+
+def test_binary_cross_entropy_is_banned_under_autocast_as_on_torch_npu():
+    p = torch.rand(4, device="npu")
+    target = torch.rand(4, device="npu")
+    with torch.autocast("npu"):
+        with pytest.raises(RuntimeError, match="unsafe to autocast"):
+            torch.nn.functional.binary_cross_entropy(p, target)
+        torch.nn.functional.binary_cross_entropy_with_logits(p, target)    # the safe form runs
+    assert torch.nn.functional.binary_cross_entropy(p, target).item() >= 0  # outside autocast: allowed

@@ -122,3 +122,12 @@ def test_a_stream_rebuilt_from_its_triple_is_the_same_stream():
                 {"stream_id": -1, "device_index": 0}, {"stream_id": s1.stream_id, "device_index": -1}):
         with pytest.raises(RuntimeError):
             torch.npu.Stream(device_type=s1.device_type, **bad)
+
+
+def test_legacy_typed_storages_are_npu_typed_storages():
+    s = torch.npu.FloatStorage(4)
+    assert s.device.type == "npu" and s.dtype == torch.float32 and s.size() == 4
+    assert isinstance(s, torch.npu.FloatStorage) and not isinstance(s, torch.npu.IntStorage)
+    t = torch.ones(3, dtype=torch.int32, device="npu")
+    assert isinstance(t.storage(), torch.npu.IntStorage) and t.storage().type() == "torch.npu.IntStorage"
+    assert not isinstance(torch.ones(3, dtype=torch.int32).storage(), torch.npu.IntStorage)   # a CPU one

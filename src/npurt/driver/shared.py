@@ -26,7 +26,10 @@ chunks' pages out of the file and frees them; slots of processes that died (kill
 reclaimed the same way by whoever next takes the lock (except memory a live process still
 imports through IPC, freed once that import is closed: ipc.py); the last process out removes the files
 and the directory. An attach that races with a last-out removal finds its file unlinked (the
-inode behind the path changed) and retries, so no process maps a removed object.
+inode behind the path changed) and retries, so no process maps a removed object. A process
+that ends without detaching (os._exit, a signal) is cleaned up after by the next process of the
+user that attaches any shared device (`sweep_abandoned`), so no namespace's objects outlive
+all of its processes for longer than that.
 """
 from __future__ import annotations
 
@@ -83,6 +86,9 @@ class SharedHbmArena(PageAllocator):
     def __init__(self, directory: str, physical_id: int, capacity: int, system_reserved: int, va_slot: int):
         super().__init__(capacity - system_reserved)
         self._free_starts, self._free_sizes = [], {}   # nothing is ours until claimed
+        if os.getpid() not in _SWEPT:  # once per process: what processes that vanished left behind
+            _SWEPT.add(os.getpid())
+            sweep_abandoned(os.path.dirname(directory))
         self.directory = directory
         self.physical_id = physical_id
         self.registry = IpcRegistry(directory)
@@ -425,6 +431,67 @@ class SharedHbmArena(PageAllocator):
 
 
 _OPEN: "weakref.WeakSet[SharedHbmArena]" = weakref.WeakSet()
+_SWEPT: set[int] = set()   # pids (this process, or a forked child) that swept already
+
+
+def sweep_abandoned(root: str) -> None:
+    """Remove the shared devices of this user whose processes are all gone: a process that
+    ends without detaching (os._exit, a signal) leaves its device behind, and a namespace no
+    process opens again (a test run's) would keep it forever. A device another process is
+    attaching or detaching right now (its control file is locked) is left for later."""
+    prefix = f"npurt-{os.getuid()}-"
+    try:
+        names = [n for n in os.listdir(root) if n.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        directory = os.path.join(root, name)
+        try:
+            entries = os.listdir(directory)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.startswith("hbm") and entry.endswith(".ctl"):
+                _remove_if_abandoned(directory, os.path.join(directory, entry))
+        try:
+            os.rmdir(directory)  # only once empty: a device still in use keeps it
+        except OSError:
+            pass
+
+
+def _remove_if_abandoned(directory: str, ctl_path: str) -> None:
+    try:
+        fd = os.open(ctl_path, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # someone is attaching or detaching: not abandoned
+            return
+        try:
+            if os.stat(ctl_path).st_ino != os.fstat(fd).st_ino:
+                return
+        except FileNotFoundError:
+            return
+        raw = os.pread(fd, (_HEADER_WORDS + MAX_SLOTS * _SLOT_WORDS) * 8, 0)
+        if len(raw) == (_HEADER_WORDS + MAX_SLOTS * _SLOT_WORDS) * 8:
+            words = np.frombuffer(raw, np.int64)
+            slots = words[_HEADER_WORDS:].reshape(MAX_SLOTS, _SLOT_WORDS)
+            if any(alive(slots[i, :2].tolist()) for i in np.flatnonzero(slots[:, 0])):
+                return
+        elif raw:  # a control file of another layout: not ours to judge
+            return
+        physical = os.path.basename(ctl_path)[3:-4]
+        if physical.isdigit():
+            IpcRegistry(directory).remove_all(int(physical))
+        for path in (ctl_path[:-4], ctl_path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+    finally:
+        os.close(fd)
 
 
 @atexit.register

@@ -45,16 +45,28 @@ class SimulatedDevice(PagedDevice):
         # times the memory, so that reserved ranges larger than the memory fit (an expandable pool
         # reserves twice the memory: freed address space never blocks it while bytes are free)
         window_size = 3 * half
-        slot = half + window_size
-        place = generation % max(HOST_ALIAS_OFFSET // slot, 1)
+        # Placements step by the memory's size and go DOWN one step per driver instance (the first
+        # at the bottom, the next at the top): a stale address of an earlier instance's memory then
+        # lies outside the live memory (below it, or above it in this instance's VMM window where
+        # nothing answers for it unless mapped) and is caught, for placements - 1 instances (a
+        # 64 GiB device: 5 placements; 512 MiB: thousands).
+        placements = max(HOST_ALIAS_OFFSET // half - 3, 1)
+        place = -generation % placements  # 0, then from the top down
         self.shared = namespace is not None
-        # Host placement: the VMM window goes right after the arena's memory, so that one host
+        # Host placement: the VMM window should go right after the arena's memory, so that one host
         # array spans both (host_buffer: torch's views of device memory reach mapped VMM memory
-        # too). Reserve both halves, then free the lower one for the arena's mapping: the kernel
-        # puts a mapping of that size into the highest gap that fits, which is this hole.
-        region = vmm.reserve(slot)
-        vmm.release(region, half)
-        plugs = vmm.plug_gaps_above(region + slot, spec.memory_bytes)  # so that the hole is the highest fit
+        # too). The window's host side is reserved only on first use (ensure_vmm_window: a process
+        # that never uses VMM pays no address space for it, which matters under ulimit -v); here
+        # the arena is steered to the bottom of a hole big enough for both, so that the space
+        # after it is most likely still free then. The steering is best effort: where the hole
+        # cannot be reserved (ulimit -v), the arena goes wherever the kernel puts it.
+        try:
+            region = vmm.reserve(half + window_size)
+        except OSError:
+            region, plugs = None, []
+        else:
+            vmm.release(region, half)
+            plugs = vmm.plug_gaps_above(region + half + window_size, spec.memory_bytes)  # the hole: the highest fit
         try:
             if self.shared:
                 self.arena = SharedHbmArena(namespace_dir(namespace), physical_id, spec.memory_bytes,
@@ -62,49 +74,55 @@ class SimulatedDevice(PagedDevice):
                 place = self.arena.va_slot
             else:
                 self.arena = HbmArena(spec.memory_bytes, spec.system_reserved)
-            self.va_base = window + place * slot
+            self.va_base = window + place * half
             self.alias_base = window + HOST_ALIAS_OFFSET
-            # the VMM window: device addresses [vmm_base, vmm_base + vmm_size), a host mapping of its
-            # own where physical memory is mapped (driver/vmm.py); inaccessible where nothing is
-        except BaseException:
+        finally:
             vmm.unplug(plugs)
-            vmm.release(region + half, window_size)
-            raise
-        vmm.unplug(plugs)
-        self.adjacent = self.arena.host_address == region  # did the arena land in the hole?
-        self._gap = None
-        if self.adjacent:
-            if spec.memory_bytes < half:  # keep the gap between memory and window reserved
-                self._gap = vmm.map_anonymous_near(region + spec.memory_bytes, half - spec.memory_bytes,
-                                                   accessible=False)
-            self.vmm = VmmWindow(window_size, at=region + half)
-        else:  # it went into a higher gap (often one a closed device left): try right after it
-            vmm.release(region + half, window_size)
-            at = vmm.map_anonymous_near(self.arena.host_address + half, window_size, accessible=False)
-            gap = None
-            if at is not None and spec.memory_bytes < half:
-                gap = vmm.map_anonymous_near(self.arena.host_address + spec.memory_bytes,
-                                             half - spec.memory_bytes, accessible=False)
-                if gap is None:
-                    vmm.release(at, window_size)
-                    at = None
-            self.adjacent, self._gap = at is not None, gap
-            self.vmm = VmmWindow(window_size, at=at)
+            if region is not None:
+                vmm.release(region + half, window_size)
+        # the VMM window: device addresses [vmm_base, vmm_base + vmm_size), stable from here on;
+        # its host mapping (driver/vmm.py) comes with the first reservation
         self.vmm_base, self.vmm_size = self.va_base + half, window_size
+        self.vmm: VmmWindow | None = None
+        self.adjacent = False  # (known once the window is reserved)
+        self._gap = None
+        self._window_lock = threading.Lock()
         self._half = half
         self.uuid = bytes((physical_id * 37 + i * 11) & 0xFF for i in range(16))
+
+    def ensure_vmm_window(self) -> VmmWindow:
+        """The host side of the VMM window, reserved now if it is not yet: right after the
+        memory where that address space is free (`adjacent`), else wherever the kernel puts
+        it. OSError (ENOMEM under ulimit -v) if the process has no address space left."""
+        window = self.vmm
+        if window is not None:
+            return window
+        with self._window_lock:
+            if self.vmm is not None:
+                return self.vmm
+            half, size, memory = self._half, self.vmm_size, self.spec.memory_bytes
+            at = vmm.map_anonymous_near(self.arena.host_address + half, size, accessible=False)
+            gap = None
+            if at is not None and memory < half:  # keep the gap between memory and window reserved
+                gap = vmm.map_anonymous_near(self.arena.host_address + memory, half - memory, accessible=False)
+                if gap is None:
+                    vmm.release(at, size)
+                    at = None
+            self.adjacent, self._gap = at is not None, gap
+            self.vmm = VmmWindow(size, at=at)  # at None: reserve anywhere (OSError if it cannot)
+            return self.vmm
 
     def view(self, va: int, nbytes: int) -> np.ndarray:
         """Host-visible uint8 view of device memory [va, va + nbytes) (the simulator's DMA)."""
         offset = va - self.va_base
         if offset >= self._half:  # an address of the VMM window
             offset -= self._half
-            return self.vmm.mem[offset:offset + nbytes]
+            return self.ensure_vmm_window().mem[offset:offset + nbytes]
         return self.arena.mem[offset:offset + nbytes]
 
     def vmm_host(self, va: int) -> int:
         """The host address behind device address `va` of the VMM window."""
-        return self.vmm.host_address + (va - self.vmm_base)
+        return self.ensure_vmm_window().host_address + (va - self.vmm_base)
 
     def host_buffer(self) -> np.ndarray:
         """The whole device memory as one host-visible uint8 array; index 0 is `va_base`. When
@@ -117,7 +135,8 @@ class SimulatedDevice(PagedDevice):
     def close(self) -> None:
         """Release every page and let go of the memory (a shared device: detach from it)."""
         self.arena.release_all()
-        self.vmm.close()
+        if self.vmm is not None:
+            self.vmm.close()
         if self._gap:
             vmm.release(self._gap, self._half - self.spec.memory_bytes)
             self._gap = None

@@ -4,7 +4,9 @@ window they are mapped into (what the real driver's halMemCreate / halMemMap do)
 Each device's memory is followed, in its device address window (layout.py), by a *VMM window*
 three times its (power-of-two) size: device addresses reserved with aclrtReserveMemAddress lie
 in it. Its host side is one PROT_NONE mapping of that size (MAP_NORESERVE: it costs no RAM),
-placed right after the memory's host mapping where possible (simulated.py), so device
+reserved on the device's first aclrtReserveMemAddress (a process that never uses VMM pays
+no address space for it: ulimit -v), placed right after the memory's host mapping where that
+space is still free (simulated.py), so device
 addresses of the window translate to host addresses by a subtraction, and a reserved page
 that nothing is mapped onto faults for anything (a native kernel included) that touches it.
 

@@ -212,6 +212,7 @@ class VirtualMemory:
             raise NpuError("this driver has no virtual memory management", C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT)
         size = (size + GRANULARITY - 1) // GRANULARITY * GRANULARITY
         with self.lock:
+            self._host_window()
             if expect:
                 if expect % GRANULARITY or not self.base <= expect or expect + size > self.end:
                     raise _driver_refuses(
@@ -230,6 +231,21 @@ class VirtualMemory:
             self.reservations[va] = r
             bisect.insort(self.starts, va)
             return va
+
+    def _host_window(self) -> None:
+        """The driver reserves the window's host address space on the first reservation (a
+        process that never uses VMM pays none); where the process has none left, say so."""
+        ensure = getattr(self.device.backend, "ensure_vmm_window", None)
+        if ensure is None:
+            return
+        try:
+            ensure()
+        except OSError as exc:
+            raise OutOfMemoryError(
+                f"cannot reserve the host address space behind device {self.device.id}'s reservable range "
+                f"({self.size >> 20} MiB, three times the device memory): {exc.strerror or exc}; the process's "
+                "address space is limited (ulimit -v): raise the limit, or simulate less memory per device "
+                "with NPURT_HBM_SIZE (e.g. NPURT_HBM_SIZE=2G)") from None
 
     def _overlapping(self, va: int, size: int) -> bool:
         i = bisect.bisect_left(self.starts, va + size) - 1

@@ -118,9 +118,24 @@ def policy_needs_dtype(name: str) -> bool:
     return name in FP32_SET_DTYPE
 
 
+BANNED_MESSAGE = (
+    "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+    "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+    "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+    "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+    "safe to autocast.")
+
+
+def _banned(*args, **kwargs):
+    """aten::binary_cross_entropy under autocast: refused, as torch_npu (and CUDA) refuse it
+    (torch_npu/csrc/aten/AutoCastOps.cpp), since a float16 input overflows its log."""
+    raise RuntimeError(BANNED_MESSAGE)
+
+
 def register(lib: torch.library.Library, fallback_lib: torch.library.Library) -> None:
-    """Fallthrough for every op; the policy's kernels for the listed ones."""
+    """Fallthrough for every op; the policy's kernels for the listed ones; the banned op."""
     fallback_lib.fallback(torch.library.fallthrough_kernel, "AutocastPrivateUse1")
+    lib.impl("binary_cross_entropy", _banned, "AutocastPrivateUse1")
     for names, policy in ((LOWER_PRECISION, "lower"), (FP32, "fp32"), (FP32_SET_DTYPE, "fp32_dtype"),
                           (PROMOTE, "promote")):
         for name in names:

@@ -48,11 +48,16 @@ def _torch_pool(device, size: int):
     """reserved_pool, for npu tensors: torch's CPU kernels view device memory as one host
     array, which reaches reserved ranges only where the driver put the VMM window right after
     the memory on the host (SimulatedDevice.adjacent, the usual case)."""
+    pool = reserved_pool(device, size)  # (the driver reserves the window's host side on first use)
     if not getattr(device.backend, "adjacent", False):
+        release_pool(device, pool)
         raise RuntimeError(f"npu:{device.id}: the driver could not place the device's VMM window next to its memory "
                            "on the host, so npu tensors cannot live in reserved ranges (expandable segments, MemPool) "
                            "in this process")
-    return reserved_pool(device, size)
+    inf = storage.INFOS.get(device.id)
+    if inf is not None and inf.device is device and inf._u8.numel() < device.backend.host_buffer().size:
+        del storage.INFOS[device.id]  # made before the window was: its host views stop at the memory
+    return pool
 
 
 # ---------------------------------------------------------------- pools on reserved ranges

@@ -26,7 +26,7 @@ from .device import (current_device, device, device_count, device_of, get_device
 from .options import (conv, get_mm_bmm_format_nd, matmul, set_mm_bmm_format_nd,  # noqa: F401
                       set_option)
 from .storage import OutOfMemoryError  # noqa: F401
-from .typed import TYPED
+from .typed import STORAGES, TYPED
 from . import npu_memory as memory  # torch.npu.memory
 from .mem_pools import MemPool, use_mem_pool  # noqa: F401 - torch_npu's memory pools (issue 26)
 from .npu_memory import (caching_allocator_alloc, caching_allocator_delete,  # noqa: F401
@@ -280,6 +280,7 @@ def _get_device_index(device, optional: bool = False, allow_cpu: bool = False) -
 
 # ---------------------------------------------------------------- legacy typed constructors
 globals().update(TYPED)  # FloatTensor, HalfTensor, LongTensor, ... (npurt/torch/typed.py)
+globals().update(STORAGES)  # FloatStorage, IntStorage, ...
 
 # set by npurt.torch.register(): torch.npu.amp
 amp = None
