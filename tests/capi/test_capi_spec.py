@@ -8,7 +8,9 @@ Python face (acl.rt) implements.
 from __future__ import annotations
 
 import ctypes
+import fnmatch
 import os
+import re
 import subprocess
 
 import pytest
@@ -149,3 +151,41 @@ def test_runtime_messages_are_rewritten_in_c_terms():
     assert (c_terms("call set_device(device_id) or set_context(context) first", ())
             == "call aclrtSetDevice(deviceId) or aclrtSetCurrentContext(context) first")
     assert c_terms("see numpy.copyto(out) and not_a_call(x)", ()) == "see numpy.copyto(out) and not_a_call(x)"
+
+
+def _c_api_doc_section() -> str:
+    text = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "c-api.md")).read()
+    start = text.index("## What the C face implements")
+    return text[start:text.index("### Behaviour a C program notices", start)]
+
+
+def test_the_c_api_page_counts_what_the_library_implements():
+    implemented, stubs = implemented_and_stubs()
+    counts = re.search(r"Of the (\d+) functions.*?(\d+) are implemented and (\d+) are recorded stubs",
+                       _c_api_doc_section(), re.S)
+    assert counts, "docs/c-api.md: the counts sentence is missing"
+    assert tuple(map(int, counts.groups())) == (len(load().functions), len(implemented), len(stubs)), \
+        "docs/c-api.md 'What the C face implements': update the counts"
+
+
+def test_the_c_api_page_lists_exactly_the_stubs():
+    """Every name (or `*` pattern) in the stubs paragraph is a stub, and every stub is named."""
+    implemented, stubs = implemented_and_stubs()
+    section = _c_api_doc_section()
+    paragraph = section[section.index("Stubs (207000"):]
+    names = set(re.findall(r"\b(?:acl|Msprof)[A-Za-z0-9_*]*[A-Za-z0-9*]", paragraph))
+    assert len(names) > 50
+    unknown = {n for n in names if not fnmatch.filter(implemented + stubs, n)}
+    assert unknown == set(), "docs/c-api.md names functions the headers do not declare"
+    named_but_implemented = {n: fnmatch.filter(implemented, n) for n in names if fnmatch.filter(implemented, n)}
+    assert named_but_implemented == {}, "implemented now: take them out of docs/c-api.md's stubs"
+    unnamed = {s for s in stubs if not any(fnmatch.fnmatchcase(s, n) for n in names)}
+    assert unnamed == set(), "stubs docs/c-api.md does not name"
+
+
+def test_every_stub_reason_names_a_function_that_is_a_stub():
+    # a reason left behind once its functions are implemented would not be true of anything
+    from npurt.capi.entry import STUB_REASONS
+    stubs = [name for name, fn in bindings().items() if getattr(fn, "not_supported", False)]
+    for key, reason in STUB_REASONS:
+        assert [name for name in stubs if key in name], f"no stub matches {key!r} ({reason})"

@@ -46,6 +46,9 @@ NO_CONTEXT = C.ACL_ERROR_RT_CONTEXT_NULL
 BAD_HANDLE = C.ACL_ERROR_RT_INVALID_HANDLE
 NOT_SUPPORTED = C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
 PARAM_INVALID = C.ACL_ERROR_RT_PARAM_INVALID
+GRANULE = 2 << 20  # the VMM granularity
+VMM_PROP = {"handleType": 0, "allocationType": 0, "memAttr": C.ACL_HBM_MEM_HUGE, "location": {"type": 1, "id": 0},
+            "reserve": 0}
 
 
 # ---------------------------------------------------------------- the test environment
@@ -98,6 +101,29 @@ class Env:
         """A 4 KiB-aligned host buffer (for host_register)."""
         mm = self.keep(mmap.mmap(-1, size))
         return ctypes.addressof(ctypes.c_char.from_buffer(mm))
+
+    # -- virtual memory management
+    def physical(self) -> int:
+        """A fresh 2 MiB physical memory handle of device 0."""
+        handle, ret = acl.rt.malloc_physical(GRANULE, VMM_PROP, 0)
+        assert ret == OK and handle
+        return handle
+
+    def reserved(self) -> int:
+        """A fresh 2 MiB reserved range of device 0 (nothing mapped)."""
+        va, ret = acl.rt.reserve_mem_address(GRANULE, 0, 0, 0)
+        assert ret == OK and va
+        return va
+
+    def mapped(self) -> int:
+        va = self.reserved()
+        assert acl.rt.map_mem(va, GRANULE, 0, self.physical(), 0) == OK
+        return va
+
+    def exported(self, flags=0) -> int:
+        shared, ret = acl.rt.mem_export_to_shareable_handle(self.physical(), 0, flags)
+        assert ret == OK
+        return shared
 
     # -- kernels
     def binary(self) -> int:
@@ -216,6 +242,32 @@ def imported_from_a_peer(use):
     try:
         mem_key, notify_key = peer.stdout.readline().split()
         return use(mem_key, notify_key)
+    finally:
+        peer.stdin.close()
+        peer.wait(timeout=60)
+
+
+_VMM_EXPORTER = """
+import sys
+from npurt import acl
+acl.init(); acl.rt.set_device(0)
+prop = {"handleType": 0, "allocationType": 0, "memAttr": 5, "location": {"type": 1, "id": 0}, "reserve": 0}
+h, _ = acl.rt.malloc_physical(2 << 20, prop, 0)
+print(acl.rt.mem_export_to_shareable_handle(h, 0, 1)[0], flush=True)   # no pid allow-list
+sys.stdin.read()
+"""
+
+
+def imported_physical_from_a_peer():
+    """mem_import_from_shareable_handle of what another process exported (and still holds)."""
+    import subprocess
+    import sys
+    peer = subprocess.Popen([sys.executable, "-c", _VMM_EXPORTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path),
+                                            "NPURT_DEVICE_NAMESPACE": f"acl-functions-{os.getpid()}"})
+    try:
+        shared = int(peer.stdout.readline())
+        return acl.rt.mem_import_from_shareable_handle(shared, 0)
     finally:
         peer.stdin.close()
         peer.wait(timeout=60)
@@ -471,6 +523,35 @@ ROWS: dict[str, Row] = {
                                invalid=lambda e: rt.ipc_mem_import_by_key("mem0-" + "0" * 32, 0), code=PARAM_INVALID),
     "ipc_mem_close": R("ret", lambda e: rt.ipc_mem_close(rt.ipc_mem_get_export_key(e.dev, 4096, 65, 1)[0]),
                        invalid=lambda e: rt.ipc_mem_close("mem0-" + "0" * 32), code=PARAM_INVALID),
+    # ---- virtual memory management
+    "mem_get_allocation_granularity": R("1", lambda e: rt.mem_get_allocation_granularity(VMM_PROP, 0),
+                                        lambda r, e: r[0] == GRANULE,
+                                        invalid=lambda e: rt.mem_get_allocation_granularity(VMM_PROP, 2),
+                                        code=PARAM_INVALID),
+    "malloc_physical": R("1", lambda e: rt.malloc_physical(GRANULE, VMM_PROP, 0), lambda r, e: r[0] != 0,
+                         invalid=lambda e: rt.malloc_physical(GRANULE + 1, VMM_PROP, 0), code=PARAM_INVALID),
+    "free_physical": R("ret", lambda e: rt.free_physical(e.physical()),
+                       invalid=lambda e: (lambda h: twice(lambda: rt.free_physical(h),
+                                                          lambda: rt.free_physical(h)))(e.physical()),
+                       code=BAD_HANDLE),
+    "reserve_mem_address": R("1", lambda e: rt.reserve_mem_address(GRANULE, 0, 0, 0), lambda r, e: r[0] >= 1 << 48,
+                             invalid=lambda e: rt.reserve_mem_address(GRANULE, 0, e.dev, 0), code=PARAM_INVALID),
+    "release_mem_address": R("ret", lambda e: rt.release_mem_address(e.reserved()),
+                             invalid=lambda e: rt.release_mem_address(e.mapped()), code=PARAM_INVALID),
+    "map_mem": R("ret", lambda e: rt.map_mem(e.reserved(), GRANULE, 0, e.physical(), 0),
+                 invalid=lambda e: rt.map_mem(e.mapped(), GRANULE, 0, e.physical(), 0), code=PARAM_INVALID),
+    "unmap_mem": R("ret", lambda e: rt.unmap_mem(e.mapped()),
+                   invalid=lambda e: rt.unmap_mem(e.reserved()), code=PARAM_INVALID),
+    "mem_export_to_shareable_handle": R("1", lambda e: rt.mem_export_to_shareable_handle(e.physical(), 0, 0),
+                                        lambda r, e: r[0] != 0,
+                                        invalid=lambda e: rt.mem_export_to_shareable_handle(e.physical(), 0, 2),
+                                        code=PARAM_INVALID),
+    "mem_set_pid_to_shareable_handle": R("ret", lambda e: rt.mem_set_pid_to_shareable_handle(e.exported(),
+                                                                                             [os.getpid() + 1]),
+                                         invalid=lambda e: rt.mem_set_pid_to_shareable_handle(e.exported(), [])),
+    "mem_import_from_shareable_handle": R("1", lambda e: imported_physical_from_a_peer(), lambda r, e: r[0] != 0,
+                                          invalid=lambda e: rt.mem_import_from_shareable_handle(e.exported(1), 0),
+                                          code=PARAM_INVALID),
     "value_write": R("ret", lambda e: rt.value_write(e.dev, 7, 0, e.stream),
                      invalid=lambda e: rt.value_write(e.dev, 7, 1, e.stream), code=PARAM_INVALID),
     "value_wait": R("ret", lambda e: rt.value_wait(e.dev, 0, C.ACL_STREAM_WAIT_VALUE_GEQ, e.stream),

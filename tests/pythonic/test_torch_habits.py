@@ -103,6 +103,25 @@ def test_factories_read_numpy_integers_as_sizes_and_a_following_dtype_as_numpys(
     assert npurt.empty(4, "int32").dtype == np.int32
 
 
+@pytest.mark.parametrize("args, kwargs, shape, dtype", [
+    ((5,), {}, (5,), np.float32), (((2, 3),), {}, (2, 3), np.float32), ((5,), {"dtype": "int8"}, (5,), np.int8),
+    ((2, 3), {}, (2, 3), np.float32), ((4, np.float16), {}, (4,), np.float16), ((4, "int32"), {}, (4,), np.int32),
+    (((2, 3), np.dtype("float16")), {}, (2, 3), np.float16), ((np.int64(4), np.float32), {}, (4,), np.float32)])
+def test_empty_reads_each_spelling_as_the_other_factories_do(fresh_runtime, args, kwargs, shape, dtype):
+    x, z = npurt.empty(*args, **kwargs), npurt.zeros(*args, **kwargs)   # empty has a hot path of its own
+    assert (x.shape, x.dtype) == (z.shape, z.dtype) == (shape, dtype)
+
+
+@pytest.mark.parametrize("args, kwargs", [((2, True), {}), ((2.0,), {}), ((4, np.float16), {"dtype": "int8"}),
+                                          (((2, -1),), {})])
+def test_empty_refuses_what_zeros_refuses(fresh_runtime, args, kwargs):
+    with pytest.raises(Exception) as from_zeros:
+        npurt.zeros(*args, **kwargs)
+    with pytest.raises(type(from_zeros.value)):
+        npurt.empty(*args, **kwargs)
+    assert npurt.empty(2).shape == (2,)   # still usable
+
+
 def test_factories_fill_what_they_say(fresh_runtime):
     assert npurt.zeros(2, 2).cpu().tolist() == [[0, 0], [0, 0]]
     assert npurt.ones(3, dtype=npurt.int32).numpy().tolist() == [1, 1, 1]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from npurt.runtime import LeakWarning, constants as C
+from npurt.runtime import runtime as runtime_module
 from npurt.runtime.kernel import GM, kernel, launch
 from npurt.runtime.errors import (InvalidHandleError, InvalidValueError, NpuError,
                                   StreamAbortedError, SyncTimeoutError, TaskError)
@@ -385,6 +386,79 @@ def test_a_device_reset_completes_the_work_already_queued(rt, gate):
     rt.reset_device(0)
     assert bytes(np.ctypeslib.as_array((ctypes.c_uint8 * 64).from_address(host))) == b"\x07" * 64
     rt.free_host(host)
+
+
+_READ: list = []  # what _read_back saw
+
+
+@kernel
+def _read_back(ctx, src: GM, n: np.int32):
+    _READ.append(bytes(ctx.gm(src, np.uint8, int(n), "r")))
+
+
+def _open_gate_once_the_reset_waited_past_the_grace(monkeypatch, gate, grace_s: float) -> list:
+    """Make a device release open `gate` when it has waited `grace_s` with no task retired
+    (as a loaded machine makes it wait); returns the list of its stuck-or-not verdicts then."""
+    verdicts = []
+    judge = runtime_module._stuck
+
+    def observed(pending, waited_s, cpu_s):
+        verdict = judge(pending, waited_s, cpu_s)
+        if waited_s >= grace_s and not gate.is_set():
+            verdicts.append(verdict)
+            gate.set()
+        return verdict
+
+    monkeypatch.setattr(runtime_module, "RESET_GRACE_S", grace_s)
+    monkeypatch.setattr(runtime_module, "_stuck", observed)
+    return verdicts
+
+
+def test_a_force_reset_completes_slow_work_of_a_force_destroyed_stream(rt, gate, monkeypatch):
+    # hicann/runtime example 1_basic_features/memory/6_d2d_async_memory_copy: a kernel that
+    # reads the copy is launched just before aclrtDestroyStreamForce, aclrtFree and
+    # aclrtResetDeviceForce; the hardware completes it. Here its stream is held until the
+    # reset has waited longer than its grace with nothing retiring, as on a loaded machine
+    # (which used to drop the kernel: the sample then ended without its "Destination data")
+    verdicts = _open_gate_once_the_reset_waited_past_the_grace(monkeypatch, gate, 0.2)
+    s = rt.create_stream()
+    src, dst = rt.malloc(64), rt.malloc(64)
+    rt.memset(src, 64, 7, 64)
+    _hold(rt, s, gate)
+    rt.memcpy_async(dst, 64, src, 64, C.ACL_MEMCPY_DEVICE_TO_DEVICE, s)
+    _READ.clear()
+    launch(_read_back, 1, (dst, 64), s)
+    rt.destroy_stream(s, force=True)
+    rt.free(src)
+    rt.free(dst)  # stream-ordered: the queued kernel still reads it
+    rt.reset_device_force(0)
+    assert verdicts == [False]  # slow, not stuck
+    assert _READ == [b"\x07" * 64]
+
+
+def test_a_reset_still_drops_work_behind_a_host_function_that_never_returns(rt, gate, monkeypatch):
+    monkeypatch.setattr(runtime_module, "RESET_GRACE_S", 0.05)
+    monkeypatch.setattr(runtime_module, "RESET_IDLE_S", 0.3)
+    s = rt.create_stream()
+    out = []
+    _hold(rt, s, gate)  # sleeps until the gate opens: after the reset
+    rt.launch_host_func(s, out.append, "ran")
+    rt.destroy_stream(s, force=True)
+    rt.reset_device(0)  # returns: the work is stuck after RESET_IDLE_S and dropped
+    gate.set()
+    assert out == []
+
+
+def test_a_reset_drops_work_waiting_for_an_event_nobody_records_after_the_grace(rt, monkeypatch):
+    monkeypatch.setattr(runtime_module, "RESET_GRACE_S", 0.05)
+    monkeypatch.setattr(runtime_module, "RESET_IDLE_S", 600.0)  # the parked rule alone ends it
+    never = rt.create_event(C.ACL_EVENT_SYNC)
+    s = rt.create_stream()
+    out = []
+    rt.stream_wait_event(s, never)
+    rt.launch_host_func(s, out.append, "ran")
+    rt.reset_device(0)
+    assert out == []
 
 
 def test_a_force_destroyed_stream_is_an_invalid_handle(rt, gate):

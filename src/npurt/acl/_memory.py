@@ -185,7 +185,6 @@ def cmo_async(src, size, cmo_type, stream):
 
 
 _DESC = "memcpy descriptors (aclrtMemcpyAsyncWithDesc) are not simulated"
-_IPC = "IPC memory sharing between processes is not simulated (one process owns the simulated device)"
 get_memcpy_desc_size = not_supported("acl.rt.get_memcpy_desc_size", _DESC, "one", 0, args="i")
 set_memcpy_desc = not_supported("acl.rt.set_memcpy_desc", _DESC, "one", computed(lambda desc, *_: desc),
                                 args="kikkkk")  # the real wrapper returns the desc it was given

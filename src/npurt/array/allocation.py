@@ -1,5 +1,12 @@
 """One device allocation behind a DeviceArray and all its views: made from the pool, freed
-(stream-ordered, by the runtime) when the last of them is garbage-collected."""
+(stream-ordered, by the runtime) when the last of them is garbage-collected.
+
+`allocate(nbytes, device)` makes one. It is the hot path of every new array (npurt.empty,
+each operator's result), so it is a plain function that fills the record's slots itself
+(no `type.__call__` and `__init__` frames) and calls the device's pool directly (its C
+fast path with the accelerator); a listening tool (HOOKS.active: sanitizer, profiler)
+takes the runtime's `malloc_on` / `free` instead, which report to it.
+"""
 from __future__ import annotations
 
 from .. import runtime as rt
@@ -34,3 +41,21 @@ class Allocation:
                     memory.free(self.ptr)
         except Exception:  # noqa: BLE001 - interpreter shutdown, or a runtime torn down
             pass
+
+
+_new_record = Allocation.__new__
+
+
+def allocate(nbytes: int, device) -> Allocation:
+    """A new Allocation of `nbytes` (at least 1 byte is taken) on a runtime Device: what
+    `Allocation(nbytes, device)` makes, its __init__'s steps inlined."""
+    mem = _new_record(Allocation)
+    memory = device.memory
+    if HOOKS.active:
+        mem.ptr = ptr = rt.malloc_on(device, nbytes or 1, managed=True)
+    else:  # the hot path: the pool itself
+        mem.ptr = ptr = memory.malloc(nbytes or 1)
+    mem.device = device
+    mem.nbytes = nbytes
+    mem.block = memory.live.get(ptr)
+    return mem

@@ -33,9 +33,9 @@ from .. import devices as _devices
 from .. import runtime as rt
 from .. import streams as _streams
 from ..exceptions import ArrayIndexError, HostConversionError, InvalidValueError
-from ..runtime import constants as C
+from ..runtime import PER_THREAD, constants as C
 from . import dlpack
-from .allocation import Allocation
+from .allocation import allocate
 from .layout import LAYOUTS, as_dtype, c_strides, ints, layout_of, normalize_axes, permuted_contiguous, shape_of
 from .strided import strided_copy
 
@@ -85,8 +85,12 @@ class DeviceArray:
 
     def __init__(self, shape, dtype="float32", device: int | None = None):
         shape, dtype, nbytes, strides = layout_of(shape, dtype)
-        mem = self._mem = Allocation(nbytes, _devices.current_runtime_device() if device is None
-                                      else _devices.runtime_device(device))
+        if device is None:  # the current device, as devices.current_runtime_device (inlined: the hot path)
+            ctx = PER_THREAD.context
+            device = ctx.device if ctx is not None and ctx.alive else _devices.current_runtime_device()
+        else:
+            device = _devices.runtime_device(device)
+        mem = self._mem = allocate(nbytes, device)
         self._ptr = mem.ptr
         self.shape, self.dtype, self.strides = shape, dtype, strides
 
@@ -98,7 +102,7 @@ class DeviceArray:
         except KeyError:
             shape, dtype, nbytes, strides = layout_of(shape, dtype)
         obj = cls.__new__(cls)
-        mem = obj._mem = Allocation(nbytes, device)
+        mem = obj._mem = allocate(nbytes, device)
         obj._ptr = mem.ptr
         obj.shape, obj.dtype, obj.strides = shape, dtype, strides
         return obj

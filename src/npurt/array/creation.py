@@ -61,6 +61,17 @@ def _dt(dtype):
 def empty(*size, dtype=None, device=None) -> DeviceArray:
     """An uninitialized array: `empty((2, 3), dtype, device)` or `empty(2, 3, dtype=, device=)`
     (float32 and the current device by default)."""
+    n = len(size)
+    if device is None and (n == 1 or n == 2 and dtype is None):
+        # the hot path, decided as _size would: empty(n), empty(shape), empty(n or shape, dtype)
+        first = size[0]
+        if n == 1:
+            if type(first) is int or type(first) is tuple:
+                return DeviceArray(first, "float32" if dtype is None else dtype)
+        else:
+            kind = type(size[1])
+            if kind is type or kind is str or isinstance(size[1], np.dtype):  # never a count
+                return DeviceArray(first, size[1])
     shape, dtype, device = _size("empty", size, dtype, device)
     return DeviceArray(shape, "float32" if dtype is None else dtype, device)
 

@@ -24,13 +24,17 @@ from .registry import IMPLEMENTATIONS
 from .shims import interface_digest
 from .spec import load
 
+# why a function npurt does not implement is a stub, by a part of its name (each key names at
+# least one stub: tests/capi/test_capi_spec.py)
 STUB_REASONS = (
-    ("aclmdlRI", "model run instances (graph capture, aclmdlRI*) are not simulated yet"),
     ("InterServer", "IPC across the servers of a super pod is not simulated (one host is)"),
-    ("Label", "labels are not simulated"),
-    ("PhysicalMem", "virtual memory management is not simulated"),
-    ("MemAddress", "virtual memory management is not simulated"),
-    ("ShareableHandle", "virtual memory management is not simulated"),
+    # CANN's documentation lists these three as unsupported on Atlas A2 parts (the default 910B3)
+    ("ReserveMemAddressNoUCMemory", "CANN does not support it on Atlas A2 parts (npurt's default Ascend910B3) "
+                                    "and npurt does not simulate it; aclrtReserveMemAddress reserves device addresses"),
+    ("MemMapSetLink", "CANN does not support it on Atlas A2 parts (npurt's default Ascend910B3): npurt does not "
+                      "simulate choosing a mapping's link (SIO, HCCS, UB port paths)"),
+    ("MemMapSelectedLink", "CANN does not support it on Atlas A2 parts (npurt's default Ascend910B3): npurt does not "
+                           "simulate mapping over a chosen link"),
 )
 
 

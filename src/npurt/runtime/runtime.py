@@ -27,13 +27,31 @@ from .errors import (InvalidDeviceError, InvalidValueError, NpuError,
 from .handles import table
 from .hostmem import HostMemory
 from .observers import HOOKS
-from .scheduler import Scheduler
+from .scheduler import PARKED, Scheduler
 from .watchdog import WATCHDOG
 from .warn import LeakWarning, warn_user
 
 log = logging.getLogger("npurt")
 
-RESET_GRACE_S = 1.0  # reset/finalize: work that makes no progress this long is aborted
+# reset/finalize: when queued work counts as stuck (then it is aborted; see Runtime._drain)
+RESET_GRACE_S = 1.0  # no task retired for this long, of wall time and of the process's CPU time
+RESET_IDLE_S = 5.0   # no task retired for this long of wall time, whatever the CPU did
+
+
+def _stuck(pending: list, waited_s: float, cpu_s: float) -> bool:
+    """Whether the pending work of a device being released is stuck, no task having retired
+    for `waited_s` of wall time while the process used `cpu_s` of CPU time. Streams that all
+    wait on a blocker (an event, a callback) are stuck after RESET_GRACE_S: nothing runs that
+    could satisfy it. Work that runs, or waits for a worker, is stuck only once it has had
+    RESET_GRACE_S of CPU time too (a kernel that spins forever): on a loaded machine the wall
+    clock alone would drop slow work that the hardware completes. Work that sleeps (a kernel
+    blocked in a C call with no timeout, a host function that never returns) is stuck after
+    RESET_IDLE_S."""
+    if waited_s < RESET_GRACE_S:
+        return False
+    if all(s.state is PARKED for s in pending):
+        return True
+    return cpu_s >= RESET_GRACE_S or waited_s >= RESET_IDLE_S
 
 
 class ExceptionInfo:
@@ -336,11 +354,12 @@ class Runtime:
 
     def _drain(self, device: Device, reason: str, deadline: float) -> None:
         """Wait for the device's queued work while it makes progress (until `deadline`).
-        Work that makes none for RESET_GRACE_S is stuck (a kernel that does not return, a
-        wait on an event nobody records): running kernels are aborted with
-        ACL_ERROR_RT_DEVICE_TASK_ABORT, as a hardware reset kills them, and the rest dropped."""
+        Work that makes none is stuck (a kernel that does not return, a wait on an event
+        nobody records; see `_stuck`): running kernels are aborted with
+        ACL_ERROR_RT_DEVICE_TASK_ABORT, as a hardware reset kills them, and the rest dropped.
+        Slow work is not stuck: the tasks an NPU already holds complete (issue 24, item 9)."""
         streams = device.all_streams()
-        progress, since = -1, time.monotonic()
+        progress, since, cpu_since = -1, time.monotonic(), time.process_time()
         while True:
             pending = [s for s in streams if s.completed_seq < s.enqueued_seq]
             if not pending:
@@ -348,8 +367,8 @@ class Runtime:
             now = time.monotonic()
             total = sum(s.completed_seq for s in streams)
             if total != progress:
-                progress, since = total, now
-            elif now - since >= RESET_GRACE_S or now >= deadline:
+                progress, since, cpu_since = total, now, time.process_time()
+            elif now >= deadline or _stuck(pending, now - since, time.process_time() - cpu_since):
                 log.warning("npurt: %s: %d stream(s) of device %d still had work that made no progress "
                             "for %.1f s; aborting it", reason, len(pending), device.id, now - since)
                 for s in pending:
