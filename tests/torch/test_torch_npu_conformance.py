@@ -131,3 +131,12 @@ def test_legacy_typed_storages_are_npu_typed_storages():
     t = torch.ones(3, dtype=torch.int32, device="npu")
     assert isinstance(t.storage(), torch.npu.IntStorage) and t.storage().type() == "torch.npu.IntStorage"
     assert not isinstance(torch.ones(3, dtype=torch.int32).storage(), torch.npu.IntStorage)   # a CPU one
+
+
+def test_memory_snapshot_is_the_snapshots_segments_and_the_backend_is_native():
+    t = torch.ones(1000, device="npu")
+    segments = torch.npu.memory_snapshot()
+    assert segments and all("blocks" in seg and "total_size" in seg for seg in segments)
+    assert any(b["state"] == "active_allocated" for seg in segments for b in seg["blocks"])
+    assert torch.npu.get_allocator_backend() == torch.npu.memory.get_allocator_backend() == "native"
+    del t

@@ -83,6 +83,15 @@ def _set_allocator_settings(settings: str) -> None:
     mem_pools.refresh()  # expandable_segments may have changed
 
 
+def memory_snapshot(mempool_id=None) -> list:
+    """torch_npu's memory_snapshot(): the segments of _snapshot() (of one MemPool's when
+    `mempool_id` is given)."""
+    segments = _snapshot()["segments"]
+    if mempool_id is not None:
+        segments = [seg for seg in segments if tuple(seg.get("segment_pool_id", ())) == tuple(mempool_id)]
+    return segments
+
+
 def get_allocator_backend() -> str:
     """torch_npu's only backend name: "native" (its caching allocator; here npurt's pool)."""
     return "native"
