@@ -140,3 +140,12 @@ def test_memory_snapshot_is_the_snapshots_segments_and_the_backend_is_native():
     assert any(b["state"] == "active_allocated" for seg in segments for b in seg["blocks"])
     assert torch.npu.get_allocator_backend() == torch.npu.memory.get_allocator_backend() == "native"
     del t
+
+
+def test_can_device_access_peer_as_torch_npu_answers():
+    assert torch.npu.can_device_access_peer(0, 1) is True      # two devices of one simulated module
+    assert torch.npu.can_device_access_peer(0, 0) is False
+    with pytest.raises(AssertionError, match="Invalid device id"):
+        torch.npu.can_device_access_peer(-1, 0)
+    with pytest.raises(AssertionError, match="Invalid peer device id"):
+        torch.npu.can_device_access_peer(0, torch.npu.device_count())

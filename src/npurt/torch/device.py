@@ -13,7 +13,7 @@ import uuid
 import torch
 
 from .. import devices as _devices
-from ..runtime import device_get_uuid
+from ..runtime import device_can_access_peer, device_get_uuid
 
 
 def index_of(device, optional: bool = True) -> int:
@@ -64,6 +64,26 @@ class device_of(device):
 
     def __init__(self, obj):
         super().__init__(obj.get_device() if obj.device.type == "npu" else None)
+
+
+def _plain_index(device) -> int:
+    if device is None:
+        return current_device()
+    if isinstance(device, int) and not isinstance(device, bool):
+        return device
+    return index_of(device)
+
+
+def can_device_access_peer(device_id, peer_device_id) -> bool:
+    """True if `device_id` can read `peer_device_id`'s memory directly (aclrtDeviceCanAccessPeer:
+    the simulated topology's direct links); a device and itself: False, as torch_npu answers.
+    An index out of range raises AssertionError, torch_npu's check."""
+    device, peer = _plain_index(device_id), _plain_index(peer_device_id)
+    if not 0 <= device < device_count():
+        raise AssertionError("Invalid device id")
+    if not 0 <= peer < device_count():
+        raise AssertionError("Invalid peer device id")
+    return device != peer and bool(device_can_access_peer(device, peer))
 
 
 def synchronize(device=None) -> None:

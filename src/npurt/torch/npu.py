@@ -20,9 +20,9 @@ from . import random as _random
 from .backends import (aclnn, disable_deterministic_with_backward, enable_deterministic_with_backward,  # noqa: F401
                        enable_flash_sdp, enable_math_sdp, enable_mem_efficient_sdp, flash_sdp_enabled,
                        math_sdp_enabled, mem_efficient_sdp_enabled, preferred_linalg_library, sdp_kernel)
-from .device import (current_device, device, device_count, device_of, get_device_capability,  # noqa: F401
-                     get_device_name, get_device_properties, index_of, is_available, set_device,
-                     synchronize)
+from .device import (can_device_access_peer, current_device, device, device_count, device_of,  # noqa: F401
+                     get_device_capability, get_device_name, get_device_properties, index_of, is_available,
+                     set_device, synchronize)
 from .options import (conv, get_mm_bmm_format_nd, matmul, set_mm_bmm_format_nd,  # noqa: F401
                       set_option)
 from .storage import OutOfMemoryError  # noqa: F401
