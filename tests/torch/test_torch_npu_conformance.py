@@ -149,3 +149,10 @@ def test_can_device_access_peer_as_torch_npu_answers():
         torch.npu.can_device_access_peer(-1, 0)
     with pytest.raises(AssertionError, match="Invalid peer device id"):
         torch.npu.can_device_access_peer(0, torch.npu.device_count())
+
+
+def test_the_streams_module_and_the_blas_handle_as_torch_npu_has_them():
+    assert isinstance(torch.npu.current_stream(), torch.npu.streams.Stream)
+    assert torch.npu.streams.Event is torch.npu.Event
+    with pytest.warns(UserWarning, match="NPU does not use blas handle"):
+        assert torch.npu.current_blas_handle() is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import sys
 import time
+import warnings
 
 import torch
 from torch._utils import _get_device_index as _torch_get_device_index
@@ -33,6 +34,7 @@ from .npu_memory import (caching_allocator_alloc, caching_allocator_delete,  # n
                          get_allocator_backend, memory_snapshot, get_per_process_memory_fraction, host_empty_cache, host_memory_stats,
                          host_memory_stats_as_nested_dict, reset_accumulated_host_memory_stats,
                          reset_peak_host_memory_stats, set_per_process_memory_fraction)
+from . import streams  # torch_npu.npu.streams: the module of Stream and Event  # noqa: F401
 from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
 from .graphs import (NPUGraph, graph, graph_pool_handle, is_current_stream_capturing,  # noqa: F401
                      make_graphed_callables)
@@ -241,6 +243,12 @@ class _Config:
 config = _Config()
 
 
+def current_blas_handle() -> None:
+    """torch_npu's answer: NPU uses no BLAS handle (a warning, None)."""
+    warnings.warn("NPU does not use blas handle.")
+    return None
+
+
 def utilization(device=None) -> int:
     """Percent of time the device was busy; npurt does not sample it (0)."""
     index_of(device)
@@ -293,3 +301,4 @@ for _name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "ma
               "memory_stats_as_nested_dict", "reset_accumulated_memory_stats"):
     setattr(memory, _name, globals()[_name])
 sys.modules["torch.npu.memory"] = memory
+sys.modules["torch.npu.streams"] = streams
