@@ -28,6 +28,9 @@ def test_set_stream_and_a_generic_stream_context_make_an_npurt_stream_current():
         assert torch.npu.current_stream() == s
     finally:
         torch.accelerator.set_stream(prev)
+    # y was made on s: the default stream must wait for it, as on hardware (without the wait
+    # the sum can run first and read the tensor before s wrote it)
+    torch.npu.current_stream().wait_stream(s)
     assert y.sum().item() == 24.0
 
 
