@@ -145,9 +145,28 @@ def _address_space() -> int:
         return next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
 
 
-def test_a_device_that_never_uses_vmm_reserves_no_host_window():
-    # the VMM window (3x the memory) costs address space only from its first use: a process
-    # under ulimit -v that never reserves device addresses needs room for the memory alone
+def test_with_unlimited_address_space_the_window_s_place_next_to_the_memory_is_held(monkeypatch):
+    # torch's views of reserved ranges need the window right after the memory on the host: that
+    # space is kept reserved from the device's start, so no mapping made meanwhile can take it
+    from npurt.driver import simulated, vmm
+    monkeypatch.setattr(simulated, "hold_window_space", lambda: True)
+    for name in ("Ascend910B3", "Ascend310P3"):  # a power-of-two memory and one that is not
+        spec = SOCS[name]
+        dev = SimulatedDevice(0, spec)
+        try:
+            assert dev.vmm is None
+            assert vmm.map_anonymous_near(dev.arena.host_address + dev.vmm_base - dev.va_base, 1 << 20) is None
+            dev.ensure_vmm_window()
+            assert dev.adjacent and dev.vmm.host_address == dev.arena.host_address + (dev.vmm_base - dev.va_base)
+        finally:
+            dev.close()
+
+
+def test_a_device_that_never_uses_vmm_reserves_no_host_window(monkeypatch):
+    # under ulimit -v the VMM window (3x the memory) costs address space only from its first
+    # use: a process that never reserves device addresses needs room for the memory alone
+    from npurt.driver import simulated
+    monkeypatch.setattr(simulated, "hold_window_space", lambda: False)
     spec = SOCS["Ascend910B3"]  # 64 GiB
     before = _address_space()
     dev = SimulatedDevice(0, spec)

@@ -167,15 +167,18 @@ def test_reserving_without_address_space_left_says_what_to_do(isolated):
     # the window's host side is reserved on the first reservation; under a tight ulimit -v that
     # fails with ACL_ERROR_RT_MEMORY_ALLOCATION and a message naming the two ways out, and the
     # runtime stays usable (plain device memory still works)
+    # (the limit is set before npurt starts: with unlimited address space a device holds its
+    # window's place from its start, so a limit set later never bites)
     code, out = isolated("""
         import resource
         import numpy as np
+        with open("/proc/self/status") as f:
+            used = next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
+        # room for npurt, its threads and two 512 MiB devices, not for a 1.5 GiB window
+        resource.setrlimit(resource.RLIMIT_AS, (used + (2 << 30), resource.RLIM_INFINITY))
         import npurt
         from npurt import acl
         print("ok", npurt.ones(3).to_host().tolist())
-        with open("/proc/self/status") as f:
-            used = next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
-        resource.setrlimit(resource.RLIMIT_AS, (used + (256 << 20), resource.RLIM_INFINITY))
         va, ret = acl.rt.reserve_mem_address(2 << 20, 0, 0, 0)
         print("reserve:", va, ret, acl.get_recent_err_msg())
         print("then:", npurt.ones(2).to_host().tolist())

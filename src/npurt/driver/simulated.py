@@ -8,6 +8,7 @@ device, as on hardware) or private to the process (`HbmArena`).
 from __future__ import annotations
 
 import itertools
+import resource
 import threading
 
 import numpy as np
@@ -22,6 +23,13 @@ from . import vmm
 from .vmm import VmmWindow
 
 _GENERATIONS = itertools.count()  # driver instances of this process (see SimulatedDevice)
+
+
+def hold_window_space() -> bool:
+    """Whether a device keeps its VMM window's address space reserved from its start: yes
+    unless the process's address space is limited (RLIMIT_AS, ulimit -v), where a process that
+    never uses VMM must not pay for it."""
+    return resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY
 
 
 class SimulatedDevice(PagedDevice):
@@ -55,17 +63,19 @@ class SimulatedDevice(PagedDevice):
         self.shared = namespace is not None
         # Host placement: the VMM window should go right after the arena's memory, so that one host
         # array spans both (host_buffer: torch's views of device memory reach mapped VMM memory
-        # too). The window's host side is reserved only on first use (ensure_vmm_window: a process
-        # that never uses VMM pays no address space for it, which matters under ulimit -v); here
-        # the arena is steered to the bottom of a hole big enough for both, so that the space
-        # after it is most likely still free then. The steering is best effort: where the hole
-        # cannot be reserved (ulimit -v), the arena goes wherever the kernel puts it.
+        # too). The arena is steered into a hole of exactly its size at the bottom of a reservation
+        # big enough for both; the rest of that reservation stays held for the window
+        # (_hold_window_space) unless the address space is limited (ulimit -v), where the window's
+        # host side is reserved only on first use (ensure_vmm_window: a process that never uses
+        # VMM pays no address space for it) and goes next to the memory if that space is still
+        # free. Where the reservation cannot be made at all, the arena goes wherever the kernel
+        # puts it.
         try:
             region = vmm.reserve(half + window_size)
         except OSError:
             region, plugs = None, []
         else:
-            vmm.release(region, half)
+            vmm.release(region, spec.memory_bytes)  # the hole: exactly the memory's size
             plugs = vmm.plug_gaps_above(region + half + window_size, spec.memory_bytes)  # the hole: the highest fit
         try:
             if self.shared:
@@ -78,8 +88,8 @@ class SimulatedDevice(PagedDevice):
             self.alias_base = window + HOST_ALIAS_OFFSET
         finally:
             vmm.unplug(plugs)
-            if region is not None:
-                vmm.release(region + half, window_size)
+            held = self._hold_window_space(region, half, window_size) if region is not None else None
+        self._held = held
         # the VMM window: device addresses [vmm_base, vmm_base + vmm_size), stable from here on;
         # its host mapping (driver/vmm.py) comes with the first reservation
         self.vmm_base, self.vmm_size = self.va_base + half, window_size
@@ -89,6 +99,23 @@ class SimulatedDevice(PagedDevice):
         self._window_lock = threading.Lock()
         self._half = half
         self.uuid = bytes((physical_id * 37 + i * 11) & 0xFF for i in range(16))
+
+    def _hold_window_space(self, region: int, half: int, window_size: int) -> tuple[int, int] | None:
+        """Keep the address space after the memory (its tail up to `half`, then the window)
+        reserved until the window's first use, or give the steering reservation back.
+
+        Released, that space is free for the next mapping of any thread (a thread stack, a numpy
+        buffer), and the window could then not go next to the memory: torch's views of reserved
+        ranges would fail at random. Held, it costs address space only; so it is held unless the
+        process's address space is limited (ulimit -v), where the window is reserved lazily and
+        placed next to the memory only if that space is still free (best effort)."""
+        memory = self.spec.memory_bytes
+        arena = getattr(self, "arena", None)  # (None: the arena could not be made)
+        rest = half - memory + window_size  # the steering reservation's part after the memory
+        if arena is not None and arena.host_address == region and hold_window_space():
+            return region + memory, rest
+        vmm.release(region + memory, rest)
+        return None
 
     def ensure_vmm_window(self) -> VmmWindow:
         """The host side of the VMM window, reserved now if it is not yet: right after the
@@ -101,6 +128,12 @@ class SimulatedDevice(PagedDevice):
             if self.vmm is not None:
                 return self.vmm
             half, size, memory = self._half, self.vmm_size, self.spec.memory_bytes
+            if self._held is not None:  # the space after the memory was kept for the window
+                self._held = None
+                self._gap = self.arena.host_address + memory if memory < half else None
+                self.adjacent = True
+                self.vmm = VmmWindow(size, at=self.arena.host_address + half)
+                return self.vmm
             at = vmm.map_anonymous_near(self.arena.host_address + half, size, accessible=False)
             gap = None
             if at is not None and memory < half:  # keep the gap between memory and window reserved
@@ -135,6 +168,9 @@ class SimulatedDevice(PagedDevice):
     def close(self) -> None:
         """Release every page and let go of the memory (a shared device: detach from it)."""
         self.arena.release_all()
+        if self._held is not None:
+            vmm.release(*self._held)
+            self._held = None
         if self.vmm is not None:
             self.vmm.close()
         if self._gap:
