@@ -14,6 +14,7 @@ import torch
 from ..runtime import INLINE_MAX_BYTES, RUNTIME
 from .fallback import Call
 from .optask import OpTask, current_stream
+from .refs import ref_on
 from .plan import CPU_KEYSET, FUNCTIONAL, INPLACE, META, SYNC_PATH, VIEW, Plan, plan_of, scalar_key
 from .storage import INFOS, ITEMSIZE, alloc, block_of, info, itemsize
 
@@ -177,19 +178,7 @@ def hot_kernel(plan: Plan, arity: int, general):
             if nbytes:  # an empty result has no address: the fast kernel handles it
                 hot[key] = (shape, stride, dt, nbytes, ITEMSIZE.get(dt) or itemsize(dt))
 
-    def place(t, inf, shape, stride, dt, blocks) -> tuple:
-        """The ref of npu tensor `t` (as the fast kernel makes it); its block into `blocks`."""
-        size = ITEMSIZE[dt]
-        ptr = t.data_ptr()
-        block = inf.live.get(ptr - t.storage_offset() * size)
-        if block is not None:
-            blocks.append(block)
-        elif t.numel():
-            block_of(inf, t)  # raises: released or foreign memory
-        base = inf.views.get(dt)
-        if base is None:
-            base = inf.view_of(dt)
-        return (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size)
+    place = ref_on  # the ref of an npu tensor whose layout is in hand; its block into `blocks`
 
     def launch(inf, spec, hargs, blocks):
         shape, stride, dt, nbytes, size = spec
@@ -231,7 +220,7 @@ def hot_kernel(plan: Plan, arity: int, general):
                 return out
             inf = device_of(idx)
             blocks = []
-            rx = place(x, inf, xs, xst, xd, blocks)
+            rx = place(inf, x, xs, xst, xd, blocks)
             return launch(inf, spec, [rx], blocks)
         return unary
 
@@ -253,8 +242,8 @@ def hot_kernel(plan: Plan, arity: int, general):
             return out
         inf = device_of(idx)
         blocks = []
-        rx = place(x, inf, xs, xst, xd, blocks)
-        ry = place(y, inf, ys, yst, yd, blocks)
+        rx = place(inf, x, xs, xst, xd, blocks)
+        ry = place(inf, y, ys, yst, yd, blocks)
         return launch(inf, spec, [rx, ry], blocks)
     return binary
 
