@@ -488,8 +488,7 @@ class ReservedBackend:
         self.size = -(-size // GRANULARITY) * GRANULARITY
         self.ranges: dict[int, list] = {}  # start -> [Reservation, PageAllocator of its offsets, bytes mapped]
         self.handles: dict[int, tuple[PhysicalHandle, int, int]] = {}  # va -> (handle, bytes, range start)
-        self.mapped = 0
-        self.memory = None
+        self.mapped, self.memory = 0, None  # bytes mapped; the pool on the ranges (adopt)
         self.vmm._host_window()  # the window's host side now: torch's views must span it (mem_pools)
 
     @property
