@@ -114,7 +114,9 @@ def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int 
     env = dict(os.environ)
     # TORCH_NPU_PATH: `import torch_npu` in the tests' own subprocesses (python -c, spawn), as
     # `npurt run --torch-npu` gives its children
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [HERE, SRC, TORCH_NPU_PATH, env.get("PYTHONPATH")]))
+    # and torch_npu_site/sitecustomize.py: their torch_npu.testing is the harness's too
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [HERE, os.path.join(HERE, "torch_npu_site"), SRC,
+                                                      TORCH_NPU_PATH, env.get("PYTHONPATH")]))
     env["NPURT_TORCH_NPU_CHECKOUT"] = os.path.abspath(checkout)
     env.setdefault("NPURT_DEVICE_COUNT", "2")
     env["NPURT_TORCH_NPU_DISABLED_TESTS"] = disabled_list
