@@ -151,13 +151,15 @@ def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int 
         disabled = set()
         if os.path.exists(listing):
             with open(listing, encoding="utf-8") as f:
-                disabled = set(f.read().split())
+                # "Class::method" (pytest's node ids here are relative to the invocation dir,
+                # the harness's to the rootdir)
+                disabled = {node.split("::", 1)[-1] for node in f.read().split()}
         last_started = None
         for line in out.splitlines():
             m = OUTCOME.match(line)
             if m:
                 node, kind = m.group(1), KIND[m.group(2)]
-                if kind == "skipped" and node in disabled:
+                if kind == "skipped" and node.split("::", 1)[-1] in disabled:
                     kind = "disabled"
                 if RANK[kind] >= RANK.get(outcomes.get(node, ["passed"])[0], 0) or node not in outcomes:
                     outcomes[node] = [kind, details.get(node.rsplit("::", 1)[-1], "")[:300]]
