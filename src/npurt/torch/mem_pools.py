@@ -102,6 +102,7 @@ def expandable_pool(device) -> object | None:
         if got is None or got[0] is not device or got[1] not in device.memory.children:
             # twice the memory: freed address space never blocks an allocation the bytes allow
             got = _EXPANDABLE[device.id] = (device, _torch_pool(device, 2 * device.backend.usable))
+            got[1].expandable = True
     return got[1]
 
 
@@ -111,11 +112,12 @@ class MemPool:
 
     _ids = itertools.count(1)
 
-    def __init__(self, allocator=None, use_on_oom: bool = False):
+    def __init__(self, allocator=None, use_on_oom: bool = False, no_split: bool = False):
         if allocator is not None:
             raise NotImplementedError("npurt's MemPool has no pluggable allocator; pass allocator=None")
         self.allocator = None
         self.use_on_oom = use_on_oom
+        self.no_split = bool(no_split)  # blocks are never split: each keeps its whole segment
         self._id = (0, next(MemPool._ids))
         self._pools: dict[int, tuple] = {}  # device index -> (runtime Device, DeviceMemory)
         self._users = 0
@@ -134,6 +136,10 @@ class MemPool:
         got = self._pools.get(device.id)
         if got is None or got[0] is not device or got[1] not in device.memory.children:
             got = self._pools[device.id] = (device, _torch_pool(device, device.backend.usable))
+            # torch.npu.empty_cache() leaves a live pool's cache (torch frees a private pool's
+            # cached blocks only once the pool is gone)
+            got[1].keep_cache = True
+            got[1].no_split = self.no_split
         return got[1]
 
     def __del__(self) -> None:
@@ -141,6 +147,7 @@ class MemPool:
         # (they keep their pool's blocks; the range then lives until a reset)
         try:
             for device, memory in list(self._pools.values()):
+                memory.keep_cache = False  # what its tensors leave cached goes at the next empty_cache
                 release_pool(device, memory)
         except Exception:  # noqa: BLE001 - interpreter shutdown, a runtime torn down
             pass
@@ -217,12 +224,12 @@ class _History:
         stack = traceback.extract_stack()[:-3]
         return [{"filename": f.filename, "line": f.lineno or 0, "name": f.name} for f in reversed(stack)]
 
-    def _event(self, device, action: str, addr: int, size: int, frames=()) -> None:
+    def _event(self, device, action: str, addr: int, size: int, frames=(), pool_id=(0, 0)) -> None:
         if self.enabled != "all":
             return
         trace = self.traces.setdefault(device.id, [])
         trace.append({"action": action, "addr": addr, "size": size, "stream": 0,
-                      "time_us": time.time_ns() // 1000, "frames": list(frames)})
+                      "time_us": time.time_ns() // 1000, "frames": list(frames), "pool_id": pool_id})
         if len(trace) > self.max_entries:
             del trace[: len(trace) - self.max_entries]
 
@@ -243,7 +250,8 @@ class _History:
         self.frames[addr] = frames
         self._sync_segments(device)
         block = device.memory.live.get(addr)
-        self._event(device, "alloc", addr, block.size if block is not None else size, frames)
+        self._event(device, "alloc", addr, block.size if block is not None else size, frames,
+                    _pool_id_of(block.pool.owner) if block is not None and block.pool is not None else (0, 0))
 
     def _free(self, device, addr: int, size: int, uses) -> None:
         self._settle(device)
@@ -369,5 +377,14 @@ def _live_mem_pools():
     return list(_ALL_POOLS)
 
 
+def _pool_id_of(memory) -> tuple:
+    """The id of the MemPool whose memory `memory` is ((0, 0): the device's own pools)."""
+    for pool in _live_mem_pools():
+        for _dev, mine in list(pool._pools.values()):
+            if mine is memory:
+                return pool.id
+    return (0, 0)
+
+
 _expandable = False
-refresh()
+alloc_conf.on_change(refresh)  # (routing is set when the settings are first read)

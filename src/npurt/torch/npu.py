@@ -35,7 +35,9 @@ from .npu_memory import (caching_allocator_alloc, caching_allocator_delete,  # n
                          host_memory_stats_as_nested_dict, reset_accumulated_host_memory_stats,
                          reset_peak_host_memory_stats, set_per_process_memory_fraction)
 from . import streams  # torch_npu.npu.streams: the module of Stream and Event  # noqa: F401
-from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+from .streams import (Event, ExternalStream, Stream, SyncLaunchStream, current_stream,  # noqa: F401
+                      default_stream, set_stream, stream)
+from . import raw_runtime as _raw_runtime
 from .graphs import (NPUGraph, graph, graph_pool_handle, is_current_stream_capturing,  # noqa: F401
                      make_graphed_callables)
 
@@ -58,6 +60,13 @@ def _is_in_bad_fork() -> bool:
 
 def _lazy_init() -> None:
     _devices.thread_context()
+
+
+def npurt():
+    """torch_npu.npu.npurt(): the raw runtime calls (npuStreamCreate, npuStreamDestroy,
+    npuHostRegister, npuHostUnregister; module npurt.torch.raw_runtime), runtime started."""
+    _lazy_init()
+    return _raw_runtime
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:

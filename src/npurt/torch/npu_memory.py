@@ -30,6 +30,7 @@ _lock = fork_safe_lock()
 
 def get_per_process_memory_fraction(device=None) -> float:
     index = index_of(device)
+    alloc_conf.settings()  # the allocator starts: PYTORCH_NPU_ALLOC_CONF's fraction applies
     return storage.FRACTIONS.get(index, 1.0)
 
 
@@ -39,6 +40,7 @@ def set_per_process_memory_fraction(fraction, device=None) -> None:
         raise TypeError("Invalid type for fraction argument, must be `float`")
     if fraction < 0 or fraction > 1:
         raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    alloc_conf.settings()  # the allocator starts first: the environment's fraction does not undo this one
     storage.set_fraction(index, fraction)
 
 
