@@ -33,6 +33,9 @@ class Device:
         self.lock = threading.RLock()
         self.default_context: Context | None = None
         self.set_count = 0          # set_device reference count
+        # while the last reset_device's release runs: (releasing thread, done); a set_device in
+        # another thread waits for it, or it would get the context and memory being freed
+        self.releasing: tuple[int, threading.Event] | None = None
         self.contexts: set[Context] = set()
         self.events: set = set()
         self.finishing: set = set()  # force-destroyed streams whose queued work still runs

@@ -30,12 +30,15 @@ from .storage import OutOfMemoryError  # noqa: F401
 from .typed import STORAGES, TYPED
 from . import npu_memory as memory  # torch.npu.memory
 from .mem_pools import MemPool, use_mem_pool  # noqa: F401 - torch_npu's memory pools (issue 26)
-from .npu_memory import (caching_allocator_alloc, caching_allocator_delete,  # noqa: F401
+from .npu_memory import (NPUPluggableAllocator, caching_allocator_alloc, caching_allocator_delete,  # noqa: F401
+                         change_current_allocator,
                          get_allocator_backend, memory_snapshot, get_per_process_memory_fraction, host_empty_cache, host_memory_stats,
                          host_memory_stats_as_nested_dict, reset_accumulated_host_memory_stats,
                          reset_peak_host_memory_stats, set_per_process_memory_fraction)
 from . import streams  # torch_npu.npu.streams: the module of Stream and Event  # noqa: F401
-from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+from .streams import (Event, ExternalStream, Stream, SyncLaunchStream, current_stream,  # noqa: F401
+                      default_stream, set_stream, stream)
+from . import raw_runtime as _raw_runtime
 from .graphs import (NPUGraph, graph, graph_pool_handle, is_current_stream_capturing,  # noqa: F401
                      make_graphed_callables)
 
@@ -58,6 +61,13 @@ def _is_in_bad_fork() -> bool:
 
 def _lazy_init() -> None:
     _devices.thread_context()
+
+
+def npurt():
+    """torch_npu.npu.npurt(): the raw runtime calls (npuStreamCreate, npuStreamDestroy,
+    npuHostRegister, npuHostUnregister; module npurt.torch.raw_runtime), runtime started."""
+    _lazy_init()
+    return _raw_runtime
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:

@@ -28,9 +28,14 @@ def set_device(device_id: int) -> None:
     """Make `device_id` the calling thread's device: bind its default context (created on
     first use; reference counted per device)."""
     device = rt.device(device_id)
-    ctx = rt.default_context(device)
-    with device.lock:
-        device.set_count += 1
+    while True:
+        with device.lock:
+            releasing = device.releasing
+            if releasing is None or releasing[0] == threading.get_ident():
+                ctx = rt.default_context(device)
+                device.set_count += 1
+                break
+        releasing[1].wait()  # another thread's reset is releasing the device: set it afresh after
     bind(ctx)
 
 
@@ -67,8 +72,15 @@ def reset_device(device_id: int) -> None:
         device.set_count -= 1
         if device.set_count:
             return
-    _unbind_if_current(device)
-    rt.release_device(device, f"reset_device({device_id})")
+        done = threading.Event()
+        device.releasing = (threading.get_ident(), done)
+    try:
+        _unbind_if_current(device)
+        rt.release_device(device, f"reset_device({device_id})")
+    finally:
+        with device.lock:
+            device.releasing = None
+        done.set()
 
 
 def reset_device_force(device_id: int) -> None:
