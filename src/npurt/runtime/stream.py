@@ -174,6 +174,7 @@ class Stream:
                 HOOKS.emit("task_enqueued", task=task)
             self.enqueued_seq = seq
             self.queue.append(task)  # no call between the store and the append: both or neither
+            self.device.work_epoch += 1  # the device is no longer drained (Device.drained)
         scheduler = self.scheduler
         token = thread_token() if inline and scheduler.controlled is None else None
         if self.state is IDLE:  # test and set (see scheduler.py); an owner empties the queue
