@@ -114,10 +114,14 @@ def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int 
     env = dict(os.environ)
     # TORCH_NPU_PATH: `import torch_npu` in the tests' own subprocesses (python -c, spawn), as
     # `npurt run --torch-npu` gives its children
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [HERE, SRC, TORCH_NPU_PATH, env.get("PYTHONPATH")]))
+    # and torch_npu_site/sitecustomize.py: their torch_npu.testing is the harness's too
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [HERE, os.path.join(HERE, "torch_npu_site"), SRC,
+                                                      TORCH_NPU_PATH, env.get("PYTHONPATH")]))
     env["NPURT_TORCH_NPU_CHECKOUT"] = os.path.abspath(checkout)
     env.setdefault("NPURT_DEVICE_COUNT", "2")
     env["NPURT_TORCH_NPU_DISABLED_TESTS"] = disabled_list
+    listing = os.path.join(workdir, f"{rel.replace('/', '_')}.disabled")
+    env["NPURT_TORCH_NPU_DISABLED_OUT"] = listing
     result = {"file": rel, "passed": 0, "failed": 0, "errors": 0, "skipped": 0, "disabled": 0, "cases": {}}
     outcomes: dict = {}
     deadline = time.monotonic() + timeout
@@ -144,13 +148,18 @@ def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int 
             out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             code, tail = None, f"timed out after {timeout} s"
         details = _details(xml)
+        disabled = set()
+        if os.path.exists(listing):
+            with open(listing, encoding="utf-8") as f:
+                # "Class::method" (pytest's node ids here are relative to the invocation dir,
+                # the harness's to the rootdir)
+                disabled = {node.split("::", 1)[-1] for node in f.read().split()}
         last_started = None
         for line in out.splitlines():
             m = OUTCOME.match(line)
             if m:
                 node, kind = m.group(1), KIND[m.group(2)]
-                if kind == "skipped" and details.get(node.rsplit("::", 1)[-1], "").startswith(
-                        torch_npu_disabled.SKIP_REASON):
+                if kind == "skipped" and node.split("::", 1)[-1] in disabled:
                     kind = "disabled"
                 if RANK[kind] >= RANK.get(outcomes.get(node, ["passed"])[0], 0) or node not in outcomes:
                     outcomes[node] = [kind, details.get(node.rsplit("::", 1)[-1], "")[:300]]

@@ -30,7 +30,8 @@ from .storage import OutOfMemoryError  # noqa: F401
 from .typed import STORAGES, TYPED
 from . import npu_memory as memory  # torch.npu.memory
 from .mem_pools import MemPool, use_mem_pool  # noqa: F401 - torch_npu's memory pools (issue 26)
-from .npu_memory import (caching_allocator_alloc, caching_allocator_delete,  # noqa: F401
+from .npu_memory import (NPUPluggableAllocator, caching_allocator_alloc, caching_allocator_delete,  # noqa: F401
+                         change_current_allocator,
                          get_allocator_backend, memory_snapshot, get_per_process_memory_fraction, host_empty_cache, host_memory_stats,
                          host_memory_stats_as_nested_dict, reset_accumulated_host_memory_stats,
                          reset_peak_host_memory_stats, set_per_process_memory_fraction)
