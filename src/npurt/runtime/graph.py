@@ -89,6 +89,7 @@ class Graph:
     def __init__(self, device, context):
         self.device, self.context = device, context
         self.nodes: list = []
+        self.op_info: dict = {}  # node index -> shape info bytes (aclmdlRITaskSetParams, graph_edit.py)
         self.lanes = 1
         self.lane_streams: list = []   # streams for lanes 1.., made at capture end
         self.lock = threading.Lock()

@@ -26,7 +26,11 @@ from .errors import FeatureNotSupportedError, InvalidHandleError, ParamInvalidEr
 from .graph import (GRAPHS, CaptureError, Graph, _capture_of, _check_aborted, _node_text, _plan, _run_tasks,
                     graph_of, refuse_if_capturing)
 from .handles import table
+from .kernel.function import function_of
+from .kernel.operations import check_args_size, check_blocks, gm_blocks, parse_cfg
+from .kernel.task import KernelTask
 from .memory import note_uses
+from .runtime import RUNTIME
 from .tasks import NopTask, Task
 
 GROUPS = table("task group")
@@ -300,7 +304,9 @@ def task_params(task: ModelTask) -> dict:
         out.update(addr=payload[0].addr, value=payload[0].value, flag=payload[0].flag)
     elif ttype == TASK_KERNEL:
         k = payload[0]
-        out.update(func=k.func, num_blocks=k.num_blocks, args=k.args_ptr)
+        # a task group counts as one task of type DEFAULT: a kernel task is in none (taskGrp NULL)
+        out.update(func=k.func, num_blocks=k.num_blocks, args=k.args_ptr, args_size=k.func.args_size,
+                   op_info=task.graph.op_info.get(task.index))
     return out
 
 
@@ -315,9 +321,13 @@ def set_task_params(task: ModelTask, **params) -> None:
         raise ParamInvalidError(f"set_task_params: task {task.handle:#x} is of type {ttype}; the parameters are of "
                                 f"type {params['type']} (a task keeps its type)")
     params.pop("type", None)
+    if ttype == TASK_KERNEL and set(params) - {"num_blocks"}:
+        raise ParamInvalidError("set_task_params: a kernel task's parameters are set with set_kernel_task_params")
+    if ttype not in (TASK_VALUE_WRITE, TASK_VALUE_WAIT, TASK_KERNEL):  # ApiImpl::TaskSetParams
+        raise ParamInvalidError(f"set_task_params: task {task.handle:#x} ({_node_text(kind, payload)}) is of type "
+                                f"{ttype}; only kernel (1), value write (5) and value wait (6) tasks take parameters")
     allowed = {TASK_VALUE_WRITE: {"addr", "value"}, TASK_VALUE_WAIT: {"addr", "value", "flag"},
-               TASK_KERNEL: {"num_blocks"}}.get(ttype, {"event"} if kind in ("extrecord", "extwait", "reset")
-                                                   else set())
+               TASK_KERNEL: {"num_blocks"}}[ttype]
     bad = set(params) - allowed
     if bad or not params:
         raise ParamInvalidError(f"set_task_params: for this task ({_node_text(kind, payload)}) npurt can set "
@@ -325,6 +335,49 @@ def set_task_params(task: ModelTask, **params) -> None:
     if "num_blocks" in params and (type(params["num_blocks"]) is not int or params["num_blocks"] < 1):
         raise ParamInvalidError(f"set_task_params: numBlocks {params['num_blocks']!r} must be a positive int")
     task.graph.pending_updates[task.index] = ("set", params)
+
+
+def set_kernel_task_params(task: ModelTask, func, num_blocks: int, args: int, args_size: int,
+                           host_args: bool = False, cfg=None, group=None, op_info: bytes | None = None) -> None:
+    """aclmdlRITaskSetParams of a kernel task (UpdateKernelParams, kernel_utils.cc): a new
+    function, packed args, launch config and numBlocks, applied by update_graph. `args`: the
+    address of `args_size` bytes of packed args, in device memory read at each replay
+    (host_args False, isHostArgs 0) or host memory copied now (host_args True); `cfg` as a
+    launch's (None: the defaults); `group` must be None (a task group is not set here);
+    `op_info`: the shape info aclmdlRITaskGetParams returns (None or empty clears it).
+    Errors: ACL_ERROR_RT_PARAM_INVALID for a task that is not a kernel, a group, null args or
+    args_size 0, a bad config; an unknown function handle's own error."""
+    task = model_task_of(task)
+    _lane, kind, payload = task.node()
+    if task.task_type() != TASK_KERNEL:
+        raise ParamInvalidError(f"set_kernel_task_params: task {task.handle:#x} ({_node_text(kind, payload)}) is "
+                                "not a kernel task (check it with aclmdlRITaskGetType)")
+    if group is not None:
+        raise ParamInvalidError("set_kernel_task_params: params->taskGrp must be NULL")
+    f = function_of(func)
+    if not args:
+        raise ParamInvalidError("set_kernel_task_params: params->kernelTaskParams.args is NULL")
+    if type(args_size) is not int or args_size <= 0:
+        raise ParamInvalidError(f"set_kernel_task_params: params->kernelTaskParams.argsSize ({args_size!r}) must "
+                                "be greater than 0")
+    check_args_size(f, args_size)
+    device = task.graph.device
+    offset, timeout_ns, attrs = parse_cfg(cfg, num_blocks, device) if cfg else (0, None, None)
+    num_blocks = check_blocks(num_blocks, device, offset)
+    if host_args:  # copied now, as the runtime copies host args into the task
+        span = address.locate(RUNTIME, args, args_size, "kernel args")
+        values = f.struct.unpack(address.view(span.addr, args_size).tobytes()[:f.args_size])
+        new = KernelTask(f, num_blocks, values, 0, offset, timeout_ns)
+        held = gm_blocks(f, values, device)
+    else:
+        span = address.locate(RUNTIME, args, args_size, "kernel args")
+        if span.device is None:
+            raise ParamInvalidError(f"set_kernel_task_params: args 0x{span.addr:x} is host memory but isHostArgs "
+                                    "is 0 (device args are read at each replay)")
+        new = KernelTask(f, num_blocks, None, span.addr, offset, timeout_ns)
+        held = [span.block]
+    new.attrs = attrs
+    task.graph.pending_updates[task.index] = ("kernel", (new, tuple(held), bytes(op_info) if op_info else None))
 
 
 def disable_task(task: ModelTask) -> None:
@@ -346,6 +399,14 @@ def update_graph(graph: Graph) -> None:
             lane, kind, payload = graph.nodes[index]
             if what == "disable":
                 graph.nodes[index] = (lane, "task", (NopTask(), ()))
+            elif what == "kernel":
+                new, held, op_info = params
+                note_uses(held, graph.hold, 1)
+                graph.nodes[index] = (lane, "task", (new, held))
+                if op_info is None:
+                    graph.op_info.pop(index, None)
+                else:
+                    graph.op_info[index] = op_info
             elif kind in ("extrecord", "extwait", "reset"):
                 graph.nodes[index] = (lane, kind, params["event"])
             else:
@@ -365,18 +426,26 @@ def update_graph(graph: Graph) -> None:
 
 
 def kernel_task_attribute(task: ModelTask, attr: int) -> int:
-    """aclmdlRIKernelTaskGetAttribute: a launch attribute of a captured kernel task, as the
-    launch gave it: BLOCKDIM_OFFSET, TIMEOUT (s) or TIMEOUT_US (0: none set). The other
-    attributes are checked at launch but not kept by npurt (207000)."""
+    """aclmdlRIKernelTaskGetAttribute (GetKernelAttribute, kernel_utils.cc): a launch attribute
+    of a captured kernel task. SCHEM_MODE: as launched, else the kernel's (0);
+    DYN_UBUF_SIZE: as launched, else 0; DATA_DUMP: 1 if the launch enabled it; TIMEOUT (s) /
+    TIMEOUT_US: the timeout in effect (a launch's own, else the op execute timeout; 0 for a
+    launch whose timeout 0 means never). ENGINE_TYPE, BLOCKDIM_OFFSET, BLOCK_TASK_PREFETCH,
+    ENABLE_PROFILING and unknown ids, and a task that is not a kernel: ACL_ERROR_RT_PARAM_INVALID."""
     task = model_task_of(task)
     if task.task_type() != TASK_KERNEL:
-        raise ParamInvalidError(f"kernel_task_attribute: task {task.handle:#x} is not a kernel task")
+        raise ParamInvalidError(f"kernel_task_attribute: task {task.handle:#x} is not a kernel task (check it with "
+                                "aclmdlRITaskGetType)")
     k = task.node()[2][0]
-    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET:
-        return k.offset
-    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT:
-        return 0 if k.timeout_ns is None else k.timeout_ns // 1_000_000_000
-    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US:
-        return 0 if k.timeout_ns is None else k.timeout_ns // 1000
-    raise FeatureNotSupportedError(f"kernel_task_attribute: attribute {attr!r} of a launch is checked but not kept "
-                                   "by npurt (it keeps BLOCKDIM_OFFSET, TIMEOUT and TIMEOUT_US)")
+    attrs = k.attrs or {}
+    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE:
+        return attrs.get(attr, 0)
+    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE:
+        return attrs.get(attr, 0)
+    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP:
+        return 1 if attrs.get(attr) == 1 else 0
+    if attr in (C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US):
+        us = RUNTIME.effective_op_execute_timeout_us() if k.timeout_ns is None else k.timeout_ns // 1000
+        return us // 1_000_000 if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT else us
+    raise ParamInvalidError(f"kernel_task_attribute: attribute {attr!r} cannot be read from a kernel task (readable: "
+                            "SCHEM_MODE 1, DYN_UBUF_SIZE 2, DATA_DUMP 6, TIMEOUT 7, TIMEOUT_US 8)")

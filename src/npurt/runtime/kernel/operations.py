@@ -115,12 +115,14 @@ def enqueue_launch(func: KernelFunction, num_blocks: int, stream, values, *, arg
     """Validate and enqueue one launch (values: canonical tuple, or None to read the packed
     args from device memory at `args_ptr` when the task runs)."""
     device = stream.device
-    offset, timeout_ns = parse_cfg(cfg, num_blocks, device) if cfg else (0, None)
+    offset, timeout_ns, attrs = parse_cfg(cfg, num_blocks, device) if cfg else (0, None, None)
     num_blocks = check_blocks(num_blocks, device, offset)
     blocks = gm_blocks(func, values, device, extents) if values is not None else []
     if extra_blocks:
         blocks.extend(extra_blocks)
     task = KernelTask(func, num_blocks, values, args_ptr, offset, timeout_ns)
+    if cfg:
+        task.attrs = attrs
     if func.inline_ok and num_blocks == 1 and extents is not None and sum(extents) <= INLINE_BYTES:
         task.cheap = True
     return stream.enqueue(task, holders=blocks)
@@ -128,9 +130,10 @@ def enqueue_launch(func: KernelFunction, num_blocks: int, stream, values, *, arg
 
 # ---------------------------------------------------------------- launch config
 
-def parse_cfg(cfg, num_blocks, device) -> tuple[int, int | None]:
-    """(block offset, timeout in ns or None) from a launch config: a list of
-    {"id": attr, "value": v} dicts (pyACL's aclrtLaunchKernelCfg) or a dict {attr: v}."""
+def parse_cfg(cfg, num_blocks, device) -> tuple[int, int | None, dict]:
+    """(block offset, timeout in ns or None, {attr: value} as given) from a launch config: a
+    list of {"id": attr, "value": v} dicts (pyACL's aclrtLaunchKernelCfg) or a dict {attr: v}.
+    The task keeps the attributes for aclmdlRIKernelTaskGetAttribute (graph_edit.py)."""
     if isinstance(cfg, dict):
         items = list(cfg.items())
     elif isinstance(cfg, (list, tuple)):
@@ -142,10 +145,11 @@ def parse_cfg(cfg, num_blocks, device) -> tuple[int, int | None]:
             items.append((entry["id"], entry["value"]))
     else:
         raise InvalidValueError(f"launch config must be a list of {{'id', 'value'}} dicts, got {type(cfg).__name__}")
-    offset, timeout_ns = 0, None
+    offset, timeout_ns, attrs = 0, None, {}
     for attr, value in items:
         if isinstance(value, dict) and len(value) == 1:  # a value union given by member name
             value = next(iter(value.values()))
+        attrs[attr] = value
         if type(value) is not int or value < 0:
             raise InvalidValueError(f"launch config attribute {attr!r} needs a non-negative int value, "
                                     f"got {value!r}")
@@ -177,7 +181,7 @@ def parse_cfg(cfg, num_blocks, device) -> tuple[int, int | None]:
         else:
             raise InvalidValueError(f"unknown launch config attribute id {attr!r} "
                                     "(see aclrtLaunchKernelAttrId: 1..9)")
-    return offset, timeout_ns
+    return offset, timeout_ns, attrs
 
 
 # ---------------------------------------------------------------- runtime operations
