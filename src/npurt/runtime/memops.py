@@ -48,11 +48,11 @@ from .errors import (AddressUnalignedError, FeatureNotSupportedError, InvalidVal
 from .context import current_context
 from . import graph
 from .observers import HOOKS
+from .stream import Stream
 from .tasks import ArrayCopyTask, Copy2dTask, CopyTask, MemsetTask, copy2d
 
 if TYPE_CHECKING:
     from .runtime import Runtime
-    from .stream import Stream
 
 H2H, H2D, D2H, D2D = (C.ACL_MEMCPY_HOST_TO_HOST, C.ACL_MEMCPY_HOST_TO_DEVICE,
                       C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_MEMCPY_DEVICE_TO_DEVICE)
@@ -195,7 +195,8 @@ def await_in_flight(*spans: Span) -> None:
         if not uses:
             continue
         for stream, seq in list(uses.items()):
-            if stream.completed_seq < seq:
+            # streams only: a graph's or an IPC export's hold is no work in flight
+            if type(stream) is Stream and stream.completed_seq < seq:
                 try:
                     stream.synchronize(until=seq, report_errors=False, observed=False)
                 except NpuError:

@@ -32,9 +32,11 @@ import time
 import traceback
 import weakref
 
+import torch
+
 from ..runtime import BLOCK_FREE as FREE, BLOCK_LIVE as LIVE, BLOCK_PENDING as PENDING, HOOKS, RUNTIME
 from ..runtime import fork_safe_lock, reserved_pool
-from . import alloc_conf, storage
+from . import alloc_conf, pluggable, storage
 from .device import index_of
 
 _lock = fork_safe_lock()
@@ -66,7 +68,7 @@ def refresh() -> None:
     from PYTORCH_NPU_ALLOC_CONF when npurt.torch registers, changed by _set_allocator_settings)."""
     global _expandable
     _expandable = expandable_requested()
-    storage.ROUTE = route if (_expandable or _ALL_POOLS) else None
+    storage.ROUTE = route if (_expandable or _ALL_POOLS or pluggable.CURRENT) else None
 
 
 def release_pool(device, memory) -> bool:
@@ -113,9 +115,12 @@ class MemPool:
     _ids = itertools.count(1)
 
     def __init__(self, allocator=None, use_on_oom: bool = False, no_split: bool = False):
-        if allocator is not None:
-            raise NotImplementedError("npurt's MemPool has no pluggable allocator; pass allocator=None")
-        self.allocator = None
+        if isinstance(allocator, pluggable.NPUPluggableAllocator):
+            allocator = allocator.allocator()
+        if allocator is not None and not isinstance(allocator, pluggable.CustomAllocator):
+            raise TypeError("MemPool's allocator is an NPUPluggableAllocator's allocator() (or None), got "
+                            f"{type(allocator).__name__}")
+        self.allocator = allocator  # None: npurt's caching pool; else each tensor is one alloc of it
         self.use_on_oom = use_on_oom
         self.no_split = bool(no_split)  # blocks are never split: each keeps its whole segment
         self._id = (0, next(MemPool._ids))
@@ -134,6 +139,10 @@ class MemPool:
 
     def memory(self, device):
         got = self._pools.get(device.id)
+        if self.allocator is not None:
+            if got is None or got[0] is not device:
+                got = self._pools[device.id] = (device, pluggable.PluggableMemory(device, self.allocator, _stream_of))
+            return got[1]
         if got is None or got[0] is not device or got[1] not in device.memory.children:
             got = self._pools[device.id] = (device, _torch_pool(device, device.backend.usable))
             # torch.npu.empty_cache() leaves a live pool's cache (torch frees a private pool's
@@ -147,6 +156,8 @@ class MemPool:
         # (they keep their pool's blocks; the range then lives until a reset)
         try:
             for device, memory in list(self._pools.values()):
+                if self.allocator is not None:
+                    continue  # its tensors go back to the library one by one
                 memory.keep_cache = False  # what its tensors leave cached goes at the next empty_cache
                 release_pool(device, memory)
         except Exception:  # noqa: BLE001 - interpreter shutdown, a runtime torn down
@@ -156,7 +167,8 @@ class MemPool:
         """The pool's segments, as in `_snapshot()["segments"]`."""
         out = []
         for device, memory in list(self._pools.values()):
-            out.extend(_segments(device, memory, pool_id=self._id, expandable=False))
+            if self.allocator is None:
+                out.extend(_segments(device, memory, pool_id=self._id, expandable=False))
         return out
 
     def __repr__(self) -> str:
@@ -193,7 +205,32 @@ def route(inf):
         for pool, index in reversed(stack):
             if index == inf.index:
                 return pool.memory(inf.device)
+    if pluggable.CURRENT:  # change_current_allocator
+        return _current_pluggable(inf.device)
     return expandable_pool(inf.device)
+
+
+def _stream_of(index: int) -> int:
+    """The raw handle of device `index`'s current stream (what a pluggable allocator is given)."""
+    return torch.npu.current_stream(index).npu_stream
+
+
+_PLUGGED: dict = {}  # device index -> (Device, PluggableMemory) of the current allocator
+
+
+def _current_pluggable(device):
+    custom = pluggable.CURRENT[0]
+    got = _PLUGGED.get(device.id)
+    if got is None or got[0] is not device or got[1].allocator is not custom:
+        got = _PLUGGED[device.id] = (device, pluggable.PluggableMemory(device, custom, _stream_of))
+    return got[1]
+
+
+def change_current_allocator(allocator) -> None:
+    """torch.npu.memory.change_current_allocator: every later npu tensor comes from `allocator`
+    (an NPUPluggableAllocator); refused once npu memory was allocated."""
+    pluggable.change_current_allocator(allocator, initialized=bool(storage.INFOS))
+    storage.ROUTE = route
 
 
 # ---------------------------------------------------------------- memory history and snapshots

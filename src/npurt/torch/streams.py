@@ -31,6 +31,7 @@ from ..streams import Stream as _NpStream
 from .. import devices as _devices
 from ..runtime import event_get_timestamp
 from . import stream_ids as _ids
+from . import sync_debug
 from .device import index_of
 
 PRIVATEUSE1 = 20  # c10::DeviceType::PrivateUse1
@@ -206,6 +207,8 @@ class _StreamBase(GenericStream):
         if self._external:
             raise RuntimeError("External NPU stream is not supported in NPUStream::synchronize. "
                                "The caller is responsible for synchronization of external streams.")
+        if sync_debug._sync_debug_mode:
+            sync_debug.on_sync()
         self._npurt.synchronize()
 
     def wait_event(self, event: "Event") -> None:
