@@ -15,7 +15,7 @@ from npurt.runtime import model_build as MB
 from npurt.runtime.errors import InvalidHandleError, NpuError, ParamInvalidError
 from npurt.runtime.kernel import GM, kernel
 from npurt.runtime.kernel import function_of
-from npurt.runtime.kernel.operations import enqueue_launch
+from npurt.runtime.kernel.operations import enqueue_launch, set_kernel_task_params
 
 
 def _word(rt, value=0, dtype=np.uint64):
@@ -547,7 +547,7 @@ def test_a_kernel_task_takes_a_new_function_args_config_and_blocks(rt):
     [task] = GE.tasks_of_stream(GE.graph_streams(graph)[0])
     fill_value = function_of(_fill_value)
     host = np.frombuffer(fill_value.struct.pack(b, 16, 3.0), np.uint8).copy()
-    GE.set_kernel_task_params(task, fill_value, 1, host.ctypes.data, host.nbytes, host_args=True,
+    set_kernel_task_params(task, fill_value, 1, host.ctypes.data, host.nbytes, host_args=True,
                               cfg={C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT: 7}, op_info=b"shape")
     host[:] = 0  # host args are copied at the call
     GE.update_graph(graph)
@@ -563,7 +563,7 @@ def test_a_kernel_task_takes_a_new_function_args_config_and_blocks(rt):
     dev_args = rt.malloc(fill_value.args_size)
     packed = np.frombuffer(fill_value.struct.pack(a, 16, 5.0), np.uint8).copy()
     rt.memcpy(dev_args, packed.nbytes, packed.ctypes.data, packed.nbytes, C.ACL_MEMCPY_HOST_TO_DEVICE)
-    GE.set_kernel_task_params(task, fill_value, 2, dev_args, fill_value.args_size)
+    set_kernel_task_params(task, fill_value, 2, dev_args, fill_value.args_size)
     GE.update_graph(graph)
     assert GE.task_params(task)["op_info"] is None  # no shape info: cleared
     rt.execute_async(graph, s)
@@ -575,9 +575,9 @@ def test_a_kernel_task_takes_a_new_function_args_config_and_blocks(rt):
                 dict(args=host.ctypes.data)):  # host memory with isHostArgs 0
         kw = dict(args=dev_args, args_size=fill_value.args_size) | bad
         with pytest.raises(ParamInvalidError if "cfg" not in bad else NpuError):
-            GE.set_kernel_task_params(task, fill_value, 1, kw.pop("args"), kw.pop("args_size"), **kw)
+            set_kernel_task_params(task, fill_value, 1, kw.pop("args"), kw.pop("args_size"), **kw)
     with pytest.raises(InvalidHandleError):
-        GE.set_kernel_task_params(task, 12345, 1, dev_args, fill_value.args_size)
+        set_kernel_task_params(task, 12345, 1, dev_args, fill_value.args_size)
     rt.destroy_graph(graph)
 
 

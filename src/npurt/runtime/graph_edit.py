@@ -26,9 +26,6 @@ from .errors import FeatureNotSupportedError, InvalidHandleError, ParamInvalidEr
 from .graph import (GRAPHS, CaptureError, Graph, _capture_of, _check_aborted, _node_text, _plan, _run_tasks,
                     graph_of, refuse_if_capturing)
 from .handles import table
-from .kernel.function import function_of
-from .kernel.operations import check_args_size, check_blocks, gm_blocks, parse_cfg
-from .kernel.task import KernelTask
 from .memory import note_uses
 from .runtime import RUNTIME
 from .tasks import NopTask, Task
@@ -322,7 +319,8 @@ def set_task_params(task: ModelTask, **params) -> None:
                                 f"type {params['type']} (a task keeps its type)")
     params.pop("type", None)
     if ttype == TASK_KERNEL and set(params) - {"num_blocks"}:
-        raise ParamInvalidError("set_task_params: a kernel task's parameters are set with set_kernel_task_params")
+        raise ParamInvalidError("set_task_params: a kernel task's parameters are set with set_kernel_task_params "
+                                "(kernel/operations.py)")
     if ttype not in (TASK_VALUE_WRITE, TASK_VALUE_WAIT, TASK_KERNEL):  # ApiImpl::TaskSetParams
         raise ParamInvalidError(f"set_task_params: task {task.handle:#x} ({_node_text(kind, payload)}) is of type "
                                 f"{ttype}; only kernel (1), value write (5) and value wait (6) tasks take parameters")
@@ -336,48 +334,6 @@ def set_task_params(task: ModelTask, **params) -> None:
         raise ParamInvalidError(f"set_task_params: numBlocks {params['num_blocks']!r} must be a positive int")
     task.graph.pending_updates[task.index] = ("set", params)
 
-
-def set_kernel_task_params(task: ModelTask, func, num_blocks: int, args: int, args_size: int,
-                           host_args: bool = False, cfg=None, group=None, op_info: bytes | None = None) -> None:
-    """aclmdlRITaskSetParams of a kernel task (UpdateKernelParams, kernel_utils.cc): a new
-    function, packed args, launch config and numBlocks, applied by update_graph. `args`: the
-    address of `args_size` bytes of packed args, in device memory read at each replay
-    (host_args False, isHostArgs 0) or host memory copied now (host_args True); `cfg` as a
-    launch's (None: the defaults); `group` must be None (a task group is not set here);
-    `op_info`: the shape info aclmdlRITaskGetParams returns (None or empty clears it).
-    Errors: ACL_ERROR_RT_PARAM_INVALID for a task that is not a kernel, a group, null args or
-    args_size 0, a bad config; an unknown function handle's own error."""
-    task = model_task_of(task)
-    _lane, kind, payload = task.node()
-    if task.task_type() != TASK_KERNEL:
-        raise ParamInvalidError(f"set_kernel_task_params: task {task.handle:#x} ({_node_text(kind, payload)}) is "
-                                "not a kernel task (check it with aclmdlRITaskGetType)")
-    if group is not None:
-        raise ParamInvalidError("set_kernel_task_params: params->taskGrp must be NULL")
-    f = function_of(func)
-    if not args:
-        raise ParamInvalidError("set_kernel_task_params: params->kernelTaskParams.args is NULL")
-    if type(args_size) is not int or args_size <= 0:
-        raise ParamInvalidError(f"set_kernel_task_params: params->kernelTaskParams.argsSize ({args_size!r}) must "
-                                "be greater than 0")
-    check_args_size(f, args_size)
-    device = task.graph.device
-    offset, timeout_ns, attrs = parse_cfg(cfg, num_blocks, device) if cfg else (0, None, None)
-    num_blocks = check_blocks(num_blocks, device, offset)
-    if host_args:  # copied now, as the runtime copies host args into the task
-        span = address.locate(RUNTIME, args, args_size, "kernel args")
-        values = f.struct.unpack(address.view(span.addr, args_size).tobytes()[:f.args_size])
-        new = KernelTask(f, num_blocks, values, 0, offset, timeout_ns)
-        held = gm_blocks(f, values, device)
-    else:
-        span = address.locate(RUNTIME, args, args_size, "kernel args")
-        if span.device is None:
-            raise ParamInvalidError(f"set_kernel_task_params: args 0x{span.addr:x} is host memory but isHostArgs "
-                                    "is 0 (device args are read at each replay)")
-        new = KernelTask(f, num_blocks, None, span.addr, offset, timeout_ns)
-        held = [span.block]
-    new.attrs = attrs
-    task.graph.pending_updates[task.index] = ("kernel", (new, tuple(held), bytes(op_info) if op_info else None))
 
 
 def disable_task(task: ModelTask) -> None:

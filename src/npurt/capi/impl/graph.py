@@ -372,7 +372,7 @@ def aclmdlRITaskSetParams(task, params):
         if not addr(k.funcHandle):
             raise rt.ParamInvalidError("aclmdlRITaskSetParams: params->kernelTaskParams.funcHandle is NULL")
         op_info = cdata.read(addr(p.opInfoPtr), int(p.opInfoSize)) if addr(p.opInfoPtr) and p.opInfoSize else None
-        rt.graph_edit.set_kernel_task_params(
+        rt.set_kernel_task_params(
             t, addr(k.funcHandle), int(k.numBlocks), addr(k.args), int(k.argsSize), host_args=int(k.isHostArgs) != 0,
             cfg=launch_cfg(addr(k.cfg)), group=addr(p.taskGrp) or None, op_info=op_info)
     else:

@@ -15,7 +15,9 @@ import numpy as np
 from .. import constants as C, address
 from ..api import stream_of
 from ..address import host_bytes  # noqa: F401 - re-exported (it moved to address.py)
-from ..errors import InvalidValueError, NpuError
+from .. import graph_edit
+from ..graph import _node_text
+from ..errors import InvalidValueError, NpuError, ParamInvalidError
 from ..inline import MAX_BYTES as INLINE_BYTES
 from ..memops import dead_address_message, locate, refused
 from ..memory import LIVE, usable_size
@@ -300,3 +302,47 @@ def launch_kernel_with_host_args(func, num_blocks: int, stream, cfg, host_args, 
         return enqueue_launch(f, num_blocks, s, tuple(values), extra_blocks=[staged], cfg=cfg)
     finally:
         free_staged(s, addr)
+
+
+# ---------------------------------------------------------------- captured kernel tasks
+def set_kernel_task_params(task: "graph_edit.ModelTask", func, num_blocks: int, args: int, args_size: int,
+                           host_args: bool = False, cfg=None, group=None, op_info: bytes | None = None) -> None:
+    """aclmdlRITaskSetParams of a kernel task (UpdateKernelParams, kernel_utils.cc): a new
+    function, packed args, launch config and numBlocks, applied by update_graph. `args`: the
+    address of `args_size` bytes of packed args, in device memory read at each replay
+    (host_args False, isHostArgs 0) or host memory copied now (host_args True); `cfg` as a
+    launch's (None: the defaults); `group` must be None (a task group is not set here);
+    `op_info`: the shape info aclmdlRITaskGetParams returns (None or empty clears it).
+    Errors: ACL_ERROR_RT_PARAM_INVALID for a task that is not a kernel, a group, null args or
+    args_size 0, a bad config; an unknown function handle's own error."""
+    task = graph_edit.model_task_of(task)
+    _lane, kind, payload = task.node()
+    if task.task_type() != graph_edit.TASK_KERNEL:
+        raise ParamInvalidError(f"set_kernel_task_params: task {task.handle:#x} ({_node_text(kind, payload)}) is "
+                                "not a kernel task (check it with aclmdlRITaskGetType)")
+    if group is not None:
+        raise ParamInvalidError("set_kernel_task_params: params->taskGrp must be NULL")
+    f = function_of(func)
+    if not args:
+        raise ParamInvalidError("set_kernel_task_params: params->kernelTaskParams.args is NULL")
+    if type(args_size) is not int or args_size <= 0:
+        raise ParamInvalidError(f"set_kernel_task_params: params->kernelTaskParams.argsSize ({args_size!r}) must "
+                                "be greater than 0")
+    check_args_size(f, args_size)
+    device = task.graph.device
+    offset, timeout_ns, attrs = parse_cfg(cfg, num_blocks, device) if cfg else (0, None, None)
+    num_blocks = check_blocks(num_blocks, device, offset)
+    if host_args:  # copied now, as the runtime copies host args into the task
+        span = locate(RUNTIME, args, args_size, "kernel args")
+        values = f.struct.unpack(address.view(span.addr, args_size).tobytes()[:f.args_size])
+        new = KernelTask(f, num_blocks, values, 0, offset, timeout_ns)
+        held = gm_blocks(f, values, device)
+    else:
+        span = locate(RUNTIME, args, args_size, "kernel args")
+        if span.device is None:
+            raise ParamInvalidError(f"set_kernel_task_params: args 0x{span.addr:x} is host memory but isHostArgs "
+                                    "is 0 (device args are read at each replay)")
+        new = KernelTask(f, num_blocks, None, span.addr, offset, timeout_ns)
+        held = [span.block]
+    new.attrs = attrs
+    task.graph.pending_updates[task.index] = ("kernel", (new, tuple(held), bytes(op_info) if op_info else None))
