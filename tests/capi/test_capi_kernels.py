@@ -58,6 +58,7 @@ def test_kernels_binaries_and_launches_from_c(cann_home, tmp_path):
     assert "a Python kernel file from C: ok" in out
     assert "1 under a device limit of 1, 1 under a stream limit of 1" in out
     assert "a synchronous D2D copy of a kernel's output in flight: ok" in out
+    assert "a captured kernel task with new host args (aclmdlRITaskSetParams): ok" in out
     assert "task ids: memset" in out  # aclrtGetThreadLastTaskId names a <<<>>> launch's task
 
 
