@@ -11,12 +11,19 @@
   package then fails at import on the two ops it registers fake kernels for unconditionally
   (`torchvision::nms`, `torchvision::qnms`). When torchvision is importable but its native
   library is not, those two schemas are declared (no kernels: calling them still fails), so
-  the Python package and its models (resnet18, which test_npu.py uses) import and run.
+  the Python package and its models (resnet18, which test_npu.py uses) import and run;
+* torch_npu's CI list of disabled tests (its package __init__ applies it; NPURT_TORCH_NPU_DISABLED_TESTS
+  names the file): the tests it names are skipped with the reason torch_npu_disabled.SKIP_REASON,
+  which the counting script tells apart from the files' own skips.
 """
 import importlib.util
 import os
 import sys
 import types
+
+import pytest
+
+import torch_npu_disabled
 
 from npurt.apps.runner import install_torch_npu_alias
 
@@ -81,3 +88,25 @@ class PathManager:
 _pm = types.ModuleType("torch_npu.utils._path_manager")
 _pm.PathManager = PathManager
 sys.modules["torch_npu.utils._path_manager"] = _pm
+
+
+def pytest_collection_modifyitems(config, items):
+    path = os.environ.get("NPURT_TORCH_NPU_DISABLED_TESTS", "")
+    if not path:
+        return
+    from torch.testing._internal.common_utils import remove_device_and_dtype_suffixes
+    table = torch_npu_disabled.load(path)
+    mark = pytest.mark.skip(reason=f"{torch_npu_disabled.SKIP_REASON} ({os.path.basename(path)})")
+    marked = []
+    for item in items:
+        cls = getattr(item, "cls", None)
+        method = getattr(item, "originalname", None) or item.name
+        if cls is not None and torch_npu_disabled.is_disabled(
+                table, cls.__name__, method, remove_device_and_dtype_suffixes(method)):
+            item.add_marker(mark)
+            marked.append(item.nodeid)
+    # the counting script reads which skips are these even when the process dies before its report
+    listing = os.environ.get("NPURT_TORCH_NPU_DISABLED_OUT", "")
+    if listing and marked:
+        with open(listing, "a", encoding="utf-8") as f:
+            f.write("".join(node + "\n" for node in marked))

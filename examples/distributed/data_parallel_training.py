@@ -70,5 +70,5 @@ def train(rank):
 
 if __name__ == "__main__":
     ok = all(hccl.spawn(train, nranks=2))  # under npurt launch / mpirun: this process's rank
-    print("data-parallel training:", "OK" if ok else "FAILED")
+    print(f"data-parallel training: {'OK' if ok else 'FAILED'}", flush=True)  # one write: ranks share the output
     sys.exit(0 if ok else 1)

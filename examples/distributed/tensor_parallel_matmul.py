@@ -53,5 +53,5 @@ def forward(rank):
 
 if __name__ == "__main__":
     ok = all(hccl.spawn(forward, nranks=2))  # under npurt launch / mpirun: this process's rank
-    print("tensor-parallel matmul:", "OK" if ok else "FAILED")
+    print(f"tensor-parallel matmul: {'OK' if ok else 'FAILED'}", flush=True)  # one write: ranks share the output
     sys.exit(0 if ok else 1)

@@ -197,7 +197,7 @@ def synchronize(device: DeviceLike = None) -> None:
     if device is None or (type(device) is int and ctx is not None and ctx.device.id == device):
         if ctx is None:
             ctx = thread_context()
-        if not rt.HOOKS.active and _drained(ctx.device):
+        if not rt.HOOKS.active and ctx.device.drained():
             return
         rt.synchronize_device()
         return
@@ -205,16 +205,6 @@ def synchronize(device: DeviceLike = None) -> None:
         rt.synchronize_device()
 
 
-def _drained(device) -> bool:
-    """True if every stream of `device` has retired all it was given and holds no failure;
-    the host has then waited for each (the inline-execution streak starts again)."""
-    streams = device.all_streams()
-    for s in streams:
-        if s.completed_seq < s.enqueued_seq or s.error is not None or s.capture is not None:
-            return False
-    for s in streams:
-        s.streak = 0
-    return True
 
 
 # ---------------------------------------------------------------- memory

@@ -71,6 +71,16 @@ VARIABLES: tuple[Variable, ...] = (
              "expandable_segments take effect)", "torch"),
     Variable("PYTORCH_ALLOC_CONF", "(unset)", "torch's name for PYTORCH_NPU_ALLOC_CONF (setting both is an error)",
              "torch"),
+    Variable("TORCH_NPU_DEVICE_CAPABILITY", "(unset)", "major.minor that torch.npu.get_device_capability() "
+             "returns (unset: None, as torch_npu)", "torch"),
+    Variable("TORCH_ACL_INIT_CONFIG_PATH", "(unset)", "a user acl.json torch_npu checks at its first set_device "
+             "(exists, parses as JSON, no 'defaultDevice' in non-lazy mode)", "torch"),
+    Variable("ACL_OP_INIT_MODE", "0", "torch_npu's operator init mode (0, 1, 2); other values warn and read as 0",
+             "torch"),
+    Variable("TASK_QUEUE_ENABLE", "1", "torch_npu's task queue switch; read only for PER_STREAM_QUEUE's rule",
+             "torch"),
+    Variable("PER_STREAM_QUEUE", "0", "1 (with TASK_QUEUE_ENABLE on, launches not blocking): an ExternalStream's "
+             "npu_stream raises, as torch_npu's per-stream task queue cannot hand it out", "torch"),
     Variable("HCCL_BLOCKING_WAIT", "0", "1: a torch.distributed work's wait() also blocks the host until the "
              "collective ran (torch_npu's meaning; by default it only orders the current stream)", "torch"),
     # collectives (npurt.hccl)

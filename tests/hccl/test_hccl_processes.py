@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -118,6 +120,23 @@ def test_a_rank_that_raises_aborts_the_job_with_its_traceback(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out
     assert "ValueError: rank 1 found bad data" in out and "rank 1 raised ValueError" in out, out[-3000:]
+
+
+def test_an_aborting_rank_waits_until_its_output_was_read():
+    # MPI_Abort kills the MPI launcher's proxies at once: a rank's traceback still in its output
+    # pipe would be lost, so the abort waits for the proxy to read it
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, b"Traceback (most recent call last): ...\n")
+    got = []
+    reader = threading.Thread(target=lambda: (time.sleep(0.2), got.append(os.read(read_fd, 4096))))
+    reader.start()
+    launch.wait_for_output_read((write_fd,), limit_s=60)
+    assert got and got[0].startswith(b"Traceback")  # it returned only once the reader had it
+    reader.join()
+    os.write(write_fd, b"nobody reads this")  # an output no one reads delays the abort at most limit_s
+    launch.wait_for_output_read((write_fd,), limit_s=0.1)
+    os.close(read_fd)
+    os.close(write_fd)
 
 
 def test_launch_explains_bad_usage(tmp_path, capsys, monkeypatch):

@@ -105,6 +105,35 @@ def test_synchronize_waits_for_queued_work_on_every_stream():
     assert not x.to_host(stream=s).any()
 
 
+def test_synchronize_after_finding_the_device_drained_still_waits_for_new_work():
+    # the drained answer is kept while nothing is enqueued (Device.drained); new work on
+    # any one of many streams must still be waited for
+    streams = [npurt.Stream() for _ in range(40)]
+    npurt.synchronize()
+    npurt.synchronize()  # drained, twice: the kept answer
+    s = streams[17]
+    gate = Gate(s)
+    x = npurt.ones((1024,), stream=s)
+    assert not s.query()
+    gate.record(streams[3])
+    npurt.synchronize()
+    assert s.query()
+    assert x.to_host(stream=s).all()
+
+
+def test_synchronize_after_finding_the_device_drained_refuses_a_capturing_stream():
+    npurt.synchronize()  # drained: the kept answer must not hide the capture begun next
+    s = npurt.Stream()
+    g = npurt.Graph()
+    g.capture_begin(s)
+    with pytest.raises(npurt.NpuError) as e:
+        npurt.synchronize()
+    assert e.value.code == C.ACL_ERROR_RT_STREAM_CAPTURED
+    with pytest.raises(npurt.NpuError, match="invalid"):  # the refused wait invalidated the capture
+        g.capture_end()
+    npurt.synchronize()  # not capturing any more: drained again
+
+
 def test_synchronize_of_another_device_keeps_the_current_device():
     npurt.zeros((16,), device=1)
     npurt.synchronize(1)

@@ -14,7 +14,8 @@ from npurt.runtime import graph_edit as GE
 from npurt.runtime import model_build as MB
 from npurt.runtime.errors import InvalidHandleError, NpuError, ParamInvalidError
 from npurt.runtime.kernel import GM, kernel
-from npurt.runtime.kernel.operations import enqueue_launch
+from npurt.runtime.kernel import function_of
+from npurt.runtime.kernel.operations import enqueue_launch, set_kernel_task_params
 
 
 def _word(rt, value=0, dtype=np.uint64):
@@ -493,20 +494,33 @@ def _fill_one(ctx, out: GM, n: np.int32):
 
 
 def test_a_captured_kernels_launch_attributes_and_blocks_can_be_read_and_its_blocks_set(rt):
+    # GetKernelAttribute (kernel_utils.cc): the attributes a kernel task keeps
     s = rt.create_stream()
     out = rt.malloc(64)
     rt.capture_begin(s, G.GLOBAL)
     enqueue_launch(_fill_one, 1, s, (out, 16), cfg={C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET: 1,
-                                                      C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US: 5_000_000})
+                                                      C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US: 5_000_000,
+                                                      C.ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE: 1,
+                                                      C.ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE: 1024,
+                                                      C.ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP: 1})
+    enqueue_launch(_fill_one, 1, s, (out, 16))
     graph = rt.capture_end(s)
-    [task] = GE.tasks_of_stream(GE.graph_streams(graph)[0])
+    task, plain = GE.tasks_of_stream(GE.graph_streams(graph)[0])
     assert task.task_type() == GE.TASK_KERNEL
-    assert GE.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET) == 1
-    assert GE.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US) == 5_000_000
-    assert GE.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT) == 5
-    with pytest.raises(NpuError) as e:
-        GE.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE)
-    assert e.value.code == C.ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+    attr = GE.kernel_task_attribute
+    assert attr(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US) == 5_000_000
+    assert attr(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT) == 5
+    assert attr(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE) == 1
+    assert attr(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE) == 1024
+    assert attr(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP) == 1
+    # a launch without a config: the defaults, and the op execute timeout in effect
+    assert [attr(plain, a) for a in (C.ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE, C.ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE,
+                                     C.ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP)] == [0, 0, 0]
+    assert attr(plain, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US) == rt.effective_op_execute_timeout_us()
+    for refused in (C.ACL_RT_LAUNCH_KERNEL_ATTR_ENGINE_TYPE, C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET,
+                    C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCK_TASK_PREFETCH, C.ACL_RT_LAUNCH_KERNEL_ATTR_ENABLE_PROFILING, 0, 10):
+        with pytest.raises(ParamInvalidError):
+            attr(task, refused)
     GE.set_task_params(task, num_blocks=2)
     GE.update_graph(graph)
     assert GE.task_params(GE.tasks_of_stream(GE.graph_streams(graph)[0])[0])["num_blocks"] == 2
@@ -515,6 +529,82 @@ def test_a_captured_kernels_launch_attributes_and_blocks_can_be_read_and_its_blo
     got = np.zeros(16, np.float32)
     rt.memcpy(got.ctypes.data, 64, out, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)
     assert (got == 1).all()
+    rt.destroy_graph(graph)
+
+
+@kernel
+def _fill_value(ctx, out: GM, n: np.int32, value: np.float32):
+    ctx.gm(out, np.float32, n)[:] = value
+
+
+def test_a_kernel_task_takes_a_new_function_args_config_and_blocks(rt):
+    # UpdateKernelParams (kernel_utils.cc): every field of aclmdlRIKernelTaskParams
+    s = rt.create_stream()
+    a, b = rt.malloc(64), rt.malloc(64)
+    rt.capture_begin(s, G.GLOBAL)
+    enqueue_launch(_fill_one, 1, s, (a, 16))
+    graph = rt.capture_end(s)
+    [task] = GE.tasks_of_stream(GE.graph_streams(graph)[0])
+    fill_value = function_of(_fill_value)
+    host = np.frombuffer(fill_value.struct.pack(b, 16, 3.0), np.uint8).copy()
+    set_kernel_task_params(task, fill_value, 1, host.ctypes.data, host.nbytes, host_args=True,
+                              cfg={C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT: 7}, op_info=b"shape")
+    host[:] = 0  # host args are copied at the call
+    GE.update_graph(graph)
+    info = GE.task_params(task)
+    assert info["func"] is fill_value and info["op_info"] == b"shape"
+    assert GE.kernel_task_attribute(task, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT) == 7
+    rt.execute_async(graph, s)
+    rt.synchronize_stream(s)
+    got = np.zeros(16, np.float32)
+    rt.memcpy(got.ctypes.data, 64, b, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)
+    assert (got == 3).all()
+    # device args are read at each replay
+    dev_args = rt.malloc(fill_value.args_size)
+    packed = np.frombuffer(fill_value.struct.pack(a, 16, 5.0), np.uint8).copy()
+    rt.memcpy(dev_args, packed.nbytes, packed.ctypes.data, packed.nbytes, C.ACL_MEMCPY_HOST_TO_DEVICE)
+    set_kernel_task_params(task, fill_value, 2, dev_args, fill_value.args_size)
+    GE.update_graph(graph)
+    assert GE.task_params(task)["op_info"] is None  # no shape info: cleared
+    rt.execute_async(graph, s)
+    rt.synchronize_stream(s)
+    rt.memcpy(got.ctypes.data, 64, a, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)
+    assert (got == 5).all()
+    # bad input: the runtime's 107000, the graph unchanged
+    for bad in (dict(args=0), dict(args_size=0), dict(group=object()), dict(cfg={99: 1}),
+                dict(args=host.ctypes.data)):  # host memory with isHostArgs 0
+        kw = dict(args=dev_args, args_size=fill_value.args_size) | bad
+        with pytest.raises(ParamInvalidError if "cfg" not in bad else NpuError):
+            set_kernel_task_params(task, fill_value, 1, kw.pop("args"), kw.pop("args_size"), **kw)
+    with pytest.raises(InvalidHandleError):
+        set_kernel_task_params(task, 12345, 1, dev_args, fill_value.args_size)
+    rt.destroy_graph(graph)
+
+
+def test_only_kernel_and_value_tasks_take_parameters(rt):
+    # ApiImpl::TaskSetParams: event record / wait / reset tasks are refused (107000)
+    s, side = rt.create_stream(), rt.create_stream()
+    out = rt.malloc(64)
+    ev = rt.create_event()
+    rt.capture_begin(s, G.GLOBAL)
+    enqueue_launch(_fill_one, 1, s, (out, 16))
+    rt.record_event(ev, s)
+    rt.stream_wait_event(side, ev)
+    rt.record_event(ev, side)
+    rt.stream_wait_event(s, ev)
+    graph = rt.capture_end(s)
+    tasks = [t for st in GE.graph_streams(graph) for t in GE.tasks_of_stream(st)]
+    kinds = {t.task_type() for t in tasks}
+    assert GE.TASK_KERNEL in kinds and GE.TASK_EVENT_RECORD in kinds, kinds
+    for t in tasks:
+        if t.task_type() in (GE.TASK_EVENT_RECORD, GE.TASK_EVENT_WAIT):
+            with pytest.raises(ParamInvalidError, match="only kernel"):
+                GE.set_task_params(t, type=t.task_type(), event=ev)
+        elif t.task_type() == GE.TASK_KERNEL:
+            with pytest.raises(ParamInvalidError, match="keeps its type"):
+                GE.set_task_params(t, type=GE.TASK_EVENT_RECORD)
+            with pytest.raises(ParamInvalidError, match="set_kernel_task_params"):
+                GE.set_task_params(t, args=1)
     rt.destroy_graph(graph)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from npurt.runtime import constants as C
@@ -135,3 +136,43 @@ def test_two_threads_destroying_one_context_get_one_success(rt):
         assert outcomes.count("ok") == 1, outcomes
         rt.reset_device(0)
     assert rt.get_stream_available_num() == available
+
+
+def test_a_thread_setting_the_device_while_another_thread_resets_it_gets_a_fresh_device(rt):
+    # The last reset_device releases the device (it drains the device's work first); a
+    # set_device in another thread meanwhile must not get the context and memory being freed
+    # (found as a C program's four threads on two devices: "the source address was released
+    # by aclrtResetDevice(1)"). It waits for the release and sets the device afresh.
+    from npurt.runtime.runtime import RUNTIME
+    release_began, other_thread_went_on = threading.Event(), threading.Event()
+
+    def slow_release(device, reason):
+        release_began.set()
+        other_thread_went_on.wait(2)  # without the wait in set_device, the other thread mallocs now
+
+    outcome = []
+
+    def other_thread():
+        release_began.wait(30)
+        rt.set_device(0)
+        other_thread_went_on.set()
+        try:
+            addr = rt.malloc(64)
+            rt.memset(addr, 64, 7, 64)
+            host = np.zeros(64, np.uint8)
+            rt.memcpy(host.ctypes.data, 64, addr, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)
+            outcome.append(bool((host == 7).all()))
+            rt.free(addr)
+        except Exception as exc:  # noqa: BLE001 - the outcome is what the test checks
+            outcome.append(exc)
+        rt.reset_device(0)
+
+    RUNTIME.release_hooks.append(slow_release)
+    try:
+        t = threading.Thread(target=other_thread)
+        t.start()
+        rt.reset_device(0)  # the fixture's reference: the last one, so the device is released
+        t.join(30)
+    finally:
+        RUNTIME.release_hooks.remove(slow_release)
+    assert outcome == [True]

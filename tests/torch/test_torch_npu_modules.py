@@ -33,7 +33,8 @@ def test_the_submodules_resolve_under_their_torch_npu_names():
 
 
 def test_cann_versions_are_unknown_as_torch_npu_reports_them_without_cann():
-    assert torch_npu.utils.get_cann_version() == "not known"      # collect_env's wording
+    assert torch_npu.utils.collect_env.get_cann_version() == "not known"  # collect_env's wording
+    assert torch_npu.utils.get_cann_version(module="CANN") == ""  # torch_npu.utils's is npu.utils's
     assert torch.npu.utils.get_cann_version("CANN") == ""          # aclsysGetCANNVersion failed
     assert torch.npu.utils._is_gte_cann_version("8.2.RC1") is False
     with pytest.raises(RuntimeError, match="DRIVER"):

@@ -65,3 +65,13 @@ def test_host_memory_stats_count_pinned_blocks_until_their_tensors_die():
     after = torch.npu.host_memory_stats()
     assert after["allocations.current"] == before["allocations.current"] and after["num_host_free"] == 1
     assert list(after) == sorted(after)
+
+
+def test_torchscript_compiles_calls_to_the_pin_memory_factories_as_their_aten_ops():
+    class Model(torch.nn.Module):
+        def forward(self):
+            a = torch.randn(2)
+            return torch.cat((a, torch.zeros(2)), 0)
+
+    scripted = torch.jit.script(Model())
+    assert "aten::randn" in str(scripted.graph) and scripted().shape == (4,)

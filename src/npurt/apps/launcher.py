@@ -29,13 +29,18 @@ hostfile, `host:slots` per line, passed to mpiexec as `-f FILE`, with `-ppn K` w
 from __future__ import annotations
 
 import argparse
+import array
+import fcntl
 import importlib.util
 import os
 import shutil
-import socket
 import signal
+import socket
+import stat
 import subprocess
 import sys
+import termios
+import time
 
 from ..hccl.world import World, _from_env
 from .runner import main as run_main
@@ -249,7 +254,32 @@ def abort_job(MPI, rank: int, exc: BaseException, status: int) -> None:
     print(f"npurt launch: rank {rank} raised {type(exc).__name__} (traceback above); aborting the job "
           "so the other ranks do not wait for it", file=sys.stderr, flush=True)
     sys.stdout.flush()
+    wait_for_output_read()
     MPI.COMM_WORLD.Abort(status or 1)
+
+
+def wait_for_output_read(fds: tuple[int, ...] = (1, 2), limit_s: float = 3.0) -> None:
+    """Wait (at most `limit_s`) until the MPI launcher's proxy has read what this rank wrote to
+    its stdout and stderr pipes. MPI_Abort makes the launcher kill every proxy at once, and a
+    proxy killed before it read the pipe loses the traceback: on a loaded machine the job then
+    ended with no output at all. What the proxy has read it forwards ahead of the abort, which
+    follows on the same connection. `fds` are this rank's output descriptors."""
+    deadline = time.monotonic() + limit_s
+    pending = array.array("i", [0])
+    for fd in fds:
+        try:
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                continue  # a file or a terminal: written already
+        except OSError:
+            continue
+        while time.monotonic() < deadline:
+            try:
+                fcntl.ioctl(fd, termios.FIONREAD, pending, True)  # bytes still in the pipe
+            except OSError:
+                break
+            if pending[0] == 0:
+                break
+            time.sleep(0.005)
 
 
 if __name__ == "__main__":

@@ -103,6 +103,7 @@ __all__ = [
     'kernel_args_init', 'kernel_args_init_by_user_mem', 'kernel_args_para_update', 'launch', 'launch_kernel',
     'launch_kernel_with_config', 'launch_kernel_with_host_args', 'launch_native', 'native_kernel_at',
     'enqueue_launch', 'host_bytes', 'kernel_function', 'launch_function', 'resolve_dtype',
+    'set_kernel_task_params',
     'register_cpu_func', 'reduce_async',
     # ACL graphs: capture as a stream mode, replay (graph.py; `graph` is the module: modes, THREAD, exchange_mode)
     'graph', 'CaptureError', 'Graph', 'capture_begin', 'capture_end', 'capture_info', 'destroy_graph', 'execute',
@@ -171,7 +172,7 @@ __all__ = [
 _BY_MODULE = {
     "kernel": ("GM", "KernelFunction", "enqueue_launch", "function_handle", "function_of", "host_bytes",
                "launch", "launch_kernel", "launch_kernel_with_host_args",
-               "resolve_dtype"),
+               "resolve_dtype", "set_kernel_task_params"),
     "native": ("KernelTrap", "NativeKernel", "launch_native", "native_kernel_at"),
     "binary": ("binary_get_function", "binary_load", "binary_load_from_data", "binary_load_from_file",
                "binary_of", "binary_unload", "create_binary", "destroy_binary", "get_function_addr",

@@ -33,9 +33,16 @@ class Device:
         self.lock = threading.RLock()
         self.default_context: Context | None = None
         self.set_count = 0          # set_device reference count
+        # while the last reset_device's release runs: (releasing thread, done); a set_device in
+        # another thread waits for it, or it would get the context and memory being freed
+        self.releasing: tuple[int, threading.Event] | None = None
         self.contexts: set[Context] = set()
         self.events: set = set()
         self.finishing: set = set()  # force-destroyed streams whose queued work still runs
+        # bumped by every enqueue and capture start on the device's streams: while it has not
+        # moved since every stream was found drained, they still are (drained_since)
+        self.work_epoch = 0
+        self._drained_at = -1
         self.max_streams = settings.max_streams or self.spec.max_streams
         self.max_events = self.spec.max_events
         self.stream_count = 0
@@ -110,6 +117,24 @@ class Device:
             abandon = getattr(recorder, "abandon", None)
             if abandon is not None:
                 abandon(stream)
+
+    def drained(self) -> bool:
+        """True if every stream has retired all it was given, holds no failure and is not
+        being captured; the host has then waited for each (the inline-execution streak starts
+        again). O(1) while nothing was enqueued since the last time it was true: a stream
+        changes from drained only by an enqueue or a capture start (both move `work_epoch`);
+        retiring, reporting a failure and creating or destroying streams cannot undrain it."""
+        epoch = self.work_epoch  # read before the scan: an enqueue during it moves it on
+        if epoch == self._drained_at:
+            return True
+        streams = self.all_streams()
+        for s in streams:
+            if s.completed_seq < s.enqueued_seq or s.error is not None or s.capture is not None:
+                return False
+        for s in streams:
+            s.streak = 0
+        self._drained_at = epoch
+        return True
 
     def all_streams(self) -> list["Stream"]:
         streams = []

@@ -136,6 +136,7 @@ class Faults:
         self._entries_held = False   # armed: the C entries' fast paths are suspended (accel)
         self._gated: dict = {}       # function -> its original code
         self._malloc = None          # the allocator's original malloc
+        self._malloc_large = None    # ... and malloc_large (torch's large blocks)
         self.totals: dict[str, int] = {}  # entry text -> injections, over every arming (the exit summary)
         self._summary_registered = False
 
@@ -219,6 +220,9 @@ class Faults:
         if self._malloc is not None:
             self.memory_class.malloc = self._malloc
             self._malloc = None
+        if self._malloc_large is not None:
+            self.memory_class.malloc_large = self._malloc_large
+            self._malloc_large = None
 
     @property
     def armed(self) -> bool:
@@ -270,6 +274,14 @@ class Faults:
 
         malloc.__doc__ = original.__doc__
         cls.malloc = malloc
+        large = self._malloc_large = getattr(cls, "malloc_large", None)
+        if large is not None:
+            def malloc_large(pool, size, *rules):
+                faults.on_alloc(pool, size)
+                return large(pool, size, *rules)
+
+            malloc_large.__doc__ = large.__doc__
+            cls.malloc_large = malloc_large
 
     # ------------------------------------------------------------ events
     def _fire(self, f: Fault) -> bool:

@@ -89,6 +89,7 @@ class Graph:
     def __init__(self, device, context):
         self.device, self.context = device, context
         self.nodes: list = []
+        self.op_info: dict = {}  # node index -> shape info bytes (aclmdlRITaskSetParams, graph_edit.py)
         self.lanes = 1
         self.lane_streams: list = []   # streams for lanes 1.., made at capture end
         self.lock = threading.Lock()
@@ -247,6 +248,7 @@ class Capture:
             lane = self.lanes[stream] = len(self.lanes)
             self.last[lane] = None
             stream.capture = self
+            stream.device.work_epoch += 1  # a capturing stream is not drained (Device.drained)
         self._add(lane, "join", rec)
         return stream.enqueued_seq
 
@@ -386,6 +388,7 @@ def capture_begin(stream, mode: int = GLOBAL, into: Graph | None = None) -> None
         graph = Graph(stream.device, stream.context)
     cap = Capture(stream, mode, graph)
     stream.capture = cap
+    stream.device.work_epoch += 1  # a capturing stream is not drained (Device.drained)
     with _lock:
         _active.append(cap)
     THREAD.capturing = mode

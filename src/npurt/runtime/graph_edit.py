@@ -27,6 +27,7 @@ from .graph import (GRAPHS, CaptureError, Graph, _capture_of, _check_aborted, _n
                     graph_of, refuse_if_capturing)
 from .handles import table
 from .memory import note_uses
+from .runtime import RUNTIME
 from .tasks import NopTask, Task
 
 GROUPS = table("task group")
@@ -132,6 +133,7 @@ def capture_task_update_begin(stream, group: TaskGroup) -> None:
         raise ParamInvalidError(f"capture_task_update_begin: the group's graph is on device "
                                 f"{group.graph.device.id}, stream {stream.stream_id} on {stream.device.id}")
     stream.capture = _Updating(stream, group)
+    stream.device.work_epoch += 1  # a capturing stream is not drained (Device.drained)
 
 
 def capture_task_update_cancel(stream) -> None:
@@ -299,7 +301,9 @@ def task_params(task: ModelTask) -> dict:
         out.update(addr=payload[0].addr, value=payload[0].value, flag=payload[0].flag)
     elif ttype == TASK_KERNEL:
         k = payload[0]
-        out.update(func=k.func, num_blocks=k.num_blocks, args=k.args_ptr)
+        # a task group counts as one task of type DEFAULT: a kernel task is in none (taskGrp NULL)
+        out.update(func=k.func, num_blocks=k.num_blocks, args=k.args_ptr, args_size=k.func.args_size,
+                   op_info=task.graph.op_info.get(task.index))
     return out
 
 
@@ -314,9 +318,14 @@ def set_task_params(task: ModelTask, **params) -> None:
         raise ParamInvalidError(f"set_task_params: task {task.handle:#x} is of type {ttype}; the parameters are of "
                                 f"type {params['type']} (a task keeps its type)")
     params.pop("type", None)
+    if ttype == TASK_KERNEL and set(params) - {"num_blocks"}:
+        raise ParamInvalidError("set_task_params: a kernel task's parameters are set with set_kernel_task_params "
+                                "(kernel/operations.py)")
+    if ttype not in (TASK_VALUE_WRITE, TASK_VALUE_WAIT, TASK_KERNEL):  # ApiImpl::TaskSetParams
+        raise ParamInvalidError(f"set_task_params: task {task.handle:#x} ({_node_text(kind, payload)}) is of type "
+                                f"{ttype}; only kernel (1), value write (5) and value wait (6) tasks take parameters")
     allowed = {TASK_VALUE_WRITE: {"addr", "value"}, TASK_VALUE_WAIT: {"addr", "value", "flag"},
-               TASK_KERNEL: {"num_blocks"}}.get(ttype, {"event"} if kind in ("extrecord", "extwait", "reset")
-                                                   else set())
+               TASK_KERNEL: {"num_blocks"}}[ttype]
     bad = set(params) - allowed
     if bad or not params:
         raise ParamInvalidError(f"set_task_params: for this task ({_node_text(kind, payload)}) npurt can set "
@@ -324,6 +333,7 @@ def set_task_params(task: ModelTask, **params) -> None:
     if "num_blocks" in params and (type(params["num_blocks"]) is not int or params["num_blocks"] < 1):
         raise ParamInvalidError(f"set_task_params: numBlocks {params['num_blocks']!r} must be a positive int")
     task.graph.pending_updates[task.index] = ("set", params)
+
 
 
 def disable_task(task: ModelTask) -> None:
@@ -345,6 +355,14 @@ def update_graph(graph: Graph) -> None:
             lane, kind, payload = graph.nodes[index]
             if what == "disable":
                 graph.nodes[index] = (lane, "task", (NopTask(), ()))
+            elif what == "kernel":
+                new, held, op_info = params
+                note_uses(held, graph.hold, 1)
+                graph.nodes[index] = (lane, "task", (new, held))
+                if op_info is None:
+                    graph.op_info.pop(index, None)
+                else:
+                    graph.op_info[index] = op_info
             elif kind in ("extrecord", "extwait", "reset"):
                 graph.nodes[index] = (lane, kind, params["event"])
             else:
@@ -364,18 +382,26 @@ def update_graph(graph: Graph) -> None:
 
 
 def kernel_task_attribute(task: ModelTask, attr: int) -> int:
-    """aclmdlRIKernelTaskGetAttribute: a launch attribute of a captured kernel task, as the
-    launch gave it: BLOCKDIM_OFFSET, TIMEOUT (s) or TIMEOUT_US (0: none set). The other
-    attributes are checked at launch but not kept by npurt (207000)."""
+    """aclmdlRIKernelTaskGetAttribute (GetKernelAttribute, kernel_utils.cc): a launch attribute
+    of a captured kernel task. SCHEM_MODE: as launched, else the kernel's (0);
+    DYN_UBUF_SIZE: as launched, else 0; DATA_DUMP: 1 if the launch enabled it; TIMEOUT (s) /
+    TIMEOUT_US: the timeout in effect (a launch's own, else the op execute timeout; 0 for a
+    launch whose timeout 0 means never). ENGINE_TYPE, BLOCKDIM_OFFSET, BLOCK_TASK_PREFETCH,
+    ENABLE_PROFILING and unknown ids, and a task that is not a kernel: ACL_ERROR_RT_PARAM_INVALID."""
     task = model_task_of(task)
     if task.task_type() != TASK_KERNEL:
-        raise ParamInvalidError(f"kernel_task_attribute: task {task.handle:#x} is not a kernel task")
+        raise ParamInvalidError(f"kernel_task_attribute: task {task.handle:#x} is not a kernel task (check it with "
+                                "aclmdlRITaskGetType)")
     k = task.node()[2][0]
-    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET:
-        return k.offset
-    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT:
-        return 0 if k.timeout_ns is None else k.timeout_ns // 1_000_000_000
-    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US:
-        return 0 if k.timeout_ns is None else k.timeout_ns // 1000
-    raise FeatureNotSupportedError(f"kernel_task_attribute: attribute {attr!r} of a launch is checked but not kept "
-                                   "by npurt (it keeps BLOCKDIM_OFFSET, TIMEOUT and TIMEOUT_US)")
+    attrs = k.attrs or {}
+    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE:
+        return attrs.get(attr, 0)
+    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE:
+        return attrs.get(attr, 0)
+    if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP:
+        return 1 if attrs.get(attr) == 1 else 0
+    if attr in (C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT, C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US):
+        us = RUNTIME.effective_op_execute_timeout_us() if k.timeout_ns is None else k.timeout_ns // 1000
+        return us // 1_000_000 if attr == C.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT else us
+    raise ParamInvalidError(f"kernel_task_attribute: attribute {attr!r} cannot be read from a kernel task (readable: "
+                            "SCHEM_MODE 1, DYN_UBUF_SIZE 2, DATA_DUMP 6, TIMEOUT 7, TIMEOUT_US 8)")

@@ -63,6 +63,7 @@ SMALL_SEGMENT = 2 * MiB
 
 # block states
 FREE, LIVE, PENDING = 0, 1, 2
+LARGE_CACHE = "large"  # the key of the pool malloc_large serves (torch's large blocks)
 _FAST_MAX = SMALL_REQUEST - 32  # sizes whose block (size + 32, rounded) fits SMALL_REQUEST
 _FAST_ROUND = 32 + SIZE_CLASS - 1
 _CLASS_MASK = ~(SIZE_CLASS - 1)
@@ -273,6 +274,9 @@ class DeviceMemory(PoolBase):
         self.poison = poison
         self.lock = threading.RLock()
         self.pools = {p: PagePool(self, p) for p in (NORMAL_PAGE, HUGE_PAGE, HUGE1G_PAGE)}
+        # torch's large blocks (malloc_large), apart from aclrtMalloc's as torch_npu's caching
+        # allocator keeps its segments apart from other users of the device
+        self.pools[LARGE_CACHE] = PagePool(self, HUGE_PAGE)
         self.normal_pool = self.pools[NORMAL_PAGE]
         self.small_bins = self.normal_pool.bins   # the bins the fast path pops from
         self._set_small_pool(self.normal_pool, self.normal_pool.dirty)
@@ -295,6 +299,9 @@ class DeviceMemory(PoolBase):
         self.vmm = None
         self.vmm_base = getattr(backend, "vmm_base", 0) or (1 << 64)
         self.children: list = []  # caching pools on reserved ranges of the device (vmm.reserved_pool)
+        self.expandable = False   # torch's expandable-segments pool (its large blocks split finer)
+        self.no_split = False     # a torch MemPool(no_split=True): every block keeps its whole segment
+        self.keep_cache = False   # a child pool whose owner still uses it: the device's empty_cache leaves it
         # statistics (see memory_stats)
         self.allocated = 0
         self.peak = 0
@@ -471,9 +478,101 @@ class DeviceMemory(PoolBase):
             self.peak = max(self.peak, self.allocated)
             return block.addr
 
-    def _new_segment(self, pool: PagePool, bsize: int) -> Block | None:
+    def malloc_large(self, size: int, bsize: int, segment: int, max_split: int | None = None,
+                     max_round: int = 0, gc_limit: int | None = None, split_above: int = SMALL_REQUEST) -> int:
+        """A block of `bsize` bytes (the caller rounded `size`) from the pool of large blocks a
+        caching allocator with torch's rules uses (torch_npu's NPUCachingAllocator over
+        aclrtMalloc; npurt.torch computes the sizes from PYTORCH_NPU_ALLOC_CONF):
+
+        * the smallest cached block that fits, unless it is *oversize* (>= `max_split`) and the
+          request is not, or the request is oversize and the block is `max_round` or more
+          bigger than it (get_free_block);
+        * otherwise, with `gc_limit`, cached whole segments are given back, oldest first,
+          until the pool's segments hold no more than `gc_limit` bytes (garbage collection);
+          then a new segment of `segment` bytes; where the driver has none, every cached
+          segment is given back and the segment asked for again;
+        * a block is split only for a request below `max_split` that leaves more than
+          `split_above` bytes (should_split: 1 MiB; 511 for expandable segments): an oversize
+          block is always handed out whole.
+        """
+        pool = self.pools[LARGE_CACHE]
+        lst = pool.bins.get(bsize)
+        if lst:  # an exact fit is never refused
+            try:
+                block = lst.popitem()[0]
+            except KeyError:
+                block = None
+            if block is not None:
+                return self._hand_out(block, size, bsize)
+        try:
+            return self._malloc_large_locked(size, bsize, segment, max_split, max_round, gc_limit, split_above)
+        except OutOfMemoryError:
+            if not self.pending_count or not self._wait_for_pending_frees():
+                raise
+            self.num_ooms -= 1  # the retry decides
+        return self._malloc_large_locked(size, bsize, segment, max_split, max_round, gc_limit, split_above)
+
+    def _hand_out(self, block: Block, size: int, bsize: int) -> int:
+        block.state = LIVE
+        block.requested = size
+        block.align32 = False
+        self.live[block.addr] = block
+        allocated = self.allocated = self.allocated + block.size
+        if allocated > self.peak:
+            self.peak = allocated
+        return block.addr
+
+    def _large_fit(self, pool: PagePool, bsize: int, max_split: int | None, max_round: int) -> Block | None:
+        block = pool.best_fit(bsize)
+        if block is None or max_split is None:
+            return block
+        if (bsize < max_split <= block.size) or (bsize >= max_split and block.size >= bsize + max_round):
+            pool.push(block)  # torch looks at the smallest fit only: a bigger one is no better
+            return None
+        return block
+
+    def _malloc_large_locked(self, size, bsize, segment, max_split, max_round, gc_limit, split_above) -> int:
+        pool = self.pools[LARGE_CACHE]
+        with self.lock:
+            self.collect_pending()
+            block = self._large_fit(pool, bsize, max_split, max_round)
+            if block is None:
+                self._coalesce(pool, release_empty=False, until=bsize)
+                block = self._large_fit(pool, bsize, max_split, max_round)
+            cached = block is not None
+            if block is None:
+                if gc_limit is not None:
+                    self._collect_garbage(pool, gc_limit)
+                block = self._new_segment(pool, bsize, segment)
+            if block is None:
+                self.empty_cache()
+                block = self._new_segment(pool, bsize, segment)
+            if block is None:
+                self.num_ooms += 1
+                raise self._oom(size, pool.page)
+            if (max_split is None or bsize < max_split) and block.size - bsize > split_above:
+                self._split(block, bsize)
+            self.slow_hits += cached
+            self.slow_allocs += 1
+            return self._hand_out(block, size, bsize)
+
+    def _collect_garbage(self, pool: PagePool, limit: int) -> None:
+        """Give back cached segments of `pool` that hold one free block, oldest first, until
+        its segments hold at most `limit` bytes (caller holds the lock)."""
+        held = sum(seg.size for seg in pool.segments.values())
+        for seg in list(pool.segments.values()):  # creation order: the oldest first
+            if held <= limit:
+                return
+            block = seg.first
+            if block.next is None and block.state == FREE and pool.claim(block):
+                self._unmap(pool, seg)
+                held -= seg.size
+
+    def _new_segment(self, pool: PagePool, bsize: int, seg_size: int = 0) -> Block | None:
         page = pool.page
-        if page == NORMAL_PAGE and bsize <= SMALL_REQUEST:
+        if seg_size:
+            seg_size = align_up(max(seg_size, bsize), max(page, SMALL_SEGMENT))
+        elif page == NORMAL_PAGE and bsize <= SMALL_REQUEST:
             seg_size = SMALL_SEGMENT
         else:
             seg_size = align_up(bsize, max(page, SMALL_SEGMENT) if page != NORMAL_PAGE else page)
@@ -648,7 +747,8 @@ class DeviceMemory(PoolBase):
         """Give every cached segment that holds no live block back to the driver (its pages
         go back to the OS)."""
         for child in list(self.children):
-            child.empty_cache()
+            if not child.keep_cache:
+                child.empty_cache()
         with self.lock:
             self.collect_pending()
             for pool in self.pools.values():
@@ -671,8 +771,8 @@ class DeviceMemory(PoolBase):
             self.pending.clear()
             self._armed.clear()
             self.pending_count = 0
-            for page, pool in self.pools.items():
-                self.pools[page] = PagePool(self, page)
+            for key, pool in self.pools.items():
+                self.pools[key] = PagePool(self, pool.page)
             self.normal_pool = self.pools[NORMAL_PAGE]
             self.small_bins = self.normal_pool.bins
             self._set_small_pool(self.normal_pool, self.normal_pool.dirty)

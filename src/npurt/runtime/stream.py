@@ -18,7 +18,7 @@ from .forking import fork_safe_lock
 from . import constants as C
 from .errors import (FeatureNotSupportedError, InvalidHandleError, InvalidValueError, StreamAbortedError,
                      SyncTimeoutError, TaskError, set_last_error)
-from .memory import note_uses
+from .memory import prune_uses
 from .observers import HOOKS
 from .faults import FAULTS
 from .inline import STREAK
@@ -166,14 +166,24 @@ class Stream:
             seq = task.seq = self.enqueued_seq + 1
             if stopped is not None:  # a failure the host has not seen yet: accepted, as by an NPU,
                 self.dropped_upto = seq  # whose stopped stream drops it; the synchronize reports it
-            if holders:
-                note_uses(holders, self, seq)
+            if holders:  # memory.note_uses, written out (a call less per enqueue)
+                for holder in holders:
+                    if holder is not None:  # None: pageable host memory, nothing to hold
+                        uses = holder.uses
+                        if uses is None:
+                            holder.uses = {self: seq}
+                        else:
+                            uses[self] = seq
+                            n = len(uses)
+                            if n >= 8 and not n & (n - 1):  # at 8, 16, 32, ... entries (memory.note_use)
+                                prune_uses(uses)
             if on_seq is not None:
                 on_seq(seq)
             if HOOKS.active:  # under the lock, so observers see the enqueue before the task runs
                 HOOKS.emit("task_enqueued", task=task)
             self.enqueued_seq = seq
             self.queue.append(task)  # no call between the store and the append: both or neither
+            self.device.work_epoch += 1  # the device is no longer drained (Device.drained)
         scheduler = self.scheduler
         token = thread_token() if inline and scheduler.controlled is None else None
         if self.state is IDLE:  # test and set (see scheduler.py); an owner empties the queue
@@ -287,11 +297,16 @@ class Stream:
         self.device.runtime.report_exception(self, task, error)
 
     # ------------------------------------------------------------ host side
-    def synchronize(self, until: int | None = None, timeout_ms: int = -1, report_errors: bool = True) -> None:
+    def synchronize(self, until: int | None = None, timeout_ms: int = -1, report_errors: bool = True,
+                    observed: bool = True) -> None:
         """Block until task `until` (default: everything enqueued so far) has finished,
         running READY work inline; then raise the stream's pending failure, if any. A
-        capturing stream runs nothing: waiting for it is refused (graph.py, 107027)."""
-        if self.capture is not None:
+        capturing stream runs nothing: waiting for it is refused (graph.py, 107027).
+        observed=False: an implicit wait of the runtime that the program did not ask for
+        (memops.await_in_flight): observers see no host_wait, so the sanitizer does not
+        count it as ordering the host after the stream, and tasks enqueued before a capture
+        began are waited for."""
+        if self.capture is not None and observed:
             self.capture.refuse_wait(self)
         self.streak = 0  # the host waits: the next cheap task may run inline again (inline.py)
         if until is None:
@@ -302,7 +317,8 @@ class Stream:
             return
         deadline = None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
         epoch = self.abort_epoch
-        if HOOKS.active:
+        observed = observed and HOOKS.active
+        if observed:
             HOOKS.emit("host_wait", stream=self, seq=until)
         token = thread_token()
         claimed = False  # set with the claim: the handler below gives back only what we took
@@ -359,7 +375,7 @@ class Stream:
                 self.scheduler.release(self, token)
             raise
         finally:  # costs nothing unless an exception passes (Python 3.11)
-            if HOOKS.active:
+            if observed:
                 HOOKS.emit("host_wait_done", stream=self, seq=until,
                            ok=self.completed_seq >= until and epoch == self.abort_epoch)
         if report_errors:

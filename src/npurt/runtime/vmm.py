@@ -465,11 +465,19 @@ _POOL_PROP = {"handleType": 0, "allocationType": 0, "memAttr": C.ACL_HBM_MEM_HUG
 
 
 class ReservedBackend:
-    """A DeviceBackend over one reserved range of a device: a caching pool (DeviceMemory) on
-    it gets each segment as granularity-rounded physical memory mapped at addresses of the
-    range (what torch_npu's expandable segments and memory pools do). Segments never need
-    contiguous physical memory, and freed address space is reused whole: a large allocation
-    after many small frees finds room as long as the device has the bytes."""
+    """A DeviceBackend over reserved ranges of a device: a caching pool (DeviceMemory) on it
+    gets each segment as granularity-rounded physical memory mapped at addresses of its ranges
+    (what torch_npu's expandable segments and memory pools do). Segments never need contiguous
+    physical memory, and freed address space is reused whole: a large allocation after many
+    small frees finds room as long as the device has the bytes.
+
+    The address space is reserved as it is needed, in ranges of at least `RANGE` bytes (or the
+    segment's size), up to `size` bytes in all, and a range goes back to the device's window
+    when its last segment is unmapped: pools then hold about the address space of the memory
+    they map, so several (torch MemPools, each allowed all of the device's memory) fit in the
+    window together."""
+
+    RANGE = 1 << 30
 
     def __init__(self, device, size: int):
         self.device, self.vmm = device, device.vmm
@@ -478,38 +486,73 @@ class ReservedBackend:
         self.va_base, self.alias_base = backend.va_base, backend.alias_base
         self.arena = backend.arena  # (the pool's out-of-memory message reads the device's accounting)
         self.size = -(-size // GRANULARITY) * GRANULARITY
-        self.base = self.vmm.reserve(self.size)
-        self.reservation = self.vmm.reservations[self.base]
-        self.space = PageAllocator(self.size)  # offsets of the range in use
-        self.handles: dict[int, tuple[PhysicalHandle, int]] = {}
-        self.mapped = 0
+        self.ranges: dict[int, list] = {}  # start -> [Reservation, PageAllocator of its offsets, bytes mapped]
+        self.handles: dict[int, tuple[PhysicalHandle, int, int]] = {}  # va -> (handle, bytes, range start)
+        self.mapped, self.memory = 0, None  # bytes mapped; the pool on the ranges (adopt)
+        self.vmm._host_window()  # the window's host side now: torch's views must span it (mem_pools)
+
+    @property
+    def reserved(self) -> int:
+        return sum(r[0].size for r in self.ranges.values())
 
     def adopt(self, memory) -> None:
-        """Let address resolution of the range ask `memory` (its blocks, in any state)."""
-        self.reservation.owner = memory
+        """Let address resolution of the ranges ask `memory` (its blocks, in any state)."""
+        self.memory = memory
+        for r in self.ranges.values():
+            r[0].owner = memory
+
+    def _range_for(self, rounded: int):
+        for start, r in self.ranges.items():
+            offset = r[1].take(rounded, GRANULARITY)
+            if offset is not None:
+                return start, r, offset
+        size = max(rounded, min(self.RANGE, self.size))
+        if self.reserved + size > self.size:
+            size = rounded
+            if self.reserved + size > self.size:
+                return None
+        try:
+            start = self.vmm.reserve(size)
+        except OutOfMemoryError:  # the window is full
+            return None
+        reservation = self.vmm.reservations[start]
+        reservation.owner = self.memory
+        r = self.ranges[start] = [reservation, PageAllocator(reservation.size), 0]
+        return start, r, r[1].take(rounded, GRANULARITY)
 
     def map_pages(self, size: int, page: int) -> int | None:
         rounded = -(-size // GRANULARITY) * GRANULARITY
-        offset = self.space.take(rounded, GRANULARITY)
-        if offset is None:
+        got = self._range_for(rounded)
+        if got is None:
             return None
-        va = self.base + offset
+        start, r, offset = got
+        va = start + offset
         try:
             handle = self.vmm.malloc_physical(rounded, dict(_POOL_PROP, location={"type": 1, "id": self.device.id}))
         except OutOfMemoryError:
-            self.space.give(offset, rounded, GRANULARITY)
+            self._give(start, r, offset, rounded)
             return None
         self.vmm.map(va, rounded, handle)
-        self.handles[va] = (handle, rounded)
+        self.handles[va] = (handle, rounded, start)
+        r[2] += rounded
         self.mapped += rounded
         return va
 
+    def _give(self, start: int, r: list, offset: int, rounded: int) -> None:
+        r[1].give(offset, rounded, GRANULARITY)
+        if not r[2]:  # nothing mapped in the range any more: it goes back to the window
+            del self.ranges[start]
+            r[0].owner = None
+            self.vmm.release(start)
+
     def unmap_pages(self, va: int, size: int, page: int) -> None:
-        handle, rounded = self.handles.pop(va)
+        handle, rounded, start = self.handles.pop(va)
         self.vmm.unmap(va)
         self.vmm.free_physical(handle)
-        self.space.give(va - self.base, rounded, GRANULARITY)
+        r = self.ranges[start]
+        r[2] -= rounded
         self.mapped -= rounded
+        self._give(start, r, va - start, rounded)
 
     def view(self, va: int, nbytes: int):
         return self.device.backend.view(va, nbytes)
@@ -530,17 +573,19 @@ class ReservedBackend:
         return self.device.backend.free_bytes
 
     def largest_free(self, page: int) -> int:
-        return min(self.device.backend.free_bytes, self.space.largest_free(GRANULARITY))
+        return min(self.device.backend.free_bytes, self.size - self.mapped)
 
     def reset(self) -> None:
         for va in list(self.handles):
             self.unmap_pages(va, 0, 0)
 
     def close(self) -> None:
-        """Unmap everything and release the range (the pool on it is done)."""
+        """Unmap everything and release the ranges (the pool on them is done)."""
         self.reset()
-        self.reservation.owner = None
-        self.vmm.release(self.base)
+        for start, r in list(self.ranges.items()):
+            r[0].owner = None
+            self.vmm.release(start)
+        self.ranges.clear()
 
 
 def reserved_pool(device, size: int):

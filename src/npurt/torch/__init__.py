@@ -128,8 +128,7 @@ def register() -> None:
     pinned.install()      # pin_memory=True factories
     torch.backends.npu = backends  # torch_npu's backend switches, also on torch.npu
     sys.modules["torch.npu.aclnn"] = backends.aclnn
-    alloc_conf.load_environment()
-    mem_pools.refresh()   # expandable segments as the settings say
+    # PYTORCH_NPU_ALLOC_CONF is read on the allocator's first use (alloc_conf.load_environment)
     comm.install()
     if distributed is not None:
         distributed.register()

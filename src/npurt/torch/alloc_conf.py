@@ -24,9 +24,13 @@ pinned_max_cached_size_mb. `expandable_segments` together with `max_split_size_m
 
 What takes effect on npurt: `per_process_memory_fraction` caps npu tensor memory per device
 (as `torch.npu.set_per_process_memory_fraction`), `expandable_segments` is read by the
-expandable-segments allocator (`settings().expandable_segments`); the other values are kept
-and reported (`settings()`, `torch.npu.memory_stats()["max_split_size"]`): npurt's pool has its
-own block sizes and coalescing, and torch's splitting and rounding rules do not apply to it.
+expandable-segments allocator (`settings().expandable_segments`), and max_split_size_mb,
+max_non_split_rounding_mb, garbage_collection_threshold, roundup_power2_divisions,
+large_segment_size_mb and segment_size_mb shape npu tensors' large blocks (caching.py). The
+pinned-memory keys, page_size, base_addr_aligned_kb, multi_stream_lazy_reclaim and the lock /
+OOM switches are kept and reported (`settings()`) only.
+
+The environment is read on the allocator's first use, not at `import torch_npu`.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from ..runtime import fork_safe_lock
-from . import storage
+from . import caching, storage
 
 # torch's device-generic keys torch_npu takes (kNPUSupportAccKeys)
 ACCELERATOR_KEYS = frozenset({
@@ -257,30 +261,60 @@ def from_environment(environ=os.environ) -> AllocatorSettings:
     return parse(text) if text else AllocatorSettings()
 
 
+_loaded = False        # the environment's settings were parsed (on the allocator's first use)
+_ON_CHANGE: list = []  # callables run after the settings changed (mem_pools.refresh)
+
+
+def on_change(fn) -> None:
+    _ON_CHANGE.append(fn)
+
+
 def settings() -> AllocatorSettings:
-    """The settings in effect now."""
+    """The settings in effect now (the environment's are parsed on first use)."""
+    if not _loaded:
+        start()
     return _settings
 
 
 def configure(new: AllocatorSettings) -> None:
-    """Make `new` the settings in effect and apply what npurt applies (the memory fraction)."""
+    """Make `new` the settings in effect and apply them: the memory fraction, the large-block
+    rules (caching.py), the routing of expandable segments (the on_change callbacks)."""
     global _settings
     with _lock:
         old, _settings = _settings, new
+    caching.set_rules(new)
     if new.per_process_memory_fraction != old.per_process_memory_fraction or \
             "per_process_memory_fraction" in new.keys - old.keys:
         for index in range(torch.npu.device_count()):
             storage.set_fraction(index, new.per_process_memory_fraction)
+    for fn in _ON_CHANGE:
+        fn()
+
+
+def start() -> None:
+    """The allocator's first use (the first npu allocation, or a call that reads the settings):
+    the environment's settings are parsed then, as torch_npu's allocator parses them when it
+    starts, so a process may still set PYTORCH_NPU_ALLOC_CONF after `import torch_npu`."""
+    if not _loaded:
+        load_environment()
 
 
 def load_environment() -> None:
-    """Parse the environment's settings (npurt.torch.register() calls it, as torch_npu's
-    allocator start does)."""
-    configure(from_environment())
+    """Parse the environment's settings now. Bad settings raise, and again at the next use."""
+    global _loaded
+    _loaded = True  # (configure's callbacks read the settings)
+    try:
+        configure(from_environment())
+    except Exception:
+        _loaded = False
+        raise
 
 
 def set_allocator_settings(text: str) -> None:
     """torch_npu.npu.memory._set_allocator_settings: change the run-time-settable keys."""
     if not isinstance(text, str):
         raise TypeError(f"_set_allocator_settings expects a str, got {type(text).__name__}")
-    configure(parse(text, allowed=RUNTIME_SETTABLE, base=_settings))
+    configure(parse(text, allowed=RUNTIME_SETTABLE, base=settings()))
+
+
+storage.ON_START.append(start)  # the first npu allocation starts the allocator

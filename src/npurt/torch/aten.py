@@ -24,7 +24,7 @@ from .optask import launch, run_sync
 from .plan import plan_of
 from .refs import ref, write_view
 from .resize import resize_npu
-from .streams import runtime_stream
+from .streams import check_not_external, runtime_stream
 
 
 # ---------------------------------------------------------------- factories
@@ -62,6 +62,7 @@ def resize_(self, size, memory_format=None):
 
 # ---------------------------------------------------------------- streams
 def record_stream(self, s) -> None:
+    check_not_external(s, "record_stream")
     rs = runtime_stream(s)
     blocks = []
     ref(self, blocks)

@@ -21,7 +21,7 @@ from ..array import pinned as _pinned
 from .. import streams as _np_streams
 from ..runtime import RUNTIME, memcpy_async
 from ..runtime import constants as C
-from . import storage
+from . import storage, sync_debug
 from .optask import current_stream, launch
 from .refs import ref
 from .resize import resize_npu
@@ -105,6 +105,8 @@ def _device_to_host(src, dst, non_blocking: bool) -> None:
         r = ref(src, blocks)
         seq = _queue_copy_task(index, dst, r, [r], [], blocks)
     if not (non_blocking and is_pinned_tensor(dst)):
+        if sync_debug._sync_debug_mode:
+            sync_debug.on_sync()
         stream.synchronize(until=seq)
 
 

@@ -14,6 +14,7 @@ import torch
 
 from .. import devices as _devices
 from ..runtime import device_can_access_peer, device_get_uuid
+from . import acl_init
 
 
 def index_of(device, optional: bool = True) -> int:
@@ -41,6 +42,7 @@ def current_device() -> int:
 
 
 def set_device(device) -> None:
+    acl_init.check()  # torch_npu initializes ACL here: acl.json, ACL_OP_INIT_MODE
     _devices.set_device(index_of(device))
 
 
@@ -127,9 +129,3 @@ class NPUDeviceProperties:
 
 def get_device_properties(device=None) -> NPUDeviceProperties:
     return NPUDeviceProperties(index_of(device))
-
-
-def get_device_capability(device=None) -> tuple[int, int]:
-    """(major, minor): the SoC's NPU architecture number, split as torch splits CUDA's."""
-    arch = _devices.get_device_properties(index_of(device)).npu_arch
-    return arch // 100, arch % 100

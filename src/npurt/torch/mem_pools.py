@@ -32,9 +32,11 @@ import time
 import traceback
 import weakref
 
+import torch
+
 from ..runtime import BLOCK_FREE as FREE, BLOCK_LIVE as LIVE, BLOCK_PENDING as PENDING, HOOKS, RUNTIME
 from ..runtime import fork_safe_lock, reserved_pool
-from . import alloc_conf, storage
+from . import alloc_conf, pluggable, storage
 from .device import index_of
 
 _lock = fork_safe_lock()
@@ -66,7 +68,7 @@ def refresh() -> None:
     from PYTORCH_NPU_ALLOC_CONF when npurt.torch registers, changed by _set_allocator_settings)."""
     global _expandable
     _expandable = expandable_requested()
-    storage.ROUTE = route if (_expandable or _ALL_POOLS) else None
+    storage.ROUTE = route if (_expandable or _ALL_POOLS or pluggable.CURRENT) else None
 
 
 def release_pool(device, memory) -> bool:
@@ -102,6 +104,7 @@ def expandable_pool(device) -> object | None:
         if got is None or got[0] is not device or got[1] not in device.memory.children:
             # twice the memory: freed address space never blocks an allocation the bytes allow
             got = _EXPANDABLE[device.id] = (device, _torch_pool(device, 2 * device.backend.usable))
+            got[1].expandable = True
     return got[1]
 
 
@@ -111,11 +114,15 @@ class MemPool:
 
     _ids = itertools.count(1)
 
-    def __init__(self, allocator=None, use_on_oom: bool = False):
-        if allocator is not None:
-            raise NotImplementedError("npurt's MemPool has no pluggable allocator; pass allocator=None")
-        self.allocator = None
+    def __init__(self, allocator=None, use_on_oom: bool = False, no_split: bool = False):
+        if isinstance(allocator, pluggable.NPUPluggableAllocator):
+            allocator = allocator.allocator()
+        if allocator is not None and not isinstance(allocator, pluggable.CustomAllocator):
+            raise TypeError("MemPool's allocator is an NPUPluggableAllocator's allocator() (or None), got "
+                            f"{type(allocator).__name__}")
+        self.allocator = allocator  # None: npurt's caching pool; else each tensor is one alloc of it
         self.use_on_oom = use_on_oom
+        self.no_split = bool(no_split)  # blocks are never split: each keeps its whole segment
         self._id = (0, next(MemPool._ids))
         self._pools: dict[int, tuple] = {}  # device index -> (runtime Device, DeviceMemory)
         self._users = 0
@@ -132,8 +139,16 @@ class MemPool:
 
     def memory(self, device):
         got = self._pools.get(device.id)
+        if self.allocator is not None:
+            if got is None or got[0] is not device:
+                got = self._pools[device.id] = (device, pluggable.PluggableMemory(device, self.allocator, _stream_of))
+            return got[1]
         if got is None or got[0] is not device or got[1] not in device.memory.children:
             got = self._pools[device.id] = (device, _torch_pool(device, device.backend.usable))
+            # torch.npu.empty_cache() leaves a live pool's cache (torch frees a private pool's
+            # cached blocks only once the pool is gone)
+            got[1].keep_cache = True
+            got[1].no_split = self.no_split
         return got[1]
 
     def __del__(self) -> None:
@@ -141,6 +156,9 @@ class MemPool:
         # (they keep their pool's blocks; the range then lives until a reset)
         try:
             for device, memory in list(self._pools.values()):
+                if self.allocator is not None:
+                    continue  # its tensors go back to the library one by one
+                memory.keep_cache = False  # what its tensors leave cached goes at the next empty_cache
                 release_pool(device, memory)
         except Exception:  # noqa: BLE001 - interpreter shutdown, a runtime torn down
             pass
@@ -149,7 +167,8 @@ class MemPool:
         """The pool's segments, as in `_snapshot()["segments"]`."""
         out = []
         for device, memory in list(self._pools.values()):
-            out.extend(_segments(device, memory, pool_id=self._id, expandable=False))
+            if self.allocator is None:
+                out.extend(_segments(device, memory, pool_id=self._id, expandable=False))
         return out
 
     def __repr__(self) -> str:
@@ -186,7 +205,32 @@ def route(inf):
         for pool, index in reversed(stack):
             if index == inf.index:
                 return pool.memory(inf.device)
+    if pluggable.CURRENT:  # change_current_allocator
+        return _current_pluggable(inf.device)
     return expandable_pool(inf.device)
+
+
+def _stream_of(index: int) -> int:
+    """The raw handle of device `index`'s current stream (what a pluggable allocator is given)."""
+    return torch.npu.current_stream(index).npu_stream
+
+
+_PLUGGED: dict = {}  # device index -> (Device, PluggableMemory) of the current allocator
+
+
+def _current_pluggable(device):
+    custom = pluggable.CURRENT[0]
+    got = _PLUGGED.get(device.id)
+    if got is None or got[0] is not device or got[1].allocator is not custom:
+        got = _PLUGGED[device.id] = (device, pluggable.PluggableMemory(device, custom, _stream_of))
+    return got[1]
+
+
+def change_current_allocator(allocator) -> None:
+    """torch.npu.memory.change_current_allocator: every later npu tensor comes from `allocator`
+    (an NPUPluggableAllocator); refused once npu memory was allocated."""
+    pluggable.change_current_allocator(allocator, initialized=bool(storage.INFOS))
+    storage.ROUTE = route
 
 
 # ---------------------------------------------------------------- memory history and snapshots
@@ -217,12 +261,12 @@ class _History:
         stack = traceback.extract_stack()[:-3]
         return [{"filename": f.filename, "line": f.lineno or 0, "name": f.name} for f in reversed(stack)]
 
-    def _event(self, device, action: str, addr: int, size: int, frames=()) -> None:
+    def _event(self, device, action: str, addr: int, size: int, frames=(), pool_id=(0, 0)) -> None:
         if self.enabled != "all":
             return
         trace = self.traces.setdefault(device.id, [])
         trace.append({"action": action, "addr": addr, "size": size, "stream": 0,
-                      "time_us": time.time_ns() // 1000, "frames": list(frames)})
+                      "time_us": time.time_ns() // 1000, "frames": list(frames), "pool_id": pool_id})
         if len(trace) > self.max_entries:
             del trace[: len(trace) - self.max_entries]
 
@@ -243,7 +287,8 @@ class _History:
         self.frames[addr] = frames
         self._sync_segments(device)
         block = device.memory.live.get(addr)
-        self._event(device, "alloc", addr, block.size if block is not None else size, frames)
+        self._event(device, "alloc", addr, block.size if block is not None else size, frames,
+                    _pool_id_of(block.pool.owner) if block is not None and block.pool is not None else (0, 0))
 
     def _free(self, device, addr: int, size: int, uses) -> None:
         self._settle(device)
@@ -369,5 +414,14 @@ def _live_mem_pools():
     return list(_ALL_POOLS)
 
 
+def _pool_id_of(memory) -> tuple:
+    """The id of the MemPool whose memory `memory` is ((0, 0): the device's own pools)."""
+    for pool in _live_mem_pools():
+        for _dev, mine in list(pool._pools.values()):
+            if mine is memory:
+                return pool.id
+    return (0, 0)
+
+
 _expandable = False
-refresh()
+alloc_conf.on_change(refresh)  # (routing is set when the settings are first read)

@@ -16,13 +16,13 @@ from torch._utils import _get_device_index as _torch_get_device_index
 
 from .. import devices as _devices
 from ..runtime import launch_host_func
-from . import alloc_conf, storage
+from . import acl_init, alloc_conf, storage
 from . import random as _random
 from .backends import (aclnn, disable_deterministic_with_backward, enable_deterministic_with_backward,  # noqa: F401
                        enable_flash_sdp, enable_math_sdp, enable_mem_efficient_sdp, flash_sdp_enabled,
                        math_sdp_enabled, mem_efficient_sdp_enabled, preferred_linalg_library, sdp_kernel)
 from .device import (can_device_access_peer, current_device, device, device_count, device_of,  # noqa: F401
-                     get_device_capability, get_device_name, get_device_properties, index_of, is_available,
+                     get_device_name, get_device_properties, index_of, is_available,
                      set_device, synchronize)
 from .options import (conv, get_mm_bmm_format_nd, matmul, set_mm_bmm_format_nd,  # noqa: F401
                       set_option)
@@ -30,12 +30,18 @@ from .storage import OutOfMemoryError  # noqa: F401
 from .typed import STORAGES, TYPED
 from . import npu_memory as memory  # torch.npu.memory
 from .mem_pools import MemPool, use_mem_pool  # noqa: F401 - torch_npu's memory pools (issue 26)
-from .npu_memory import (caching_allocator_alloc, caching_allocator_delete,  # noqa: F401
+from .npu_memory import (NPUPluggableAllocator, caching_allocator_alloc, caching_allocator_delete,  # noqa: F401
+                         change_current_allocator,
                          get_allocator_backend, memory_snapshot, get_per_process_memory_fraction, host_empty_cache, host_memory_stats,
                          host_memory_stats_as_nested_dict, reset_accumulated_host_memory_stats,
                          reset_peak_host_memory_stats, set_per_process_memory_fraction)
 from . import streams  # torch_npu.npu.streams: the module of Stream and Event  # noqa: F401
-from .streams import Event, Stream, current_stream, default_stream, set_stream, stream  # noqa: F401
+from .streams import (Event, ExternalStream, Stream, SyncLaunchStream, current_stream,  # noqa: F401
+                      default_stream, set_stream, stream)
+from . import raw_runtime as _raw_runtime
+from .npu_config import (are_compatible_impl_enabled, get_device_capability, get_device_limit,  # noqa: F401
+                         get_stream_limit, get_sync_debug_mode, reset_stream_limit, set_device_limit,
+                         set_op_timeout_ms, set_stream_limit, set_sync_debug_mode, use_compatible_impl)
 from .graphs import (NPUGraph, graph, graph_pool_handle, is_current_stream_capturing,  # noqa: F401
                      make_graphed_callables)
 
@@ -48,7 +54,9 @@ def is_initialized() -> bool:
 
 
 def init() -> None:
-    """torch.npu.init(): the runtime starts on first use; this makes it start now."""
+    """torch.npu.init(): the runtime starts on first use; this makes it start now (with
+    torch_npu's ACL-initialization checks, module acl_init)."""
+    acl_init.check()
     _devices.thread_context()
 
 
@@ -58,6 +66,13 @@ def _is_in_bad_fork() -> bool:
 
 def _lazy_init() -> None:
     _devices.thread_context()
+
+
+def npurt():
+    """torch_npu.npu.npurt(): the raw runtime calls (npuStreamCreate, npuStreamDestroy,
+    npuHostRegister, npuHostUnregister; module npurt.torch.raw_runtime), runtime started."""
+    _lazy_init()
+    return _raw_runtime
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:

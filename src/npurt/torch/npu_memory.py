@@ -10,6 +10,8 @@ torch_npu/npu/memory.py, over npurt's caching pool.
   device memory from the pool, freed in the order of the stream it was allocated for;
 * `_set_allocator_settings(s)`: PYTORCH_NPU_ALLOC_CONF's syntax, the keys torch_npu lets
   change at run time (npurt.torch.alloc_conf); `get_allocator_backend()` is "native";
+* `NPUPluggableAllocator(so, alloc, free)`, `change_current_allocator(a)`: npu tensors from a
+  shared library's own functions (npurt.torch.pluggable);
 * `host_empty_cache()`: npurt keeps no cache of pinned host blocks (each is freed with its
   tensor), so there is nothing to give back; `host_memory_stats()` and its resets are the
   pinned allocator's statistics (npurt.torch.pinned).
@@ -23,6 +25,8 @@ from ..runtime import fork_safe_lock, free, malloc_on
 from . import alloc_conf, mem_pools, pinned, storage
 from .device import index_of
 from .mem_pools import _dump_snapshot, _record_memory_history, _snapshot  # noqa: F401 - torch.npu.memory's
+from .mem_pools import change_current_allocator  # noqa: F401 - torch_npu's pluggable allocators (pluggable.py)
+from .pluggable import NPUPluggableAllocator  # noqa: F401
 
 _raw: dict[int, tuple] = {}  # address -> (its stream, DeviceInfo, block, bytes asked) (caching_allocator_*)
 _lock = fork_safe_lock()
@@ -30,6 +34,7 @@ _lock = fork_safe_lock()
 
 def get_per_process_memory_fraction(device=None) -> float:
     index = index_of(device)
+    alloc_conf.settings()  # the allocator starts: PYTORCH_NPU_ALLOC_CONF's fraction applies
     return storage.FRACTIONS.get(index, 1.0)
 
 
@@ -39,6 +44,7 @@ def set_per_process_memory_fraction(fraction, device=None) -> None:
         raise TypeError("Invalid type for fraction argument, must be `float`")
     if fraction < 0 or fraction > 1:
         raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    alloc_conf.settings()  # the allocator starts first: the environment's fraction does not undo this one
     storage.set_fraction(index, fraction)
 
 

@@ -28,6 +28,7 @@ import weakref
 
 import numpy as np
 import torch
+from torch.jit import _builtins as _jit_builtins
 
 from ..array import pinned as _pinned
 from ..runtime import fork_safe_lock
@@ -182,13 +183,25 @@ def pin_memory_of(t: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def _as_script_builtin(wrapper, fn) -> None:
+    """TorchScript compiles a call to torch.randn & co. as the aten op it finds for the function
+    object in its builtin table; a wrapper it does not find there it tries to compile from
+    source and fails. The wrapper is registered under its original's op (torch's table is built
+    once, possibly before the wrapping)."""
+    op = _jit_builtins._find_builtin(fn)
+    if op is not None:
+        _jit_builtins._register_builtin(wrapper, op)
+
+
 def install() -> None:
     """Wrap torch's pin_memory= factories (idempotent)."""
     for name in FACTORIES:
         fn = getattr(torch, name, None)
         if fn is not None and not hasattr(fn, "__npurt_pinning__"):
             _ORIGINAL[name] = fn
-            setattr(torch, name, _pinning(fn))
+            wrapper = _pinning(fn)
+            _as_script_builtin(wrapper, fn)
+            setattr(torch, name, wrapper)
     for name in METHODS:
         fn = getattr(torch.Tensor, name, None)
         if fn is not None and not hasattr(fn, "__npurt_pinning__"):

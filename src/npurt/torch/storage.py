@@ -19,7 +19,7 @@ import torch
 from .. import devices as _devices
 from ..runtime import HOOKS, RUNTIME, dead_address_message, fork_safe_lock, free, malloc_on
 from ..runtime import OutOfMemoryError as NpuOutOfMemory
-from . import _dlpack
+from . import _dlpack, caching
 
 ITEMSIZE: dict[torch.dtype, int] = {}
 ROUTE = None  # mem_pools.route when MemPools or expandable segments may take allocations
@@ -89,6 +89,9 @@ def set_fraction(index: int, fraction: float) -> None:
         inf.limit = int(fraction * inf.device.backend.usable)
 
 
+ON_START: list = []  # run before the first DeviceInfo is made (alloc_conf: the environment's settings)
+
+
 def info(index: int | None) -> DeviceInfo:
     """The DeviceInfo of npu:`index` (None: the current device); the runtime starts on first use."""
     if index is None:
@@ -96,6 +99,8 @@ def info(index: int | None) -> DeviceInfo:
     inf = INFOS.get(index)
     if inf is not None and inf.devs is RUNTIME.devices:
         return inf
+    for start in ON_START:
+        start()
     dev = _devices.runtime_device(index)  # initializes the runtime; InvalidDeviceError if out of range
     # (a finalized runtime's DeviceInfo is dropped here: the old arena goes with its views)
     inf = INFOS[index] = DeviceInfo(dev)
@@ -244,7 +249,11 @@ def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> to
         mem = ROUTE(inf) or mem
     reserved, maps = mem.reserved, mem.segment_maps
     try:
-        if mem is not inf.memory:
+        if nbytes > caching.SMALL_MAX or mem.no_split:  # a large block: torch's rules (caching.py)
+            ptr = caching.malloc_large(mem, nbytes, inf.limit, mem.expandable)
+            if HOOKS.active:
+                HOOKS.emit("mem_alloc", device=inf.device, addr=ptr, size=nbytes, managed=True)
+        elif mem is not inf.memory:
             ptr = mem.malloc(nbytes or 1, 0)
             if HOOKS.active:
                 HOOKS.emit("mem_alloc", device=inf.device, addr=ptr, size=nbytes or 1, managed=True)

@@ -20,7 +20,8 @@ torch_npu's do; `Stream.priority_range()` raises, as torch_npu's does.
 """
 from __future__ import annotations
 
-import weakref
+import ctypes
+import os
 
 import torch
 
@@ -29,6 +30,8 @@ from ..streams import Event as _NpEvent
 from ..streams import Stream as _NpStream
 from .. import devices as _devices
 from ..runtime import event_get_timestamp
+from . import stream_ids as _ids
+from . import sync_debug
 from .device import index_of
 
 PRIVATEUSE1 = 20  # c10::DeviceType::PrivateUse1
@@ -63,8 +66,8 @@ class GenericStream(_TorchStream, metaclass=_GenericStreamType):
         if cls is GenericStream:
             if "stream_id" in kwargs:
                 if kwargs.get("device_type", PRIVATEUSE1) == PRIVATEUSE1:
-                    return Stream._rebuild(kwargs.get("stream_id"), kwargs.get("device_index"),
-                                           kwargs.get("device_type"))
+                    return Stream._rebuild(kwargs.get("stream_id", 0), kwargs.get("device_index", 0),
+                                           kwargs.get("device_type", PRIVATEUSE1))
                 return _TorchStream(**kwargs)
             if _is_npu(device):
                 return Stream(device, priority=priority)
@@ -94,32 +97,59 @@ class GenericEvent(_TorchEvent, metaclass=_GenericEventType):
 def install_generic() -> None:
     """Make torch.Stream / torch.Event the generic classes above (idempotent)."""
     torch.Stream, torch.Event = GenericStream, GenericEvent
-_RT: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()  # (device, stream id) -> runtime stream
-
-
 def runtime_stream(s) -> object:
     """The npurt runtime stream behind a torch.Stream of device type npu."""
-    if isinstance(s, Stream):
+    if isinstance(s, _StreamBase):
         return s._npurt.runtime_stream
-    rt = _RT.get((s.device_index, s.stream_id))
-    if rt is None or rt.destroyed:
-        raise RuntimeError(f"stream {s.stream_id} of npu:{s.device_index} is not an npurt stream this process "
-                           "made (create streams with torch.npu.Stream())")
-    return rt
+    return _ids.lookup(s.device_index, s.stream_id)
 
 
-class Stream(GenericStream):
-    """An npu stream: `torch.npu.Stream(device=None, priority=0)`.
+def check_not_external(s, api: str) -> None:
+    """torch_npu's checkNotExternalStream: paths its task queue owns refuse external streams."""
+    if _ids.is_external(s.device_index, s.stream_id):
+        raise RuntimeError(f"External NPU stream is not supported in {api}. "
+                           "This path requires a torch_npu-managed stream.")
 
-    Work queued while it is current (`with torch.npu.stream(s):`) runs in order on it;
-    different streams run concurrently. `priority`: 0 is the highest, as in ACL (negative
-    values, torch's "high priority", are 0)."""
+
+def _per_stream_queue() -> bool:
+    """torch_npu's OptionsManager::GetPerStreamQueue: PER_STREAM_QUEUE, with the task queue on
+    (TASK_QUEUE_ENABLE, default 1) and launches not blocking (ASCEND_LAUNCH_BLOCKING)."""
+    def number(name: str, default: int) -> int:
+        try:
+            return int(os.environ.get(name, default))
+        except ValueError:
+            return default
+    if number("ASCEND_LAUNCH_BLOCKING", 0) or not number("TASK_QUEUE_ENABLE", 1):
+        return False
+    return bool(number("PER_STREAM_QUEUE", 0))
+
+
+_STREAM_KWARGS = ("priority", "is_sync_launch", "stream_id", "device_index", "device_type", "stream_ptr")
+
+
+class _StreamBase(GenericStream):
+    """torch_npu's `_NPUStreamBase`: what Stream, SyncLaunchStream and ExternalStream share."""
 
     def __new__(cls, device=None, priority: int = 0, **kwargs):
-        if "stream_id" in kwargs:  # rebuilt from (stream_id, device_index, device_type), as torch_npu allows
-            return cls._rebuild(kwargs.get("stream_id"), kwargs.get("device_index"), kwargs.get("device_type"))
-        inner = _NpStream(device=index_of(device), priority=max(0, min(int(priority), 7)))
-        return cls._wrap(inner)
+        for key in kwargs:
+            if key not in _STREAM_KWARGS:
+                raise TypeError(f"'{key}' is an invalid keyword argument for {cls.__name__}()")
+        if "stream_id" in kwargs or "device_index" in kwargs or "device_type" in kwargs:
+            # rebuilt from (stream_id, device_index, device_type), as torch_npu's unpack3
+            return cls._rebuild(kwargs.get("stream_id", 0), kwargs.get("device_index", 0),
+                                kwargs.get("device_type", 0))
+        index = index_of(device)
+        ptr = kwargs.get("stream_ptr", 0)
+        sync_launch = kwargs.get("is_sync_launch", 0)
+        if ptr:
+            if priority != 0:
+                raise RuntimeError("Priority was explicitly set for an external stream")
+            if sync_launch:
+                raise RuntimeError("is_sync_launch was explicitly set for an external stream")
+            rt, sid = _ids.register_external(index, ptr)
+        else:
+            rt, sid = _ids.from_pool(index, int(priority), sync_launch=bool(sync_launch))
+        return cls._wrap(_NpStream._wrap(rt), sid)
 
     def __init__(self, *args, **kwargs):
         pass
@@ -128,7 +158,7 @@ class Stream(GenericStream):
     def _rebuild(cls, stream_id, device_index, device_type) -> "Stream":
         """The stream `stream_id` of npu:`device_index` that this process made (fails at once,
         as torch_npu's does, for a stream or device that does not exist)."""
-        if device_type is not None and device_type != PRIVATEUSE1:
+        if device_type != PRIVATEUSE1:
             raise RuntimeError(f"device_type {device_type} is not npu's ({PRIVATEUSE1})")
         if type(stream_id) is not int or type(device_index) is not int:
             raise RuntimeError("stream_id and device_index must be ints")
@@ -136,23 +166,20 @@ class Stream(GenericStream):
             raise RuntimeError(f"stream_id {stream_id} / device_index {device_index} must not be negative")
         if device_index >= torch.npu.device_count():
             raise RuntimeError(f"device_index {device_index} is out of range: {torch.npu.device_count()} npu(s)")
-        rt = _RT.get((device_index, stream_id))
-        if rt is None:
-            default = _np_streams.default_stream(device_index)
-            if default.runtime_stream.stream_id == stream_id:
-                rt = default.runtime_stream
-        if rt is None or rt.destroyed:
-            raise RuntimeError(f"stream {stream_id} of npu:{device_index} is not a live stream of this process")
-        return cls._wrap(_NpStream._wrap(rt))
+        rt = _ids.lookup(device_index, stream_id)
+        return cls._wrap(_NpStream._wrap(rt), stream_id)
 
     @classmethod
-    def _wrap(cls, inner: _NpStream) -> "Stream":
+    def _wrap(cls, inner: _NpStream, stream_id: int | None = None) -> "Stream":
         rt = inner.runtime_stream
-        self = _TorchStream.__new__(cls, stream_id=rt.stream_id, device_index=inner.device,
-                                    device_type=PRIVATEUSE1)
+        sid = _ids.id_of(rt) if stream_id is None else stream_id
+        self = _TorchStream.__new__(cls, stream_id=sid, device_index=inner.device, device_type=PRIVATEUSE1)
         self._npurt = inner
-        _RT[(inner.device, rt.stream_id)] = rt
         return self
+
+    @property
+    def _external(self) -> bool:
+        return _ids.is_external(self.device_index, self.stream_id)
 
     @property
     def npurt_stream(self) -> _NpStream:
@@ -170,19 +197,27 @@ class Stream(GenericStream):
 
     def query(self) -> bool:
         """True if all work queued on the stream so far has finished."""
+        if self._external:
+            raise RuntimeError("Cannot query external NPU stream status. "
+                               "The caller must track stream completion externally.")
         return self._npurt.query()
 
     def synchronize(self) -> None:
         """Wait for all work queued on the stream so far (raises a failure it reported)."""
+        if self._external:
+            raise RuntimeError("External NPU stream is not supported in NPUStream::synchronize. "
+                               "The caller is responsible for synchronization of external streams.")
+        if sync_debug._sync_debug_mode:
+            sync_debug.on_sync()
         self._npurt.synchronize()
 
     def wait_event(self, event: "Event") -> None:
         """Make future work on this stream wait for `event`'s latest record."""
-        self._npurt.wait_event(_event_of(event))
+        event.wait(self)
 
     def wait_stream(self, stream: "Stream") -> None:
         """Make future work on this stream wait for the work queued on `stream` so far."""
-        self._npurt.wait_stream(_stream_of(stream))
+        self.wait_event(stream.record_event())
 
     def record_event(self, event: "Event | None" = None) -> "Event":
         """Record `event` (a new one if None) on this stream; returns it."""
@@ -198,7 +233,14 @@ class Stream(GenericStream):
     @property
     def npu_stream(self) -> int:
         """The raw aclrtStream handle, as torch_npu's Stream.npu_stream (torch.cuda's cuda_stream)."""
+        if self._external and _per_stream_queue():
+            raise RuntimeError("External NPU stream is not supported in NPUStream::stream() with "
+                               "per-stream task queue.")
         return self.native_handle
+
+    @property
+    def _as_parameter_(self):
+        return ctypes.c_void_p(self.npu_stream)
 
     def __enter__(self) -> "Stream":
         self._ctx = stream(self)
@@ -216,11 +258,43 @@ class Stream(GenericStream):
         return hash((self.stream_id, self.device_index, self.device_type))
 
     def __repr__(self) -> str:
-        return f"<torch.npu.Stream device=npu:{self.device_index} stream_id={self.stream_id}>"
+        return f"<torch.npu.{type(self).__name__} device=npu:{self.device_index} stream_id={self.stream_id}>"
+
+
+class Stream(_StreamBase):
+    """An npu stream: `torch.npu.Stream(device=None, priority=0)`, from torch_npu's pool.
+
+    As torch_npu's: the next of the device's 32 pooled streams (round robin) for the priority
+    class (0 and positive: normal; negative: high), `stream_id >> 5` 3 or 4 (module
+    stream_ids). `is_sync_launch=True` takes a sync-launch stream; `stream_ptr=` wraps an
+    external stream (ExternalStream). Work queued while it is current (`with
+    torch.npu.stream(s):`) runs in order on it; different streams run concurrently."""
+
+
+class SyncLaunchStream(_StreamBase):
+    """`torch_npu.npu.SyncLaunchStream(device=None, priority=0)`: one of the device's 4 streams
+    that bypass torch_npu's task queue (launches go straight to the runtime). npurt has no task
+    queue in front of its streams, so it runs like any stream; its id is SYNCLAUNCH's. As in
+    torch_npu it is not a `torch.npu.Stream`."""
+
+    def __new__(cls, device=None, priority: int = 0, **kwargs):
+        kwargs.setdefault("is_sync_launch", 1)
+        return super().__new__(cls, device, priority, **kwargs)
+
+
+class ExternalStream(Stream):
+    """`torch_npu.npu.ExternalStream(stream_ptr, device=None)`: a stream made outside torch
+    (`torch_npu.npu.npurt().npuStreamCreate`, acl.rt.create_stream), wrapped so it can be made
+    current and ops run on it. torch_npu does not own it: synchronize(), query(), events on it
+    and record_stream raise RuntimeError (the caller synchronizes it), as torch_npu's task queue
+    does not track it. The same handle wraps to the same stream (equal, same id)."""
+
+    def __new__(cls, stream_ptr, device=None, **kwargs):
+        return super().__new__(cls, device, stream_ptr=stream_ptr, **kwargs)
 
 
 def _stream_of(s) -> _NpStream:
-    if isinstance(s, Stream):
+    if isinstance(s, _StreamBase):
         return s._npurt
     if isinstance(s, torch.Stream):
         return _NpStream._wrap(runtime_stream(s))
@@ -259,12 +333,16 @@ class Event:
         """Record the event on `stream` (default: the current stream)."""
         if stream is None:
             stream = current_stream()
+        check_not_external(stream, "NPUEvent::record")
         self._npurt.record(_stream_of(stream))
         self._recorded_on = stream.device_index
 
     def wait(self, stream: Stream | None = None) -> None:
         """Make future work on `stream` (default: the current stream) wait for this event."""
-        self._npurt.wait(None if stream is None else _stream_of(stream))
+        if stream is None:
+            stream = current_stream()
+        check_not_external(stream, "NPUEvent::block")
+        self._npurt.wait(_stream_of(stream))
 
     def query(self) -> bool:
         return self._npurt.query()

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include <unistd.h>
+
 #include "acl/acl.h"
 
 uint32_t launch_iadd(uint32_t blocks, void *stream, int32_t *x, int32_t *y, int32_t *z, uint32_t n);
@@ -49,6 +51,8 @@ static void OnBinaryException(aclrtExceptionInfo *info, void *userData)
     ++g_binary_callbacks;
     g_binary_user_data = userData;
 }
+
+static void Pause(void *) { usleep(20000); }  // keeps the launch behind it in flight
 
 static int expect_sum(const char *what, int32_t *dz, const std::vector<int32_t> &x, const std::vector<int32_t> &y,
                       int factor = 1)
@@ -95,6 +99,17 @@ int main(int argc, char **argv)
     CHECK(aclrtSynchronizeStream(stream));
     if (expect_sum("<<<>>> launch with a stream-ordered free", dz, x, y)) return 1;
 
+    // a synchronous D2D copy of what a kernel on a stream is still writing (hicann/runtime's
+    // 5_d2d_sync_memory_copy): it copies what the kernel wrote, as the hardware's fast kernel gives
+    int32_t *dw;
+    CHECK(aclrtMalloc(reinterpret_cast<void **>(&dw), bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK(aclrtMemset(dz, bytes, 0, bytes));
+    CHECK(aclrtLaunchHostFunc(stream, Pause, nullptr));
+    CHECK(launch_iadd(4, stream, dx, dy, dz, n));
+    CHECK(aclrtMemcpy(dw, bytes, dz, bytes, ACL_MEMCPY_DEVICE_TO_DEVICE));
+    if (expect_sum("a synchronous D2D copy of a kernel's output in flight", dw, x, y)) return 1;
+    CHECK(aclrtFree(dw));
+
     // a <<<>>> launch with a freed pointer is refused at the launch
     EXPECT(launch_iadd(1, stream, dx, tmp, dz, n) == ACL_ERROR_INVALID_PARAM, "freed pointer accepted");
     std::printf("freed pointer refused: %s\n", aclGetRecentErrMsg());
@@ -130,6 +145,59 @@ int main(int argc, char **argv)
     CHECK(aclrtSynchronizeStream(stream));
     if (expect_sum("aclrtLaunchKernel (device args)", dz, x, y)) return 1;
     EXPECT(aclrtLaunchKernel(iadd_fn, 2, dargs, sizeof(packed) - 8, stream) == ACL_ERROR_INVALID_PARAM, "args size");
+
+    // a captured aclrtLaunchKernelV2: its attributes, GetParams, SetParams with host args
+    {
+        aclrtStream cs = nullptr;
+        CHECK(aclrtCreateStream(&cs));
+        aclrtLaunchKernelAttr attr[1];
+        attr[0].id = ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE;
+        attr[0].value.schemMode = 1;
+        aclrtLaunchKernelCfg cfg = {attr, 1};
+        CHECK(aclmdlRICaptureBegin(cs, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL));
+        CHECK(aclrtLaunchKernelV2(iadd_fn, 2, dargs, sizeof(packed), &cfg, cs));
+        aclmdlRI ri = nullptr;
+        CHECK(aclmdlRICaptureEnd(cs, &ri));
+        aclrtStream ms[1];
+        uint32_t ns = 1, nt = 1;
+        CHECK(aclmdlRIGetStreams(ri, ms, &ns));
+        aclmdlRITask kt = nullptr;
+        CHECK(aclmdlRIGetTasksByStream(ms[0], &kt, &nt));
+        aclrtLaunchKernelAttrValue v;
+        CHECK(aclmdlRIKernelTaskGetAttribute(kt, ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE, &v));
+        EXPECT(v.schemMode == 1, "schemMode %u", v.schemMode);
+        int e = aclmdlRIKernelTaskGetAttribute(kt, ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET, &v);
+        EXPECT(e == ACL_ERROR_RT_PARAM_INVALID, "BLOCKDIM_OFFSET: %d", e);
+        e = aclmdlRIKernelTaskGetAttribute(kt, ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT, nullptr);
+        EXPECT(e == ACL_ERROR_INVALID_PARAM, "NULL attrValue: %d", e);
+        aclmdlRITaskParams tp;
+        CHECK(aclmdlRITaskGetParams(kt, &tp));
+        EXPECT(tp.kernelTaskParams.funcHandle == iadd_fn && tp.kernelTaskParams.argsSize == sizeof(packed) &&
+                   tp.kernelTaskParams.numBlocks == 2 && tp.kernelTaskParams.args == dargs,
+               "GetParams: argsSize %zu numBlocks %u", tp.kernelTaskParams.argsSize, tp.kernelTaskParams.numBlocks);
+        auto doubled = packed;  // z = x + x, from host memory copied at the call
+        doubled.y = packed.x;
+        tp.kernelTaskParams.args = &doubled;
+        tp.kernelTaskParams.isHostArgs = 1;
+        tp.kernelTaskParams.numBlocks = 4;
+        tp.taskGrp = reinterpret_cast<aclrtTaskGrp>(&tp);
+        e = aclmdlRITaskSetParams(kt, &tp);
+        EXPECT(e == ACL_ERROR_RT_PARAM_INVALID, "a task group: %d", e);
+        tp.taskGrp = nullptr;
+        tp.kernelTaskParams.argsSize = 0;
+        e = aclmdlRITaskSetParams(kt, &tp);
+        EXPECT(e == ACL_ERROR_RT_PARAM_INVALID, "argsSize 0: %d", e);
+        tp.kernelTaskParams.argsSize = sizeof(doubled);
+        CHECK(aclmdlRITaskSetParams(kt, &tp));
+        doubled.x = 0;  // copied already
+        CHECK(aclmdlRIUpdate(ri));
+        CHECK(aclrtMemset(dz, bytes, 0, bytes));
+        CHECK(aclmdlRIExecuteAsync(ri, cs));
+        CHECK(aclrtSynchronizeStream(cs));
+        if (expect_sum("a captured kernel task with new host args (aclmdlRITaskSetParams)", dz, x, x)) return 1;
+        CHECK(aclmdlRIDestroy(ri));
+        CHECK(aclrtDestroyStream(cs));
+    }
     // aclrtLaunchKernelWithArgsArray: one host pointer per argument; by handle, then by the
     // kernel's own address (npurt met it at the <<<>>> launch above)
     void *array_args[4] = {&dx, &dy, &dz, const_cast<uint32_t *>(&n)};

@@ -9,6 +9,7 @@ import sys
 
 from ... import runtime as rt
 from .. import cdata
+from ..cstructs import launch_cfg
 from ..registry import c_function
 from ._common import note_task, null, stream_of
 
@@ -331,18 +332,27 @@ def aclmdlRITaskGetParams(task, params):
         p.valueWaitTaskParams.devAddr = cdata.ffi.cast("void *", info["addr"])
         p.valueWaitTaskParams.value = info["value"]
         p.valueWaitTaskParams.flag = info["flag"]
-    elif info["type"] == rt.graph_edit.TASK_KERNEL:
-        p.kernelTaskParams.funcHandle = cdata.ffi.cast("void *", info["func"].handle)
-        p.kernelTaskParams.args = cdata.ffi.cast("void *", info["args"])
-        p.kernelTaskParams.numBlocks = info["num_blocks"]
+    elif info["type"] == rt.graph_edit.TASK_KERNEL:  # GetKernelTaskParams: cfg NULL, device args
+        k = p.kernelTaskParams
+        k.funcHandle = cdata.ffi.cast("void *", info["func"].handle)
+        k.args = cdata.ffi.cast("void *", info["args"])
+        k.argsSize = info["args_size"]
+        k.numBlocks = info["num_blocks"]
+        if info["op_info"]:
+            buf = _OP_INFO[task] = cdata.ffi.new("char[]", info["op_info"])
+            p.opInfoPtr, p.opInfoSize = buf, len(info["op_info"])
     return 0
+
+
+_OP_INFO: dict = {}  # task handle -> the shape info buffer aclmdlRITaskGetParams points at
 
 
 @c_function("aclmdlRITaskSetParams")
 def aclmdlRITaskSetParams(task, params):
-    """What npurt can change: a value write's or wait's address, value (and flag); the event of
-    an external event task; a kernel's numBlocks (the other kernel fields must be as they
-    were). Applied by aclmdlRIUpdate."""
+    """ApiImpl::TaskSetParams: kernel tasks (every field: funcHandle, cfg, args, isHostArgs,
+    argsSize, numBlocks, and opInfoPtr/opInfoSize), value writes (devAddr, value) and value
+    waits (devAddr, value, flag); event tasks and a type change: 107000. Applied by
+    aclmdlRIUpdate."""
     if not params:
         raise null("params")
     t = _task(task)
@@ -350,27 +360,23 @@ def aclmdlRITaskSetParams(task, params):
         raise rt.model_build.not_for_built("aclmdlRITaskSetParams")
     p = cdata.struct("aclmdlRITaskParams *", params)
     ptype = int(p.type)
-    now = rt.graph_edit.task_params(t)
     addr = lambda v: int(cdata.ffi.cast("uintptr_t", v))  # noqa: E731
-    if ptype in _EVENT_FIELD and ptype == now["type"]:
-        handle = addr(getattr(p, _EVENT_FIELD[ptype]).event)
-        if not handle:
-            raise null("params.event")
-        rt.graph_edit.set_task_params(t, type=ptype, event=rt.RUNTIME.events.get(handle))
-    elif ptype == rt.graph_edit.TASK_VALUE_WRITE:
+    if ptype == rt.graph_edit.TASK_VALUE_WRITE:
         rt.graph_edit.set_task_params(t, type=ptype, addr=addr(p.valueWriteTaskParams.devAddr),
-                                 value=int(p.valueWriteTaskParams.value))
+                                      value=int(p.valueWriteTaskParams.value))
     elif ptype == rt.graph_edit.TASK_VALUE_WAIT:
         rt.graph_edit.set_task_params(t, type=ptype, addr=addr(p.valueWaitTaskParams.devAddr),
-                                 value=int(p.valueWaitTaskParams.value), flag=int(p.valueWaitTaskParams.flag))
-    elif ptype == rt.graph_edit.TASK_KERNEL and now["type"] == ptype:
+                                      value=int(p.valueWaitTaskParams.value), flag=int(p.valueWaitTaskParams.flag))
+    elif ptype == rt.graph_edit.TASK_KERNEL:
         k = p.kernelTaskParams
-        if addr(k.funcHandle) not in (0, now["func"].handle) or addr(k.args) not in (0, now["args"]):
-            raise rt.FeatureNotSupportedError("aclmdlRITaskSetParams: npurt changes a kernel task's numBlocks only "
-                                              "(funcHandle and args must stay as captured)")
-        rt.graph_edit.set_task_params(t, type=ptype, num_blocks=int(k.numBlocks))
+        if not addr(k.funcHandle):
+            raise rt.ParamInvalidError("aclmdlRITaskSetParams: params->kernelTaskParams.funcHandle is NULL")
+        op_info = cdata.read(addr(p.opInfoPtr), int(p.opInfoSize)) if addr(p.opInfoPtr) and p.opInfoSize else None
+        rt.set_kernel_task_params(
+            t, addr(k.funcHandle), int(k.numBlocks), addr(k.args), int(k.argsSize), host_args=int(k.isHostArgs) != 0,
+            cfg=launch_cfg(addr(k.cfg)), group=addr(p.taskGrp) or None, op_info=op_info)
     else:
-        rt.graph_edit.set_task_params(t, type=ptype)  # a type change or nothing settable: the runtime's message
+        rt.graph_edit.set_task_params(t, type=ptype)  # an event task or an unknown type: the runtime's message
     return 0
 
 
@@ -394,6 +400,8 @@ def aclmdlRIUpdate(modelRI):
 
 @c_function("aclmdlRIKernelTaskGetAttribute")
 def aclmdlRIKernelTaskGetAttribute(task, attrId, attrValue):
+    if not task:
+        raise null("task")
     if not attrValue:
         raise null("attrValue")
     t = _task(task)
@@ -402,8 +410,12 @@ def aclmdlRIKernelTaskGetAttribute(task, attrId, attrValue):
     value = rt.graph_edit.kernel_task_attribute(t, attrId)
     v = cdata.struct("aclrtLaunchKernelAttrValue *", attrValue)
     cdata.write(attrValue, bytes(cdata.ffi.sizeof("aclrtLaunchKernelAttrValue")))
-    if attrId == rt.constants.ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET:
-        v.blockDimOffset = value
+    if attrId == rt.constants.ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE:
+        v.schemMode = value
+    elif attrId == rt.constants.ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE:
+        v.dynUBufSize = value
+    elif attrId == rt.constants.ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP:
+        v.isDataDump = value
     elif attrId == rt.constants.ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT:
         v.timeout = min(value, 0xFFFF)
     else:

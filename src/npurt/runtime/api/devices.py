@@ -28,9 +28,14 @@ def set_device(device_id: int) -> None:
     """Make `device_id` the calling thread's device: bind its default context (created on
     first use; reference counted per device)."""
     device = rt.device(device_id)
-    ctx = rt.default_context(device)
-    with device.lock:
-        device.set_count += 1
+    while True:
+        with device.lock:
+            releasing = device.releasing
+            if releasing is None or releasing[0] == threading.get_ident():
+                ctx = rt.default_context(device)
+                device.set_count += 1
+                break
+        releasing[1].wait()  # another thread's reset is releasing the device: set it afresh after
     bind(ctx)
 
 
@@ -67,8 +72,15 @@ def reset_device(device_id: int) -> None:
         device.set_count -= 1
         if device.set_count:
             return
-    _unbind_if_current(device)
-    rt.release_device(device, f"reset_device({device_id})")
+        done = threading.Event()
+        device.releasing = (threading.get_ident(), done)
+    try:
+        _unbind_if_current(device)
+        rt.release_device(device, f"reset_device({device_id})")
+    finally:
+        with device.lock:
+            device.releasing = None
+        done.set()
 
 
 def reset_device_force(device_id: int) -> None:
@@ -106,14 +118,19 @@ def synchronize_device(timeout_ms: int = -1) -> None:
     if HOOKS.active:
         HOOKS.emit("host_sync", what="device", obj=device)
     streams = device.all_streams()
+    hooked = HOOKS.active
     for stream in streams:
+        if stream.completed_seq >= stream.enqueued_seq and stream.capture is None and not hooked:
+            stream.streak = 0  # done already: what its synchronize would do, without the call
+            continue           # (a device with hundreds of streams and one busy is common)
         left = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
         try:
             stream.synchronize(timeout_ms=left, report_errors=False)
         except SyncTimeoutError as exc:
             raise SyncTimeoutError(f"synchronize_device timed out after {timeout_ms} ms: {exc.message}") from None
     for stream in streams:
-        stream.raise_error()
+        if stream.error is not None:
+            stream.raise_error()
 
 
 def get_device_info(device_id: int, attr: int) -> int:

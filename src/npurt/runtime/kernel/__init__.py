@@ -54,6 +54,6 @@ from __future__ import annotations
 from .function import (MAX_PARAMS, SLOT, UB_SIZE, _VA_BASE, _is_alias, GM, KernelFunction, _parse_params, kernel, function_of, function_handle)  # noqa: F401
 from .body import (KernelMemoryError, _MODES, KernelContext)  # noqa: F401
 from .task import (_BlockFailure, KernelTask, _default_timeout_ns)  # noqa: F401
-from .operations import (check_blocks, gm_blocks, _slow_gm_block, enqueue_launch, parse_cfg, launch, launch_kernel, check_args_size, stage_on_device, free_staged, launch_kernel_with_host_args)  # noqa: F401
+from .operations import (check_blocks, gm_blocks, _slow_gm_block, enqueue_launch, parse_cfg, launch, launch_kernel, check_args_size, stage_on_device, free_staged, launch_kernel_with_host_args, set_kernel_task_params)  # noqa: F401
 from ..address import host_bytes  # noqa: F401,E402 - it lived here
 from ..dtypes import resolve as resolve_dtype  # noqa: F401,E402 - the one dtype table

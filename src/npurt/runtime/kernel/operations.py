@@ -15,7 +15,9 @@ import numpy as np
 from .. import constants as C, address
 from ..api import stream_of
 from ..address import host_bytes  # noqa: F401 - re-exported (it moved to address.py)
-from ..errors import InvalidValueError, NpuError
+from .. import graph_edit
+from ..graph import _node_text
+from ..errors import InvalidValueError, NpuError, ParamInvalidError
 from ..inline import MAX_BYTES as INLINE_BYTES
 from ..memops import dead_address_message, locate, refused
 from ..memory import LIVE, usable_size
@@ -115,12 +117,14 @@ def enqueue_launch(func: KernelFunction, num_blocks: int, stream, values, *, arg
     """Validate and enqueue one launch (values: canonical tuple, or None to read the packed
     args from device memory at `args_ptr` when the task runs)."""
     device = stream.device
-    offset, timeout_ns = parse_cfg(cfg, num_blocks, device) if cfg else (0, None)
+    offset, timeout_ns, attrs = parse_cfg(cfg, num_blocks, device) if cfg else (0, None, None)
     num_blocks = check_blocks(num_blocks, device, offset)
     blocks = gm_blocks(func, values, device, extents) if values is not None else []
     if extra_blocks:
         blocks.extend(extra_blocks)
     task = KernelTask(func, num_blocks, values, args_ptr, offset, timeout_ns)
+    if cfg:
+        task.attrs = attrs
     if func.inline_ok and num_blocks == 1 and extents is not None and sum(extents) <= INLINE_BYTES:
         task.cheap = True
     return stream.enqueue(task, holders=blocks)
@@ -128,9 +132,10 @@ def enqueue_launch(func: KernelFunction, num_blocks: int, stream, values, *, arg
 
 # ---------------------------------------------------------------- launch config
 
-def parse_cfg(cfg, num_blocks, device) -> tuple[int, int | None]:
-    """(block offset, timeout in ns or None) from a launch config: a list of
-    {"id": attr, "value": v} dicts (pyACL's aclrtLaunchKernelCfg) or a dict {attr: v}."""
+def parse_cfg(cfg, num_blocks, device) -> tuple[int, int | None, dict]:
+    """(block offset, timeout in ns or None, {attr: value} as given) from a launch config: a
+    list of {"id": attr, "value": v} dicts (pyACL's aclrtLaunchKernelCfg) or a dict {attr: v}.
+    The task keeps the attributes for aclmdlRIKernelTaskGetAttribute (graph_edit.py)."""
     if isinstance(cfg, dict):
         items = list(cfg.items())
     elif isinstance(cfg, (list, tuple)):
@@ -142,10 +147,11 @@ def parse_cfg(cfg, num_blocks, device) -> tuple[int, int | None]:
             items.append((entry["id"], entry["value"]))
     else:
         raise InvalidValueError(f"launch config must be a list of {{'id', 'value'}} dicts, got {type(cfg).__name__}")
-    offset, timeout_ns = 0, None
+    offset, timeout_ns, attrs = 0, None, {}
     for attr, value in items:
         if isinstance(value, dict) and len(value) == 1:  # a value union given by member name
             value = next(iter(value.values()))
+        attrs[attr] = value
         if type(value) is not int or value < 0:
             raise InvalidValueError(f"launch config attribute {attr!r} needs a non-negative int value, "
                                     f"got {value!r}")
@@ -177,7 +183,7 @@ def parse_cfg(cfg, num_blocks, device) -> tuple[int, int | None]:
         else:
             raise InvalidValueError(f"unknown launch config attribute id {attr!r} "
                                     "(see aclrtLaunchKernelAttrId: 1..9)")
-    return offset, timeout_ns
+    return offset, timeout_ns, attrs
 
 
 # ---------------------------------------------------------------- runtime operations
@@ -296,3 +302,47 @@ def launch_kernel_with_host_args(func, num_blocks: int, stream, cfg, host_args, 
         return enqueue_launch(f, num_blocks, s, tuple(values), extra_blocks=[staged], cfg=cfg)
     finally:
         free_staged(s, addr)
+
+
+# ---------------------------------------------------------------- captured kernel tasks
+def set_kernel_task_params(task: "graph_edit.ModelTask", func, num_blocks: int, args: int, args_size: int,
+                           host_args: bool = False, cfg=None, group=None, op_info: bytes | None = None) -> None:
+    """aclmdlRITaskSetParams of a kernel task (UpdateKernelParams, kernel_utils.cc): a new
+    function, packed args, launch config and numBlocks, applied by update_graph. `args`: the
+    address of `args_size` bytes of packed args, in device memory read at each replay
+    (host_args False, isHostArgs 0) or host memory copied now (host_args True); `cfg` as a
+    launch's (None: the defaults); `group` must be None (a task group is not set here);
+    `op_info`: the shape info aclmdlRITaskGetParams returns (None or empty clears it).
+    Errors: ACL_ERROR_RT_PARAM_INVALID for a task that is not a kernel, a group, null args or
+    args_size 0, a bad config; an unknown function handle's own error."""
+    task = graph_edit.model_task_of(task)
+    _lane, kind, payload = task.node()
+    if task.task_type() != graph_edit.TASK_KERNEL:
+        raise ParamInvalidError(f"set_kernel_task_params: task {task.handle:#x} ({_node_text(kind, payload)}) is "
+                                "not a kernel task (check it with aclmdlRITaskGetType)")
+    if group is not None:
+        raise ParamInvalidError("set_kernel_task_params: params->taskGrp must be NULL")
+    f = function_of(func)
+    if not args:
+        raise ParamInvalidError("set_kernel_task_params: params->kernelTaskParams.args is NULL")
+    if type(args_size) is not int or args_size <= 0:
+        raise ParamInvalidError(f"set_kernel_task_params: params->kernelTaskParams.argsSize ({args_size!r}) must "
+                                "be greater than 0")
+    check_args_size(f, args_size)
+    device = task.graph.device
+    offset, timeout_ns, attrs = parse_cfg(cfg, num_blocks, device) if cfg else (0, None, None)
+    num_blocks = check_blocks(num_blocks, device, offset)
+    if host_args:  # copied now, as the runtime copies host args into the task
+        span = locate(RUNTIME, args, args_size, "kernel args")
+        values = f.struct.unpack(address.view(span.addr, args_size).tobytes()[:f.args_size])
+        new = KernelTask(f, num_blocks, values, 0, offset, timeout_ns)
+        held = gm_blocks(f, values, device)
+    else:
+        span = locate(RUNTIME, args, args_size, "kernel args")
+        if span.device is None:
+            raise ParamInvalidError(f"set_kernel_task_params: args 0x{span.addr:x} is host memory but isHostArgs "
+                                    "is 0 (device args are read at each replay)")
+        new = KernelTask(f, num_blocks, None, span.addr, offset, timeout_ns)
+        held = [span.block]
+    new.attrs = attrs
+    task.graph.pending_updates[task.index] = ("kernel", (new, tuple(held), bytes(op_info) if op_info else None))

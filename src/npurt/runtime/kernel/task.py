@@ -32,7 +32,7 @@ class KernelTask(Task):
     """One kernel launch: `num_blocks` instances of `func` over the device's AI cores."""
 
     __slots__ = ("func", "num_blocks", "values", "args_ptr", "offset", "timeout_ns", "threads", "aborted",
-                 "cheap")
+                 "cheap", "attrs")
     kind = "kernel"
     error_code = C.ACL_ERROR_RT_AICORE_EXCEPTION
 
@@ -43,6 +43,7 @@ class KernelTask(Task):
         self.threads: list[int] = []  # threads inside the kernel body (see watchdog.enter_body)
         self.aborted = False
         self.cheap = False  # set by enqueue_launch for a small built-in launch (inline.py)
+        self.attrs = None  # the launch config's {attr id: value} (parse_cfg), None without one
 
     def describe(self) -> str:
         return f"kernel {self.func.name} ({self.num_blocks} block{'s' if self.num_blocks != 1 else ''})"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from .. import raw_runtime as _npurt  # noqa: F401 - torch_npu._C._npurt
+
 
 def _npu_getDeviceCount() -> int:
     return torch.npu.device_count()
