@@ -126,6 +126,7 @@ def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int 
     outcomes: dict = {}
     deadline = time.monotonic() + timeout
     tail = ""
+    prefix = ""
     for rnd in range(50):
         left = deadline - time.monotonic()
         if left <= 1:
@@ -137,7 +138,9 @@ def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int 
         if HAVE_TIMEOUT_PLUGIN:
             cmd[3:3] = ["--timeout", str(per_test)]
         for done in outcomes:
-            cmd += ["--deselect", done]
+            # -v prints node ids relative to the file's directory; --deselect takes them
+            # relative to pytest's rootdir (the checkout, by its pyproject.toml)
+            cmd += ["--deselect", f"{prefix}/{done}" if prefix not in ("", ".") else done]
         crashed = None
         try:
             proc = subprocess.run(cmd, env=env, cwd=os.path.dirname(path), capture_output=True, text=True,
@@ -147,6 +150,9 @@ def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int 
         except subprocess.TimeoutExpired as exc:
             out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             code, tail = None, f"timed out after {timeout} s"
+        root = re.search(r"^rootdir: (.+?)(?:,|$)", out, re.M)
+        if root:
+            prefix = os.path.relpath(os.path.dirname(path), root.group(1).strip())
         details = _details(xml)
         disabled = set()
         if os.path.exists(listing):

@@ -141,3 +141,12 @@ def test_a_failing_op_reports_at_the_next_synchronize_and_the_device_stays_usabl
     assert info.value.code == 507015 and "index" in str(info.value).lower()
     del out
     assert (torch.ones(2, device="npu") + 1).cpu().tolist() == [2.0, 2.0]
+
+
+def test_stream_and_event_reprs_are_torch_npus():
+    s = torch.npu.current_stream()
+    assert repr(s) == f"<torch_npu.npu.Stream device=npu:{s.device_index} npu_stream={s.npu_stream:#x}>"
+    e = torch.npu.Event()
+    assert repr(e) == "<torch_npu.npu.Event uninitialized>"
+    s.record_event(e)
+    assert repr(e) == f"<torch_npu.npu.Event {e.npu_event:#x}>"

@@ -44,9 +44,12 @@ def _copy_on(piece: torch.Tensor, device: torch.device, stream) -> torch.Tensor:
 
 def scatter(tensor: torch.Tensor, devices, chunk_sizes=None, dim: int = 0, streams=None) -> tuple:
     devices = list(devices)
-    pieces = tensor.split(list(chunk_sizes), dim) if chunk_sizes else tensor.chunk(len(devices), dim)
-    if chunk_sizes and len(chunk_sizes) != len(devices):
-        raise RuntimeError(f"expected {len(devices)} chunk sizes, got {len(chunk_sizes)}")
+    if not devices:
+        raise RuntimeError("Expected at least one device to scatter to")
+    if chunk_sizes is not None and len(chunk_sizes) != len(devices):
+        raise RuntimeError(f"Expected devices and chunk_sizes to be of same length, but got len(devices) = "
+                           f"{len(devices)} and len(chunk_sizes) = {len(chunk_sizes)}")
+    pieces = tensor.split(list(chunk_sizes), dim) if chunk_sizes is not None else tensor.chunk(len(devices), dim)
     streams = list(streams) if streams else [None] * len(pieces)
     return tuple(_copy_on(p, _device(d), s) for p, d, s in zip(pieces, devices, streams))
 
@@ -64,14 +67,53 @@ def scatter_out(tensor: torch.Tensor, out, dim: int = 0, streams=None) -> tuple:
     return tuple(out)
 
 
+def _gathered_size(tensors, dim: int) -> tuple[list, int]:
+    """torch_npu's gather checks (DataParallelComm.cpp): the size of the result, and dim wrapped."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("Expected at least one tensor to gather from")
+    first = tensors[0]
+    dim = dim + first.dim() if dim < 0 else dim
+    expected = list(first.shape)
+    total = 0
+    for i, t in enumerate(tensors):
+        if t.device.type != "npu":
+            raise RuntimeError(f"Expected all input tensors to be NPU tensors, but tensor at index {i} has device "
+                               f"{t.device}")
+        if t.dim() != len(expected):
+            raise RuntimeError(f"Expected all input tensors to have the same number of dimensions, but tensor at "
+                               f"index {i}has {t.dim()} dimensions, (expected {len(expected)})")
+        expected[dim] = t.shape[dim]
+        if list(t.shape) != expected:
+            raise RuntimeError(f"Input tensor at index {i} has invalid shape {list(t.shape)}, but expected {expected}")
+        total += t.shape[dim]
+    expected[dim] = total
+    return expected, dim
+
+
+def _gather_into(tensors, out: torch.Tensor, dim: int) -> torch.Tensor:
+    for piece, t in zip(out.split([t.shape[dim] for t in tensors], dim), tensors):
+        piece.copy_(t, non_blocking=out.device.type == "npu")
+    return out
+
+
 def gather(tensors, dim: int = 0, destination_index=None) -> torch.Tensor:
+    tensors = list(tensors)
+    size, dim = _gathered_size(tensors, dim)
     dest = torch.device("npu", torch.npu.current_device()) if destination_index is None \
         else _device(destination_index)
-    return torch.cat([t.to(dest) for t in tensors], dim)
+    first = tensors[0]
+    fmt = torch.channels_last if first.dim() == 4 and first.is_contiguous(memory_format=torch.channels_last) \
+        and not first.is_contiguous() else torch.contiguous_format
+    return _gather_into(tensors, torch.empty(size, dtype=first.dtype, device=dest, memory_format=fmt), dim)
 
 
 def gather_out(tensors, out: torch.Tensor, dim: int = 0) -> torch.Tensor:
-    return torch.cat([t.to(out.device) for t in tensors], dim, out=out)
+    tensors = list(tensors)
+    size, dim = _gathered_size(tensors, dim)
+    if list(out.shape) != size:
+        raise RuntimeError(f"Expected out tensor to have shape {size}, but got {list(out.shape)}")
+    return _gather_into(tensors, out, dim)
 
 
 FUNCTIONS = {"_broadcast": broadcast, "_broadcast_out": broadcast_out, "_broadcast_coalesced": broadcast_coalesced,

@@ -28,7 +28,7 @@ def index_of(device, optional: bool = True) -> int:
         device = torch.device(device)
     if isinstance(device, torch.device):
         if device.type != "npu":
-            raise ValueError(f"expected an npu device, got {device}")
+            raise ValueError(f"Expected a npu device, but got: {device}")  # torch_npu/npu/utils.py's words
         return _devices.current_device() if device.index is None else index_of(device.index)
     raise TypeError(f"expected an npu device (int, 'npu:N' or torch.device), got {type(device).__name__}")
 

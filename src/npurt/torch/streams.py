@@ -258,7 +258,8 @@ class _StreamBase(GenericStream):
         return hash((self.stream_id, self.device_index, self.device_type))
 
     def __repr__(self) -> str:
-        return f"<torch.npu.{type(self).__name__} device=npu:{self.device_index} stream_id={self.stream_id}>"
+        # torch_npu's form (torch_npu/npu/streams.py); code and tests look for "torch_npu.npu.Stream"
+        return f"<torch_npu.npu.{type(self).__name__} device={self.device} npu_stream={self.npu_stream:#x}>"
 
 
 class Stream(_StreamBase):
@@ -369,8 +370,8 @@ class Event:
 
     def __repr__(self) -> str:
         if self._recorded_on is None:
-            return "<torch.npu.Event uninitialized>"
-        return f"<torch.npu.Event {self.npu_event:#x}>"
+            return "<torch_npu.npu.Event uninitialized>"
+        return f"<torch_npu.npu.Event {self.npu_event:#x}>"
 
 
 class _AcceleratorEvent(Event):
