@@ -12,6 +12,7 @@ import torch
 
 import npurt
 import npurt.torch.shim as torch_npu
+from npurt.torch import stream_ids
 
 
 def test_a_stream_id_says_which_pool_the_stream_comes_from():
@@ -45,8 +46,10 @@ def test_a_sync_launch_stream_is_not_a_torch_npu_stream_but_runs_work():
     (0 | 1, "non-zero index"), ((3 << 5) | 31, "Uninitialized NPU stream"), ((2 << 5) | 4, "Invalid sync launch"),
     (1 << 5, "secondary"), (7 << 5, "didn't recognize the stream type"), ((1 << 30) | 12345, "Unrecognized external"),
 ])
-def test_rebuilding_an_id_no_stream_has_fails_with_torch_npus_words(stream_id, message):
-    torch.npu.Stream(device=0)  # at least one pool stream exists; index 31 of device 0 need not
+def test_rebuilding_an_id_no_stream_has_fails_with_torch_npus_words(stream_id, message, monkeypatch):
+    # a process whose pools are fresh: earlier tests may have handed out all 32 of a pool's streams
+    monkeypatch.setattr(stream_ids, "_reg", stream_ids._Registry())
+    torch.npu.Stream(device=0)  # one pool stream exists (index 0); index 31 does not
     with pytest.raises(RuntimeError, match=message):
         torch.npu.Stream(stream_id=stream_id, device_index=0, device_type=20)
 
