@@ -3,7 +3,6 @@ bounds, memcpy2d, memset (issue 2, scope 5), plus the constraints of their async
 from __future__ import annotations
 
 import ctypes
-import time
 
 import numpy as np
 import pytest
@@ -11,7 +10,6 @@ import pytest
 import npurt
 
 from npurt.runtime import constants as C
-from npurt.runtime.kernel import GM, kernel, launch
 from npurt.runtime.errors import (AddressUnalignedError, FeatureNotSupportedError,
                                   InvalidValueError)
 
@@ -67,55 +65,6 @@ def test_memcpy_device_to_device(rt):
     b = rt.malloc(5000)
     rt.memcpy(b, 5000, a, 5000, D2D)
     assert np.array_equal(_download(rt, b, 5000), data)
-
-
-@kernel
-def _fill(ctx, out: GM, n: np.int32, value: np.int32):
-    ctx.gm(out, np.uint8, n, "w")[:] = value
-
-
-@pytest.mark.parametrize("kind", [D2D, D2H])
-def test_a_synchronous_copy_waits_for_a_kernel_still_writing_its_source(rt, kind):
-    # hicann/runtime's 5_d2d_sync_memory_copy: on hardware the kernel is done before the
-    # driver copy reads; here the copy waits for it (still a race: tests/sanitizer)
-    src = rt.malloc(4096)
-    rt.memset(src, 4096, 0, 4096)
-    dst = rt.malloc(4096) if kind == D2D else rt.malloc_host(4096)
-    s = rt.create_stream()
-    rt.launch_host_func(s, time.sleep, 0.02)  # keeps the kernel in flight
-    launch(_fill, 1, (src, 4096, 7), s)
-    rt.memcpy(dst, 4096, src, 4096, kind)
-    assert (_download(rt, dst, 4096) == 7).all() if kind == D2D else \
-        (np.ctypeslib.as_array((ctypes.c_uint8 * 4096).from_address(dst)) == 7).all()
-    rt.synchronize_stream(s)
-
-
-def test_a_synchronous_copy_lands_after_queued_writes_to_its_destination(rt):
-    data = _random(4096)
-    src, dst = _upload(rt, data), rt.malloc(4096)
-    s = rt.create_stream()
-    rt.launch_host_func(s, time.sleep, 0.02)
-    rt.memset_async(dst, 4096, 9, 4096, s)
-    rt.memcpy(dst, 4096, src, 4096, D2D)
-    rt.synchronize_stream(s)
-    assert (_download(rt, dst, 4096) == data).all()
-
-
-def test_a_synchronous_copy_inside_a_host_function_does_not_wait_for_its_own_stream(rt):
-    # the later task on the same stream cannot run before the host function returns: the
-    # copy does not wait for it (a wait that could never end)
-    src, dst = rt.malloc(4096), rt.malloc(4096)
-    s = rt.create_stream()
-    done, ctx = [], rt.get_context()
-
-    def copy():
-        rt.set_context(ctx)
-        done.append(rt.memcpy(dst, 4096, src, 4096, D2D))
-
-    rt.launch_host_func(s, copy)
-    rt.memset_async(src, 4096, 3, 4096, s)
-    rt.synchronize_stream(s)
-    assert done == [None] and (_download(rt, src, 4096) == 3).all()
 
 
 @pytest.mark.parametrize("direction", ["H2H", "H2D", "D2H", "D2D"])

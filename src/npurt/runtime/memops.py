@@ -15,18 +15,6 @@ call site (MemcpyKindWarning) and a memcpy_kind observer event. memcpy_async wit
 host memory only allows the kinds the runtime allows for it (else 107000).
 NPURT_MEMCPY_KIND=strict refuses every contradicting kind instead.
 
-A synchronous copy waits for the tasks in flight on any stream that use its source or
-destination allocation (a kernel whose pointer argument points into it, a queued copy or
-set), then copies. The real one does not: aclrtMemcpyImpl (src/acl/aclrt_impl/memory.cpp)
-calls ApiImpl::MemCopySync (src/runtime/api/impl/api_impl.cc), a driver copy
-(NpuDriver::MemCopySync, src/runtime/driver/npu_driver_mem.cc) that involves no stream; a
-program that copies what a kernel on another stream is writing passes on hardware because
-the kernel is fast, and would read stale memory here, where a launch is slower. Waiting gives
-the outcome the hardware's timing gives, and is still a race: the wait is not an ordering the
-sanitizer sees (Stream.synchronize observed=False), so `npurt run --sanitize` reports it. The
-record is each allocation's `uses` (memory.note_uses, written at enqueue): with nothing in
-flight the check is a dictionary test.
-
 Copies are single numpy copies over byte views, which run at memory bandwidth and release
 the GIL.
 """
@@ -44,7 +32,7 @@ from . import address
 from .address import Span, _quick, dead_address_message, locate, record_use, refused  # noqa: F401 - re-exported
 from . import constants as C
 from .errors import (AddressUnalignedError, FeatureNotSupportedError, InvalidValueError, MemcpyKindWarning,
-                     NpuError, ParamInvalidError, as_int)
+                     ParamInvalidError, as_int)
 from .context import current_context
 from . import graph
 from .observers import HOOKS
@@ -185,24 +173,6 @@ def _check_null(*addrs) -> None:
 
 
 # ---------------------------------------------------------------- synchronous
-def await_in_flight(*spans: Span) -> None:
-    """Wait, unobserved, for the tasks in flight that use the allocations of `spans` (see the
-    module docstring). A wait that cannot end (the calling thread runs a task of that stream,
-    DeadlockError) or is cut short (an abort) leaves the copy to race, as on hardware."""
-    for span in spans:
-        holder = span.block
-        uses = holder.uses if holder is not None else None
-        if not uses:
-            continue
-        for stream, seq in list(uses.items()):
-            # streams only: a graph's or an IPC export's hold is no work in flight
-            if type(stream) is Stream and stream.completed_seq < seq:
-                try:
-                    stream.synchronize(until=seq, report_errors=False, observed=False)
-                except NpuError:
-                    pass
-
-
 def memcpy(rt: "Runtime", dst, dest_max, src, count, kind) -> None:
     """Immediate copy in the calling thread (no implicit stream synchronization)."""
     if count == 0 and type(count) is int:
@@ -215,8 +185,6 @@ def memcpy(rt: "Runtime", dst, dest_max, src, count, kind) -> None:
     runner = current_context().device if d.device is not None and s.device is not None else None
     direction = check_kind(rt, kind, d, s, "memcpy", count, executor=runner)
     if count and d.addr != s.addr:  # MemCopySync: the same address is a no-op
-        if (d.block is not None and d.block.uses) or (s.block is not None and s.block.uses):
-            await_in_flight(d, s)
         if HOOKS.active:
             HOOKS.emit("host_access", addr=s.addr, nbytes=count, mode="r", what="memcpy")
             HOOKS.emit("host_access", addr=d.addr, nbytes=count, mode="w", what="memcpy")
@@ -238,8 +206,6 @@ def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, strea
     d, s, direction, (dpitch, spitch, width, height) = _check_2d(
         rt, dst, dpitch, src, spitch, width, height, kind, allowed, stream)
     if stream is None:
-        if width and height:
-            await_in_flight(d, s)
         if HOOKS.active:
             if width and height:
                 HOOKS.emit("host_access", addr=s.addr, nbytes=spitch * (height - 1) + width, mode="r",

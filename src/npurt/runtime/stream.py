@@ -297,16 +297,11 @@ class Stream:
         self.device.runtime.report_exception(self, task, error)
 
     # ------------------------------------------------------------ host side
-    def synchronize(self, until: int | None = None, timeout_ms: int = -1, report_errors: bool = True,
-                    observed: bool = True) -> None:
+    def synchronize(self, until: int | None = None, timeout_ms: int = -1, report_errors: bool = True) -> None:
         """Block until task `until` (default: everything enqueued so far) has finished,
         running READY work inline; then raise the stream's pending failure, if any. A
-        capturing stream runs nothing: waiting for it is refused (graph.py, 107027).
-        observed=False: an implicit wait of the runtime that the program did not ask for
-        (memops.await_in_flight): observers see no host_wait, so the sanitizer does not
-        count it as ordering the host after the stream, and tasks enqueued before a capture
-        began are waited for."""
-        if self.capture is not None and observed:
+        capturing stream runs nothing: waiting for it is refused (graph.py, 107027)."""
+        if self.capture is not None:
             self.capture.refuse_wait(self)
         self.streak = 0  # the host waits: the next cheap task may run inline again (inline.py)
         if until is None:
@@ -317,8 +312,7 @@ class Stream:
             return
         deadline = None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
         epoch = self.abort_epoch
-        observed = observed and HOOKS.active
-        if observed:
+        if HOOKS.active:
             HOOKS.emit("host_wait", stream=self, seq=until)
         token = thread_token()
         claimed = False  # set with the claim: the handler below gives back only what we took
@@ -375,7 +369,7 @@ class Stream:
                 self.scheduler.release(self, token)
             raise
         finally:  # costs nothing unless an exception passes (Python 3.11)
-            if observed:
+            if HOOKS.active:
                 HOOKS.emit("host_wait_done", stream=self, seq=until,
                            ok=self.completed_seq >= until and epoch == self.abort_epoch)
         if report_errors:

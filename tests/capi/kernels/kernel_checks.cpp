@@ -5,8 +5,6 @@
 #include <cstring>
 #include <vector>
 
-#include <unistd.h>
-
 #include "acl/acl.h"
 
 uint32_t launch_iadd(uint32_t blocks, void *stream, int32_t *x, int32_t *y, int32_t *z, uint32_t n);
@@ -52,8 +50,6 @@ static void OnBinaryException(aclrtExceptionInfo *info, void *userData)
     g_binary_user_data = userData;
 }
 
-static void Pause(void *) { usleep(20000); }  // keeps the launch behind it in flight
-
 static int expect_sum(const char *what, int32_t *dz, const std::vector<int32_t> &x, const std::vector<int32_t> &y,
                       int factor = 1)
 {
@@ -98,17 +94,6 @@ int main(int argc, char **argv)
     CHECK(aclrtFree(tmp));
     CHECK(aclrtSynchronizeStream(stream));
     if (expect_sum("<<<>>> launch with a stream-ordered free", dz, x, y)) return 1;
-
-    // a synchronous D2D copy of what a kernel on a stream is still writing (hicann/runtime's
-    // 5_d2d_sync_memory_copy): it copies what the kernel wrote, as the hardware's fast kernel gives
-    int32_t *dw;
-    CHECK(aclrtMalloc(reinterpret_cast<void **>(&dw), bytes, ACL_MEM_MALLOC_HUGE_FIRST));
-    CHECK(aclrtMemset(dz, bytes, 0, bytes));
-    CHECK(aclrtLaunchHostFunc(stream, Pause, nullptr));
-    CHECK(launch_iadd(4, stream, dx, dy, dz, n));
-    CHECK(aclrtMemcpy(dw, bytes, dz, bytes, ACL_MEMCPY_DEVICE_TO_DEVICE));
-    if (expect_sum("a synchronous D2D copy of a kernel's output in flight", dw, x, y)) return 1;
-    CHECK(aclrtFree(dw));
 
     // a <<<>>> launch with a freed pointer is refused at the launch
     EXPECT(launch_iadd(1, stream, dx, tmp, dz, n) == ACL_ERROR_INVALID_PARAM, "freed pointer accepted");
