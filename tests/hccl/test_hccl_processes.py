@@ -245,7 +245,8 @@ def test_each_rank_gets_its_own_profile_directory_and_sanitizer_report():
 
 def test_launch_profiles_and_sanitizes_every_rank(tmp_path):
     script = tmp_path / "work.py"
-    script.write_text("import os, npurt\nnpurt.ones(4).to_host()\nprint('rank', os.environ['RANK'], 'ok')\n")
+    # one write per line (print's separate pieces interleave between the ranks' pipes)
+    script.write_text("import os, npurt\nnpurt.ones(4).to_host()\nprint(f\"rank {os.environ['RANK']} ok\", flush=True)\n")
     proc = run([*NPURT, "launch", "-n", "2", "--sanitize", "--profile", str(tmp_path / "prof"), str(script)])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "rank 0 ok" in proc.stdout and "rank 1 ok" in proc.stdout
