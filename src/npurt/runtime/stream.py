@@ -18,7 +18,7 @@ from .forking import fork_safe_lock
 from . import constants as C
 from .errors import (FeatureNotSupportedError, InvalidHandleError, InvalidValueError, StreamAbortedError,
                      SyncTimeoutError, TaskError, set_last_error)
-from .memory import prune_uses
+from .memory import note_use
 from .observers import HOOKS
 from .faults import FAULTS
 from .inline import STREAK
@@ -166,17 +166,8 @@ class Stream:
             seq = task.seq = self.enqueued_seq + 1
             if stopped is not None:  # a failure the host has not seen yet: accepted, as by an NPU,
                 self.dropped_upto = seq  # whose stopped stream drops it; the synchronize reports it
-            if holders:  # memory.note_uses, written out (a call less per enqueue)
-                for holder in holders:
-                    if holder is not None:  # None: pageable host memory, nothing to hold
-                        uses = holder.uses
-                        if uses is None:
-                            holder.uses = {self: seq}
-                        else:
-                            uses[self] = seq
-                            n = len(uses)
-                            if n >= 8 and not n & (n - 1):  # at 8, 16, 32, ... entries (memory.note_use)
-                                prune_uses(uses)
+            for holder in holders:  # the memory the task uses is not reused before it retires
+                note_use(holder, self, seq)
             if on_seq is not None:
                 on_seq(seq)
             if HOOKS.active:  # under the lock, so observers see the enqueue before the task runs
