@@ -13,10 +13,9 @@ GIL, about 20 µs of wall time one way on the project's VM, while a 64-byte copy
   scheduler worker,
 
 the thread takes the stream as its owner, exactly as a synchronizing host thread does
-(scheduler.py's test and set), and runs the task before the call returns: `run` below, the
-steps of `Scheduler.run_stream` for one task (what a worker or a synchronizing thread runs),
-without its loop, and run_stream itself for anything unusual. Everything the runtime
-promises stays as it is: the sequence number is taken, uses are
+(scheduler.py's test and set), and runs the task through `Scheduler.run_stream` before the
+call returns. Everything the runtime promises stays as it is, because it is the same code
+path a worker or a synchronizing thread runs: the sequence number is taken, uses are
 recorded and `task_enqueued` is emitted under the enqueue lock first; the task retires in
 stream order; a failure becomes the stream's error, reported at the next synchronize or
 query (the enqueue call still returns success, as an asynchronous launch does), and the
@@ -43,17 +42,6 @@ The cost when none of this applies is a handful of attribute tests in `Stream.en
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .faults import FAULTS
-from .observers import HOOKS
-from .scheduler import IDLE, task_error
-
-if TYPE_CHECKING:
-    from .scheduler import Scheduler
-    from .stream import Stream
-    from .tasks import Task
-
 MAX_BYTES = 128 << 10   # bytes a task may touch (read + written) and still run inline
 STREAK = 4              # tasks a stream runs inline in a row before the host waits for it
 
@@ -61,47 +49,3 @@ STREAK = 4              # tasks a stream runs inline in a row before the host wa
 def cheap_bytes(nbytes: int) -> bool:
     """A copy, set or kernel touching `nbytes` bytes in all is cheap enough to run inline."""
     return nbytes <= MAX_BYTES
-
-
-def run(scheduler: "Scheduler", s: "Stream", me, task: "Task") -> None:
-    """Scheduler.run_stream for the enqueue that took the IDLE stream `s` to run `task`,
-    which it has just queued: that one task, without the loop's bookkeeping, then
-    IDLE, or READY for the workers if other threads queued work meanwhile. Anything
-    unusual (the task is not at the head, dropped, may block, a tool listens) takes
-    run_stream. On return, and when it raises, `me` no longer owns `s`."""
-    queue = s.queue
-    seq = task.seq
-    if queue[0] is not task or seq <= s.dropped_upto or task.may_block or HOOKS.active:
-        scheduler.run_stream(s, me, until=seq)
-        return
-    started = task
-    try:
-        s.current = task
-        try:
-            if FAULTS.tasks:
-                FAULTS.on_task(task)
-            task.run()
-        except Exception as exc:  # noqa: BLE001 - becomes the stream's error (a BaseException
-            error = task_error(task, exc)  # of this host thread: recover fails the task)
-        else:
-            error = None
-        s.current = None
-        if s.runner is not me:  # aborted while it ran: the watchdog retired it and handed s on
-            return
-        if HOOKS.active:
-            HOOKS.emit("task_finished", task=task, error=error)
-        if error is not None:
-            s.fail(task, error)
-        s.completed_seq = seq  # the commit: the task is retired
-        started = None
-        queue.popleft()
-        if s.waiters or s.watchers:
-            s.notify_retired()
-        if not queue:
-            s.runner = None  # IDLE: the emptiness test and these stores are one atomic step
-            s.state = IDLE
-            return
-        scheduler.submit(s)  # work other threads queued meanwhile goes to the workers
-    except BaseException as exc:
-        scheduler.recover(s, me, started, None, exc)
-        raise

@@ -406,7 +406,7 @@ class Scheduler:
                     error = task_error(task, exc)
                 except BaseException as exc:
                     if not me.worker:
-                        raise  # an interrupt of this host thread: recover fails the task
+                        raise  # an interrupt of this host thread: _recover fails the task
                     error = task_error(task, exc)  # SystemExit & co. from task code: a worker goes on
                 else:
                     error = None
@@ -423,10 +423,10 @@ class Scheduler:
                 if s.waiters or s.watchers:  # (the tests notify_retired makes first: a call less)
                     s.notify_retired()
         except BaseException as exc:
-            self.recover(s, me, started, parking, exc)
+            self._recover(s, me, started, parking, exc)
             raise
 
-    def recover(self, s: "Stream", me, started, parking, exc: BaseException) -> None:
+    def _recover(self, s: "Stream", me, started, parking, exc: BaseException) -> None:
         """run_stream was left by an exception: make `s` consistent and, if `me` still owns
         it, hand it to the workers."""
         if parking is not None:

@@ -21,7 +21,7 @@ from .errors import (FeatureNotSupportedError, InvalidHandleError, InvalidValueE
 from .memory import note_use
 from .observers import HOOKS
 from .faults import FAULTS
-from .inline import STREAK, run as inline_run
+from .inline import STREAK
 from .interrupts import held
 from .scheduler import IDLE, PARKED, READY, RUNNING, TLS, Callback, deadlock_error, thread_token, wait_until
 
@@ -195,7 +195,7 @@ class Stream:
                     self.runner = token
                     self.state = RUNNING
                     try:
-                        inline_run(scheduler, self, token, task)
+                        scheduler.run_stream(self, token, until=seq)
                     except BaseException:
                         scheduler.release(self, token)  # interrupted on the way in
                         raise
