@@ -26,6 +26,12 @@ class PagedDevice:
     def unmap_pages(self, va: int, size: int, page: int) -> None:
         self.arena.unmap_pages(va - self.va_base, size, page)
 
+    def copy_within(self, dst: int, src: int, nbytes: int) -> None:
+        """Copy [src, src + nbytes) to [dst, dst + nbytes), both on this device (the caller
+        has checked the ranges; they may overlap): through two views, unless the driver has
+        a shorter way."""
+        self.view(dst, nbytes)[:] = self.view(src, nbytes)
+
     @property
     def usable(self) -> int:
         return self.arena.usable

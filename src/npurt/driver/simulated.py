@@ -153,6 +153,18 @@ class SimulatedDevice(PagedDevice):
             return self.ensure_vmm_window().mem[offset:offset + nbytes]
         return self.arena.mem[offset:offset + nbytes]
 
+    def copy_within(self, dst: int, src: int, nbytes: int) -> None:
+        """A device-to-device copy: one slice assignment of the memory when neither end lies
+        in the VMM window (numpy copies overlapping ranges correctly, releasing the GIL for
+        large ones as np.copyto does); two frames and two views fewer than `view` twice."""
+        base, half = self.va_base, self._half
+        d, s = dst - base, src - base
+        if d < half and s < half:
+            mem = self.arena.mem
+            mem[d:d + nbytes] = mem[s:s + nbytes]
+        else:
+            self.view(dst, nbytes)[:] = self.view(src, nbytes)
+
     def vmm_host(self, va: int) -> int:
         """The host address behind device address `va` of the VMM window."""
         return self.ensure_vmm_window().host_address + (va - self.vmm_base)

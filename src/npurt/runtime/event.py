@@ -131,7 +131,11 @@ class Event:
         rec.t_ns = time.perf_counter_ns()
         rec.ran = True
         self.device_flag = True
-        self.fire_watchers()
+        if self.watchers or self.cond._waiters:
+            # (nobody to fire, the usual case: no lock. A blocker registers under the lock, and
+            # `publish` set this record under it before the task could run, so one that
+            # registers too late to be seen here found the record and did not wait)
+            self.fire_watchers()
 
     def fire_watchers(self) -> None:
         """Wake host threads and fire the watchers of a record completing (or of the event
