@@ -49,6 +49,22 @@ class Task:
         Kernels report their views as they run (mem_access) instead."""
         return ()
 
+    def gated(self) -> bool:
+        """True if the task may wait for something outside its stream's order before it can
+        run or finish (an event or notify not yet recorded, the host, a report thread): no
+        side effects, unlike blocker(). A synchronous copy does not wait for the work queued
+        behind such a task (memops.await_writers)."""
+        return self.may_block
+
+    def writes(self, block, lo: int, hi: int) -> bool:
+        """True if the task, when it runs, may write a byte of [lo, hi) of `block` (the
+        allocation holding it): by default, what accesses() says it writes."""
+        for access in self.accesses():
+            addr, nbytes, mode = access[0], access[1], access[2]
+            if "w" in mode and addr < hi and lo < addr + nbytes:
+                return True
+        return False
+
     def describe(self) -> str:
         return self.kind
 
@@ -221,6 +237,9 @@ class HostFuncTask(Task):
 
     def run(self) -> None:
         self.fn(*self.args)
+
+    def gated(self) -> bool:
+        return True  # a host function may wait for the host (a threading.Event, a sleep, I/O)
 
     def describe(self) -> str:
         return f"host function {self.name}"
