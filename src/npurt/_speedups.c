@@ -438,13 +438,23 @@ block_pair(BlockObject *b)
 /* 1: freed; 0: not the fast path (nothing changed); -1: an error. A block with recorded uses
  * takes the fast path once every use has retired; the uses are forgotten (None). */
 static int
+pool_free_block(PoolObject *self, PyObject *addr, BlockObject *b);
+
+static int
 pool_try_free(PoolObject *self, PyObject *addr)
 {
     if (self->live == NULL || self->poison) return 0;
     PyObject *o = PyDict_GetItemWithError(self->live, addr);
     if (o == NULL) { if (PyErr_Occurred()) PyErr_Clear(); return 0; }
     if (!PyObject_TypeCheck(o, &BlockType)) return 0;
-    BlockObject *b = (BlockObject *)o;
+    return pool_free_block(self, addr, (BlockObject *)o);
+}
+
+/* pool_try_free for the block `live` holds at `addr` (the caller looked it up). */
+static int
+pool_free_block(PoolObject *self, PyObject *addr, BlockObject *b)
+{
+    if (self->live == NULL || self->poison) return 0;
     if (b->pool != self->small_pool || b->state != LIVE || b->size > SMALL_REQUEST
         || b->size % SIZE_CLASS || self->small_dirty == NULL)
         return 0;
@@ -647,10 +657,10 @@ alloc_release(AllocObject *a)
     if (a->pool != NULL && a->pool->live != NULL && !hooks_listening(alloc_hooks)) {
         PyObject *cur = PyDict_GetItemWithError(a->pool->live, a->ptr);  /* borrowed */
         if (cur != a->block || cur == NULL) done = 1;  /* not ours (any more): nothing to free */
-        else {
+        else if (PyObject_TypeCheck(cur, &BlockType)) {
             PoolObject *pool = a->pool;
             Py_INCREF(pool);
-            done = pool_try_free(pool, a->ptr) > 0;
+            done = pool_free_block(pool, a->ptr, (BlockObject *)cur) > 0;
             Py_DECREF(pool);
         }
         PyErr_Clear();
@@ -782,6 +792,7 @@ typedef struct {
     PyObject *extra;
     PyTypeObject *array_type;
     PyObject *layouts, *dtype_type, *default_dtype;
+    PyObject *last_shape, *last_dtype, *last_layout;  /* the layout found last, by identity (strong refs) */
     Py_ssize_t off_mem, off_ptr, off_shape, off_dtype, off_strides;
 } EntryObject;
 
@@ -970,15 +981,28 @@ fast_empty(EntryObject *e, PyObject *const *args, Py_ssize_t nargs, PyObject *kw
     if (hooks_listening(e->hooks)) return NULL;
     ThreadSlot *slot = current_slot(e->per_thread);
     if (slot == NULL) return NULL;
-    PyObject *key = PyTuple_Pack(2, shape, dtype);
-    if (key == NULL) { PyErr_Clear(); return NULL; }
-    PyObject *layout = PyDict_GetItemWithError(e->layouts, key);  /* borrowed */
-    Py_DECREF(key);
-    if (layout == NULL || !PyTuple_CheckExact(layout) || PyTuple_GET_SIZE(layout) != 4) {
-        PyErr_Clear();  /* new, or an unhashable dtype: the Python path */
-        return NULL;
+    PyObject *layout;
+    if (shape == e->last_shape && dtype == e->last_dtype) {
+        /* the same objects as last time (a loop's constants): an int or a tuple of ints and
+         * a dtype, none of which can change, so the same layout */
+        layout = e->last_layout;
+        Py_INCREF(layout);
     }
-    Py_INCREF(layout);  /* the cache may be cleared by Python code run below */
+    else {
+        PyObject *key = PyTuple_Pack(2, shape, dtype);
+        if (key == NULL) { PyErr_Clear(); return NULL; }
+        layout = PyDict_GetItemWithError(e->layouts, key);  /* borrowed */
+        Py_DECREF(key);
+        if (layout == NULL || !PyTuple_CheckExact(layout) || PyTuple_GET_SIZE(layout) != 4) {
+            PyErr_Clear();  /* new, or an unhashable dtype: the Python path */
+            return NULL;
+        }
+        Py_INCREF(layout);  /* the cache may be cleared by Python code run below */
+        PyObject *old_shape = e->last_shape, *old_dtype = e->last_dtype, *old_layout = e->last_layout;
+        Py_INCREF(shape); Py_INCREF(dtype); Py_INCREF(layout);
+        e->last_shape = shape; e->last_dtype = dtype; e->last_layout = layout;
+        Py_XDECREF(old_shape); Py_XDECREF(old_dtype); Py_XDECREF(old_layout);
+    }
     PyObject *out = NULL;
     PyObject *mem = fast_allocate(slot->pool, PyTuple_GET_ITEM(layout, 2), slot->device);
     if (mem != NULL) {
@@ -1125,7 +1149,7 @@ static int
 entry_traverse(EntryObject *e, visitproc visit, void *arg)
 {
     Py_VISIT(e->slow); Py_VISIT(e->per_thread); Py_VISIT(e->hooks); Py_VISIT(e->runtime); Py_VISIT(e->dict);
-    Py_VISIT(e->extra);
+    Py_VISIT(e->extra); Py_VISIT(e->last_shape); Py_VISIT(e->last_dtype); Py_VISIT(e->last_layout);
     return 0;
 }
 
@@ -1133,6 +1157,7 @@ static int
 entry_clear(EntryObject *e)
 {
     Py_CLEAR(e->slow); Py_CLEAR(e->per_thread); Py_CLEAR(e->hooks); Py_CLEAR(e->runtime); Py_CLEAR(e->dict);
+    Py_CLEAR(e->last_shape); Py_CLEAR(e->last_dtype); Py_CLEAR(e->last_layout);
     Py_CLEAR(e->extra);  /* the borrowed views of it are read only with `kind` K_EMPTY, while it lives */
     return 0;
 }

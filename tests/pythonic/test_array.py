@@ -400,6 +400,15 @@ def test_empty_made_again_has_numpys_layout_and_its_own_memory(args, kwargs, sha
     assert len({x.ptr for x in made}) == 4
 
 
+def test_empty_alternating_between_spellings_gives_each_its_own_layout():
+    spellings = [((8,), np.float32, (4,)), ((8, np.float16), np.float16, (2,)), (((2, 4),), np.float32, (16, 4)),
+                 (((2, 4), "int8"), np.int8, (4, 1)), ((8,), np.float32, (4,))]
+    for _ in range(3):
+        for args, dtype, strides in spellings:
+            x = npurt.empty(*args)
+            assert (x.dtype, x.strides, x.nbytes) == (np.dtype(dtype), strides, 8 * np.dtype(dtype).itemsize)
+
+
 def test_an_array_dropped_while_an_exception_propagates_is_freed_and_the_exception_kept():
     before = npurt.memory_stats()["active_blocks"]
     npurt.empty(1024)  # the layout and a block cached

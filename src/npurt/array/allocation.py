@@ -7,7 +7,7 @@ each operator's result), so it is a plain function that fills the record's slots
 fast path with the accelerator); a listening tool (HOOKS.active: sanitizer, profiler)
 takes the runtime's `malloc_on` / `free` instead, which report to it.
 
-With the C accelerator (npurt.runtime.accel) the record is `npurt._speedups.Allocation` and
+With the C accelerator (npurt.runtime.accel, `rt.allocation_record`) the record is `npurt._speedups.Allocation` and
 `allocate` a C entry: a cached block is taken and the record made without a Python frame,
 and the record's dealloc frees the block through the pool's C fast path; everything else
 (a listening tool, a cache miss, a block that queued work still uses) goes through the
@@ -16,7 +16,7 @@ Python functions below, which do the same for both records.
 from __future__ import annotations
 
 from .. import runtime as rt
-from ..runtime import HOOKS, accel
+from ..runtime import HOOKS
 
 
 class Allocation:
@@ -55,9 +55,9 @@ def release(ptr: int, device, block) -> None:
         pass
 
 
-if accel.SPEEDUPS is not None:
-    Allocation = accel.SPEEDUPS.Allocation  # noqa: F811 - the same record, in C
-    accel.SPEEDUPS.configure_allocations(release, HOOKS)
+_c_record = rt.allocation_record(release)
+if _c_record is not None:
+    Allocation = _c_record  # noqa: F811 - the same record, in C
 
 _new_record = Allocation.__new__
 

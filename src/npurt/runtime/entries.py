@@ -49,6 +49,17 @@ def fast_entry(kind: str, slow, extra: tuple | None = None):
     return entry
 
 
+def allocation_record(release):
+    """The C accelerator's allocation record type (npurt._speedups.Allocation: slots ptr,
+    nbytes, device, block), whose dealloc frees a block the fast path took through the
+    pool's C fast path and calls `release(ptr, device, block)` for everything else; None
+    without the accelerator (the caller keeps its Python record)."""
+    if accel.SPEEDUPS is None:
+        return None
+    accel.SPEEDUPS.configure_allocations(release, HOOKS)
+    return accel.SPEEDUPS.Allocation
+
+
 def is_fast_entry(obj) -> bool:
     """Whether `obj` is a C entry point made by `fast_entry` (not a Python function, yet an
     API function all the same: a tool that wraps the faces' functions wraps these too)."""
