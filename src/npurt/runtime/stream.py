@@ -180,10 +180,11 @@ class Stream:
             self.enqueued_seq = seq
             self.queue.append(task)  # no call between the store and the append: both or neither
             self.device.work_epoch += 1  # the device is no longer drained (Device.drained)
-        scheduler = self.scheduler
-        token = thread_token() if inline and scheduler.controlled is None else None
         if self.state is IDLE:  # test and set (see scheduler.py); an owner empties the queue
-            if token is None and task.cheap and self._inline and self.streak < STREAK and not HOOKS.active \
+            scheduler = self.scheduler
+            if inline:
+                token = thread_token() if scheduler.controlled is None else None
+            elif task.cheap and self._inline and self.streak < STREAK and not HOOKS.active \
                     and not FAULTS.tasks and scheduler.controlled is None:  # inline.py's rules
                 token = TLS.token
                 if token is None:
@@ -192,20 +193,22 @@ class Stream:
                     token = None  # a worker's enqueue (a host function's) never runs inline
                 if token is not None:
                     self.streak += 1
-        if self.state is IDLE:  # (read again: the rules above made calls)
-            if token is not None:  # before it sets IDLE, so this task is never stranded
-                self.runner = token
-                self.state = RUNNING
-                try:
-                    self.scheduler.run_stream(self, token, until=seq)
-                except BaseException:
-                    self.scheduler.release(self, token)  # interrupted on the way in
-                    raise
             else:
-                self.state = READY
-                t = self.ticket = [self]
-                scheduler.ready[self.priority].append(t)
-                scheduler.wake_for(self)
+                token = None
+            if self.state is IDLE:  # (read again: the rules above made calls)
+                if token is not None:  # before it sets IDLE, so this task is never stranded
+                    self.runner = token
+                    self.state = RUNNING
+                    try:
+                        scheduler.run_stream(self, token, until=seq)
+                    except BaseException:
+                        scheduler.release(self, token)  # interrupted on the way in
+                        raise
+                else:
+                    self.state = READY
+                    t = self.ticket = [self]
+                    scheduler.ready[self.priority].append(t)
+                    scheduler.wake_for(self)
         if self._launch_blocking:
             self.synchronize(seq)
         return seq
