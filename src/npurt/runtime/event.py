@@ -320,6 +320,17 @@ class WaitTask(Task):
             return None
         return self._armed(StreamProgress(rec.stream, rec.seq))
 
+    def gated(self) -> bool:
+        # until the record it waits for has run (the event is not recorded before that)
+        if self.timed_out:
+            return False
+        rec = self.rec
+        if rec is None:
+            rec = self.event.record
+            if rec is None or rec is self.stale:
+                return True
+        return rec.stream.completed_seq < rec.seq
+
     def _armed(self, blocker):
         """Arm the op wait timeout: if the stream is still parked on `blocker` when it
         expires, the wait fails (reported at the next synchronize of the stream)."""
