@@ -243,7 +243,9 @@ class GraphDispatchMode(TorchDispatchMode):
     tensor_schema_name: dict = {}  # op name -> names of its tensor parameters
 
     def __new__(cls):
-        if cls.update_stream is None:
+        # torch_npu keeps the stream for the process's life; a device reset in between (npurt's
+        # tests reset the runtime between tests; a program may too) destroys it, so make anew
+        if cls.update_stream is None or runtime_stream(cls.update_stream).destroyed:
             cls.update_stream = torch.npu.Stream()
         return super().__new__(cls)
 
