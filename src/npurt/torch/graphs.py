@@ -40,10 +40,16 @@ import torch
 
 from ..graphs import MODES as _MODES
 from ..runtime import CaptureError, capture_begin as _begin, capture_end as _end, capture_info as _info
-from ..runtime import destroy_graph as _destroy, execute_async as _execute
+from ..runtime import destroy_graph as _destroy, execute_async as _execute, launch_host_func as _launch_host_func
+from . import random as _random
 from ..runtime import graph as _graph_module
 from .device import current_device, synchronize
 from . import super_kernel
+from .graph_debug import TENSOR_BUFFER_SPEC as _NPUGRAPH_TENSOR_BUFFER_SPEC_MARKER  # noqa: F401 - torch_npu's
+from .graph_debug import TENSOR_PTR_SPEC as _NPUGRAPH_TENSOR_PTR_SPEC_MARKER  # noqa: F401 - names of them
+from .graph_debug import build_save_path as _build_save_npugraph_tensor_path  # noqa: F401
+from .graph_debug import make_tensor_ptr_spec as _make_npugraph_tensor_ptr_spec  # noqa: F401
+from .graph_debug import materialize_tensor_arg as _materialize_npugraph_tensor_arg  # noqa: F401
 from .graph_update import GraphDispatchMode
 from .optask import current_stream as _current_runtime_stream
 from .streams import Stream, stream as _stream_scope
@@ -74,6 +80,7 @@ class NPUGraph:
         self._graph = None
         self._capturing = None
         self._pool = None
+        self._rng = {}
         self.graph_dispatch_mode = GraphDispatchMode()   # records updatable ops (graph_update.py)
         self.auto_dispatch_capture = False
 
@@ -92,12 +99,21 @@ class NPUGraph:
         if self._capturing is None:
             raise RuntimeError("capture_end() without capture_begin()")
         s, self._capturing = self._capturing, None
-        self._graph = _end(s)
+        captured = _info(s)[1]
+        try:
+            self._graph = _end(s)
+        finally:
+            # the random state its ops draw from at each replay (random.py)
+            self._rng = _random.capture_epilogue(captured) if captured is not None else {}
 
     def replay(self) -> None:
         if self._graph is None:
             raise RuntimeError("replay() of an NPUGraph that holds no capture (capture it first)")
-        _execute(self._graph, _current_runtime_stream(current_device()))
+        s = _current_runtime_stream(current_device())
+        for index, rng in self._rng.items():
+            if rng.used:
+                _launch_host_func(s, setattr, rng, "replay", _random.replay_prologue(index, rng))
+        _execute(self._graph, s)
 
     def reset(self) -> None:
         if self._graph is not None:

@@ -48,6 +48,8 @@ from .graphs import (NPUGraph, graph, graph_pool_handle, is_current_stream_captu
 from .graph_update import (NpuGraphOpHandler, graph_task_group_begin, graph_task_group_end,  # noqa: F401
                            graph_task_update_begin, graph_task_update_end, register_npu_graph_handler)
 from .super_kernel import super_kernel_scope_begin, super_kernel_scope_end  # noqa: F401
+from . import graph_debug
+graph_debug.register_ops()   # torch.ops.npu.print_npugraph_tensor / save_npugraph_tensor
 
 
 _initialized = True  # torch.utils.checkpoint saves device RNG states only when this is set
@@ -233,6 +235,15 @@ def get_rng_state(device="npu") -> torch.Tensor:
 
 def set_rng_state(new_state: torch.Tensor, device="npu") -> None:
     _random.set_state(new_state, index_of(device))
+
+
+def _set_rng_state_offset(offset: int, device="npu") -> None:
+    """Set the device generator's offset (torch_npu's, as torch.cuda's)."""
+    _random.set_offset(offset, index_of(device))
+
+
+def _get_rng_state_offset(device="npu") -> int:
+    return _random.get_offset(index_of(device))
 
 
 def get_rng_state_all() -> list:

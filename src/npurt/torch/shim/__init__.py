@@ -27,6 +27,8 @@ from .ops import (npu_add_rms_norm, npu_bmmV2, npu_broadcast, npu_confusion_tran
                   npu_linear, npu_rms_norm, npu_rotary_mul, npu_scaled_masked_softmax, npu_silu,
                   npu_silu_, npu_swiglu, npu_transpose, fast_gelu)
 
+from ..graph_debug import print_npugraph_tensor, save_npugraph_tensor  # noqa: F401,E402 - torch_npu.*
+
 __npurt_shim__ = True
 __version__ = f"{torch.__version__.split('+')[0]}.post0+npurt"
 npu = torch.npu
