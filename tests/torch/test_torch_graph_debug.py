@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from npurt.torch import graph_debug as gd
+from npurt.torch import host_funcs
 
 
 def test_a_captured_print_shows_the_tensor_as_each_replay_left_it(capsys):
@@ -47,7 +48,7 @@ def test_tensor_specs_round_trip_through_host_bytes():
     t = torch.arange(6, dtype=torch.int32).reshape(2, 3)
     spec = gd.make_tensor_ptr_spec(t)
     assert spec[:3] == (gd.TENSOR_PTR_SPEC, t.data_ptr(), 24) and spec[3:] == ((2, 3), torch.int32)
-    buffered = gd._read_ptr_spec([spec])
+    buffered = host_funcs.read_ptr_specs([spec])
     assert buffered[0][0] == gd.TENSOR_BUFFER_SPEC
     assert torch.equal(gd.materialize_tensor_arg(buffered)[0], t)
     assert gd.materialize_tensor_arg((gd.TENSOR_BUFFER_SPEC, bytearray(), (0,), torch.float32)).shape == (0,)

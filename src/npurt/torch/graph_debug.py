@@ -24,18 +24,13 @@ function runs (`_materialize_npugraph_tensor_arg` turns one back into a tensor).
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
 from datetime import datetime
 
 import torch
 
-from ..runtime import launch_host_func
-from .streams import runtime_stream
-
-TENSOR_PTR_SPEC = "host_tensor_ptr"
-TENSOR_BUFFER_SPEC = "host_tensor_buffer"
+from .host_funcs import TENSOR_BUFFER_SPEC, TENSOR_PTR_SPEC, launch_host_func_pending
 _counters: dict = {}
 _counters_lock = threading.Lock()
 _debug_streams: dict = {}
@@ -44,17 +39,6 @@ _debug_streams: dict = {}
 def make_tensor_ptr_spec(tensor: torch.Tensor) -> tuple:
     return (TENSOR_PTR_SPEC, tensor.data_ptr(), tensor.numel() * tensor.element_size(), tuple(tensor.shape),
             tensor.dtype)
-
-
-def _read_ptr_spec(arg):
-    """A ptr spec read into a buffer spec (the bytes as they are now); lists element-wise."""
-    if isinstance(arg, tuple) and len(arg) == 5 and arg[0] == TENSOR_PTR_SPEC:
-        _, address, nbytes, shape, dtype = arg
-        return (TENSOR_BUFFER_SPEC, bytearray(ctypes.string_at(address, nbytes)) if nbytes else bytearray(),
-                shape, dtype)
-    if isinstance(arg, list):
-        return [_read_ptr_spec(a) for a in arg]
-    return arg
 
 
 def materialize_tensor_arg(arg):
@@ -92,13 +76,13 @@ def build_save_path(save_path=None, device_index=None, overwrite: bool = False) 
 
 
 def _print_now(tensor_name, arg) -> None:
-    t = materialize_tensor_arg(_read_ptr_spec(arg))
+    t = materialize_tensor_arg(arg)
     text = str(t) if tensor_name is None else f"{tensor_name}={t}"
     print(f"{text}, shape={tuple(t.shape)}, dtype={t.dtype}", flush=True)
 
 
 def _save_now(arg, path: str) -> None:
-    torch.save(materialize_tensor_arg(_read_ptr_spec(arg)), path)
+    torch.save(materialize_tensor_arg(arg), path)
 
 
 def _debug_stream(index: int):
@@ -121,20 +105,16 @@ def _on_host_after_current_work(tensors: list, callback, make_args) -> None:
         host = [t.to("cpu", non_blocking=True, memory_format=torch.contiguous_format) for t in tensors]
         specs = [make_tensor_ptr_spec(h) for h in host]
         # the host copies go with the host function: a captured one keeps them for every replay
-        launch_host_func(runtime_stream(debug), _call, callback, make_args(specs), host)
+        launch_host_func_pending(debug, callback, make_args(specs), keep=host)
         after.record()
     after.wait()
-
-
-def _call(callback, args: tuple, host_copies: list) -> None:
-    callback(*args)
 
 
 def print_npugraph_tensor(input, *, tensor_name=None) -> None:
     if not isinstance(input, torch.Tensor):
         return
     if input.device.type == "cpu":
-        _print_now(tensor_name, make_tensor_ptr_spec(input))
+        _print_now(tensor_name, input)
     elif input.device.type == "npu":
         _on_host_after_current_work([input], _print_now, lambda specs: (tensor_name, specs[0]))
 

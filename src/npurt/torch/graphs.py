@@ -44,7 +44,7 @@ from ..runtime import destroy_graph as _destroy, execute_async as _execute, laun
 from . import random as _random
 from ..runtime import graph as _graph_module
 from .device import current_device, synchronize
-from . import super_kernel
+from . import alloc_conf, super_kernel
 from .graph_debug import TENSOR_BUFFER_SPEC as _NPUGRAPH_TENSOR_BUFFER_SPEC_MARKER  # noqa: F401 - torch_npu's
 from .graph_debug import TENSOR_PTR_SPEC as _NPUGRAPH_TENSOR_PTR_SPEC_MARKER  # noqa: F401 - names of them
 from .graph_debug import build_save_path as _build_save_npugraph_tensor_path  # noqa: F401
@@ -87,6 +87,10 @@ class NPUGraph:
     def capture_begin(self, pool=None, capture_error_mode: str = "global") -> None:
         if self._graph is not None or self._capturing is not None:
             raise RuntimeError("this NPUGraph holds a capture already; call reset() first")
+        if alloc_conf.settings().pin_memory_expandable_segments:   # torch_npu's NPUGraph::capture_begin check
+            raise RuntimeError("ACLGraph capture is not supported when pin_memory_expandable_segments=True. Please "
+                               "unset pin_memory_expandable_segments in PYTORCH_NPU_ALLOC_CONF to use ACLGraph with "
+                               "pin_memory, or avoid pin_memory calls inside capture regions.")
         s = _current_runtime_stream(current_device())
         if s.is_default:
             raise RuntimeError("NPU graphs cannot be captured on the default stream: capture inside "

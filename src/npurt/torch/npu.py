@@ -49,6 +49,8 @@ from .graph_update import (NpuGraphOpHandler, graph_task_group_begin, graph_task
                            graph_task_update_begin, graph_task_update_end, register_npu_graph_handler)
 from .super_kernel import super_kernel_scope_begin, super_kernel_scope_end  # noqa: F401
 from . import graph_debug
+from .host_funcs import (_launch_host_func, _launch_host_func_pending, _subscribe_report,  # noqa: F401
+                         _unsubscribe_report)
 graph_debug.register_ops()   # torch.ops.npu.print_npugraph_tensor / save_npugraph_tensor
 
 
@@ -134,6 +136,15 @@ def empty_cache() -> None:
         reserved, unmaps = inf.memory.reserved, inf.memory.segment_unmaps
         _devices.empty_cache(i)
         inf.counters.note_release(inf.memory.reserved - reserved, unmaps - inf.memory.segment_unmaps)
+
+
+def empty_virt_addr_cache() -> None:
+    """torch_npu's: with expandable segments, unmap the cached segments no tensor uses and
+    give their address space back. torch_npu keeps their physical memory for the next
+    empty_cache(); npurt releases it at once (memory_reserved() reads the same either way)."""
+    if not alloc_conf.settings().expandable_segments:
+        raise RuntimeError("Unsupported config for empty_virt_addr_cache, please enable expandable_segments.")
+    empty_cache()
 
 
 def mem_get_info(device=None) -> tuple[int, int]:
@@ -328,7 +339,7 @@ amp = None
 for _name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
               "memory_cached", "max_memory_cached", "reset_peak_memory_stats", "reset_max_memory_allocated",
               "reset_max_memory_cached", "empty_cache", "mem_get_info", "memory_stats", "memory_summary",
-              "memory_stats_as_nested_dict", "reset_accumulated_memory_stats"):
+              "memory_stats_as_nested_dict", "reset_accumulated_memory_stats", "empty_virt_addr_cache"):
     setattr(memory, _name, globals()[_name])
 sys.modules["torch.npu.memory"] = memory
 sys.modules["torch.npu.streams"] = streams
