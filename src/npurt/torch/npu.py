@@ -42,7 +42,7 @@ from . import raw_runtime as _raw_runtime
 from .npu_config import (are_compatible_impl_enabled, get_device_capability, get_device_limit,  # noqa: F401
                          get_stream_limit, get_sync_debug_mode, reset_stream_limit, set_device_limit,
                          set_op_timeout_ms, set_stream_limit, set_sync_debug_mode, use_compatible_impl)
-from . import graphs, graph_update, graph_update_plan  # torch_npu.npu.graphs, ._npugraph_handlers, ...
+from . import graphs, graph_trace, graph_update, graph_update_plan  # torch_npu.npu.graphs, ._npugraph_handlers, ...
 from .graphs import (NPUGraph, graph, graph_pool_handle, is_current_stream_capturing,  # noqa: F401
                      make_graphed_callables)
 from .graph_update import (NpuGraphOpHandler, graph_task_group_begin, graph_task_group_end,  # noqa: F401
@@ -345,7 +345,7 @@ sys.modules["torch.npu.memory"] = memory
 sys.modules["torch.npu.streams"] = streams
 # torch_npu's module paths of the graph pieces (torch_npu/npu/graphs.py, _npugraph_handlers/,
 # _aclgraph_update_plan/): one npurt module each
-GRAPH_MODULES = {"graphs": graphs, "_npugraph_handlers": graph_update,
+GRAPH_MODULES = {"graphs": graphs, "_npugraph_utils": graph_trace, "_npugraph_handlers": graph_update,
                  "_npugraph_handlers.npugraph_handler": graph_update,
                  "_aclgraph_update_plan": graph_update_plan, "_aclgraph_update_plan.resolver": graph_update_plan}
 for _path, _module in GRAPH_MODULES.items():
