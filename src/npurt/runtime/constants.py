@@ -10,7 +10,7 @@ needs from here; the pyACL facade re-exports the whole module as `npurt.acl.cons
 # version every face reports for the CANN and runtime packages (aclsysGetCANNVersion,
 # aclsysGetVersionStr("runtime"), acl.get_version_str, torch_npu's get_cann_version).
 CANN_VERSION = "9.1.0"
-ACL_PKG_NAME_CANN, ACL_PKG_NAME_RUNTIME = 0, 1   # aclCANNPackageName (acl_rt.h)
+PKG_NAME_CANN, PKG_NAME_RUNTIME = 0, 1   # aclCANNPackageName ACL_PKG_NAME_CANN, _RUNTIME (acl_rt.h)
 
 # ---------------------------------------------------------------- run mode, devices
 ACL_DEVICE = 0

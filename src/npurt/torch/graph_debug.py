@@ -25,14 +25,14 @@ function runs (`_materialize_npugraph_tensor_arg` turns one back into a tensor).
 from __future__ import annotations
 
 import os
-import threading
 from datetime import datetime
 
 import torch
 
+from ..runtime import fork_safe_lock
 from .host_funcs import TENSOR_BUFFER_SPEC, TENSOR_PTR_SPEC, launch_host_func_pending
 _counters: dict = {}
-_counters_lock = threading.Lock()
+_counters_lock = fork_safe_lock()
 _debug_streams: dict = {}
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from ..runtime import SubscriptionError, launch_callback, launch_host_func, process_report
+from ..runtime import SubscriptionError, fork_safe_lock, launch_callback, launch_host_func, process_report
 from ..runtime import subscribe_report, unsubscribe_report
 from ..runtime import constants as C
 from .streams import runtime_stream
@@ -72,7 +72,7 @@ class _ReportThread:
 
 
 _report: _ReportThread | None = None
-_lock = threading.Lock()
+_lock = fork_safe_lock()
 
 
 def _subscribe_report(stream) -> None:

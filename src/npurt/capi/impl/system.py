@@ -20,7 +20,7 @@ from ..registry import c_function
 from ._common import null
 
 _PACKAGES = {"runtime": C.CANN_VERSION, "npurt": __version__, "driver": __version__, "firmware": __version__}
-_CANN_PACKAGES = {C.ACL_PKG_NAME_CANN: "runtime", C.ACL_PKG_NAME_RUNTIME: "runtime"}  # aclCANNPackageName
+_CANN_PACKAGES = {C.PKG_NAME_CANN: "runtime", C.PKG_NAME_RUNTIME: "runtime"}  # aclCANNPackageName
 
 
 def _version(pkg: str | None) -> str:
