@@ -2,6 +2,7 @@
 PyTorch formula torch_npu documents for it."""
 from __future__ import annotations
 
+import copy
 import math
 import sys
 
@@ -123,7 +124,31 @@ def test_npu_fusion_attention_backpropagates_like_sdpa():
         close(a, b, rtol=1e-4, atol=1e-5)
 
 
-def test_format_casts_record_the_format_and_keep_the_values():
+@pytest.fixture
+def internal_formats(monkeypatch):
+    monkeypatch.setattr(torch.npu.config, "allow_internal_format", True)
+
+
+def test_internal_formats_become_their_base_format_unless_allowed():
+    x = rnd(4, 4)
+    assert torch.npu.config.allow_internal_format is False          # torch_npu's default
+    assert torch_npu.get_npu_format(torch_npu.npu_format_cast(x, 29)) == torch_npu.Format.ND
+    assert torch_npu.get_npu_format(torch_npu.npu_format_cast(x, torch_npu.Format.NC1HWC0)) == torch_npu.Format.NCHW
+    assert torch_npu.get_npu_format(torch_npu.npu_format_cast_(rnd(2, 2), 33)) == torch_npu.Format.NCDHW
+    assert torch_npu.get_npu_format(torch_npu.npu_format_cast(x, torch_npu.Format.NHWC)) == torch_npu.Format.NHWC
+    e = torch_npu.empty_with_format((2, 3), dtype=torch.float32, device="npu", acl_format=29)
+    assert e.shape == (2, 3) and e.device.type == "npu" and torch_npu.get_npu_format(e) == 2
+
+
+def test_empty_with_format_keeps_an_allowed_format_and_storage_size_counts_elements(internal_formats):
+    e = torch_npu.empty_with_format((2, 3), dtype=torch.float16, device="npu", acl_format=29)
+    assert torch_npu.get_npu_format(e) == 29 and e.dtype == torch.float16
+    x = rnd(1, 2, 3, 4, 5)
+    assert torch_npu.get_storage_size(x) == 120 == torch_npu.get_storage_size(copy.deepcopy(x))
+    assert torch_npu.get_storage_size(x[0, 1]) == 120       # a view: its whole storage
+
+
+def test_format_casts_record_the_format_and_keep_the_values(internal_formats):
     x = rnd(4, 4)
     assert torch_npu.get_npu_format(x) == torch_npu.Format.ND == 2
     nz = torch_npu.npu_format_cast(x, 29)
@@ -146,10 +171,11 @@ def test_the_shims_modules_are_torch_npus_names():
     assert any("aten::add" in e.name for e in prof.events())
 
 
-def test_npurt_run_torch_npu_resolves_import_torch_npu_to_the_shim(tmp_path, capsys):
+def test_npurt_run_torch_npu_resolves_import_torch_npu_to_the_shim(tmp_path, capsys, internal_formats):
     from npurt.apps import runner
     script = tmp_path / "uses_torch_npu.py"
     script.write_text("import torch, torch_npu\nfrom torch_npu.npu import amp\n"
+                      "torch_npu.npu.config.allow_internal_format = True\n"
                       "x = torch_npu.npu_format_cast(torch.ones(2, device='npu:0'), 29)\n"
                       "print(torch_npu.__npurt_shim__, torch_npu.get_npu_format(x), torch.npu.is_available())\n")
     assert runner.main(["--torch-npu", str(script)]) == 0

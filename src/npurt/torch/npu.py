@@ -251,7 +251,8 @@ def is_jit_compile_false() -> bool:
 
 
 class _Config:
-    """torch.npu.config: torch_npu's switches (accepted; they change nothing here)."""
+    """torch.npu.config: torch_npu's switches. `allow_internal_format` (False, torch_npu's
+    default): whether storage formats may be internal ones (shim/formats.py)."""
 
     allow_internal_format = False
 
