@@ -15,15 +15,19 @@ those modules import, is a small stand-in. Test files are not copied or changed.
 The default file list (RUNTIME_TESTS) is torch_npu's runtime-level tests: streams, events,
 synchronisation, memory statistics and the caching allocator, devices, pinned memory, copies,
 record_stream, tensor basics, options, the device-generic layer, graph capture and IPC. The
-summary counts passed / failed / errored / skipped per file and overall; the pass rate is
-passed over collected tests (a skip is not a pass). A test that kills its pytest process (a
+summary counts passed / failed / errored / skipped per file and overall; a skip is not a pass,
+except that a skip whose reason holds on torch_npu's own CI machines too (a slow test, an
+unconditional `@unittest.skip`, ROCm- or CUDA-only: scripts/torch_npu_ci_skips.py has the
+rules) is a test its CI does not run either, counted apart as "skipped on its CI too" and left
+out of the pass rate's denominator like the disabled ones. A test that kills its pytest process (a
 crash) or runs past --test-timeout counts as failed, and the rest of its file runs on in a new
 process; a file past --timeout keeps the outcomes it had.
 
 torch_npu's CI does not run every test it has: it skips those its disabled-tests list names
 (`test/unsupported_test_cases/.pytorch-disabled-tests.json`, applied by torch_npu.testing;
 scripts/torch_npu_disabled.py holds the rule). They are skipped here too and counted apart as
-"disabled"; the pass rate is given over the tests torch_npu's CI runs (collected less disabled)
+"disabled"; the pass rate is given over the tests torch_npu's CI runs (collected less disabled,
+less skipped on its CI too)
 and over all collected tests. --run-disabled runs them as well (their outcomes then count as
 any other test's).
 """
@@ -41,6 +45,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
+import torch_npu_ci_skips
 import torch_npu_disabled
 
 HAVE_TIMEOUT_PLUGIN = importlib.util.find_spec("pytest_timeout") is not None
@@ -88,7 +93,11 @@ OUTCOME = re.compile(r"^(\S.*?::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)
 STARTED = re.compile(r"^(\S.*?::\S+)\s*$")
 KIND = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "errors", "SKIPPED": "skipped",
         "XFAIL": "skipped"}
-RANK = {"passed": 0, "skipped": 1, "disabled": 1, "failed": 2, "errors": 3}
+RANK = {"passed": 0, "skipped": 1, "ci_skipped": 1, "disabled": 1, "failed": 2, "errors": 3}
+KINDS = ("passed", "failed", "errors", "skipped", "ci_skipped", "disabled")
+# a line "==== warnings summary ====" (or FAILURES, short test summary info, ...) ends the
+# per-test lines: the node ids listed under it are not tests that started
+SECTION = re.compile(r"^=+ .+ =+$")
 
 
 def _details(xml: str) -> dict:
@@ -104,6 +113,37 @@ def _details(xml: str) -> dict:
         detail = next((c.get("message", "") for c in case if c.tag in ("error", "failure", "skipped")), "")
         out[case.get("name")] = detail
     return out
+
+
+def read_outcomes(out: str, outcomes: dict, details: dict, disabled: set, ci_skip) -> str | None:
+    """Add the outcomes pytest -v printed (node -> [kind, detail]) to `outcomes`; return the
+    test that started last without an outcome (the process died in it), else None.
+    `details`: test name -> message (junit); `disabled`: 'Class::method' of the disabled tests;
+    `ci_skip(node, message)`: the rule by which a skip holds on torch_npu's CI too, or None."""
+    last_started = None
+    sections = 0
+    for line in out.splitlines():
+        if SECTION.match(line):
+            sections += 1  # the first is "test session starts"
+            continue
+        m = OUTCOME.match(line)
+        if m:
+            node, kind = m.group(1), KIND[m.group(2)]
+            detail = details.get(node.rsplit("::", 1)[-1], "")
+            if kind == "skipped" and node.split("::", 1)[-1] in disabled:
+                kind = "disabled"
+            elif kind == "skipped":
+                rule = ci_skip(node, detail)
+                if rule:
+                    kind, detail = "ci_skipped", f"[{rule}] {detail}"
+            if RANK[kind] >= RANK.get(outcomes.get(node, ["passed"])[0], 0) or node not in outcomes:
+                outcomes[node] = [kind, detail[:300]]
+            last_started = None
+        elif sections <= 1:
+            m = STARTED.match(line)
+            if m and "::" in m.group(1) and not line.startswith(("FAILED", "ERROR")):
+                last_started = m.group(1)
+    return None if last_started in outcomes else last_started
 
 
 def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int = 300,
@@ -122,7 +162,10 @@ def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int 
     env["NPURT_TORCH_NPU_DISABLED_TESTS"] = disabled_list
     listing = os.path.join(workdir, f"{rel.replace('/', '_')}.disabled")
     env["NPURT_TORCH_NPU_DISABLED_OUT"] = listing
-    result = {"file": rel, "passed": 0, "failed": 0, "errors": 0, "skipped": 0, "disabled": 0, "cases": {}}
+    result = {"file": rel, **{k: 0 for k in KINDS}, "cases": {}}
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    ci_skips, tests = torch_npu_ci_skips.decorated(source), torch_npu_ci_skips.test_names(source)
     outcomes: dict = {}
     deadline = time.monotonic() + timeout
     tail = ""
@@ -160,21 +203,9 @@ def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int 
                 # "Class::method" (pytest's node ids here are relative to the invocation dir,
                 # the harness's to the rootdir)
                 disabled = {node.split("::", 1)[-1] for node in f.read().split()}
-        last_started = None
-        for line in out.splitlines():
-            m = OUTCOME.match(line)
-            if m:
-                node, kind = m.group(1), KIND[m.group(2)]
-                if kind == "skipped" and node.split("::", 1)[-1] in disabled:
-                    kind = "disabled"
-                if RANK[kind] >= RANK.get(outcomes.get(node, ["passed"])[0], 0) or node not in outcomes:
-                    outcomes[node] = [kind, details.get(node.rsplit("::", 1)[-1], "")[:300]]
-                last_started = None
-            else:
-                m = STARTED.match(line)
-                if m and "::" in m.group(1) and not line.startswith(("FAILED", "ERROR")):
-                    last_started = m.group(1)
-        if last_started is not None and last_started not in outcomes:
+        last_started = read_outcomes(
+            out, outcomes, details, disabled, lambda node, msg: torch_npu_ci_skips.classify(ci_skips, tests, node, msg))
+        if last_started is not None:
             crashed = last_started
             why = "timed out" if code is None else f"the pytest process died (exit status {code})"
             outcomes[crashed] = ["failed", f"crashed: {why} during this test"]
@@ -193,6 +224,22 @@ def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int 
     return result
 
 
+def _counts(r: dict) -> str:
+    return (f"passed {r['passed']:4d}  failed {r['failed']:4d}  errors {r['errors']:4d}  skipped {r['skipped']:4d}  "
+            f"skipped on its CI too {r['ci_skipped']:4d}  disabled {r['disabled']:4d}")
+
+
+def ci_skip_reasons(results: list) -> dict:
+    """rule -> the tests it left out of the count, with their skip messages."""
+    out: dict = {}
+    for r in results:
+        for node, (kind, detail) in r["cases"].items():
+            if kind == "ci_skipped":
+                rule, _, message = detail[1:].partition("] ")
+                out.setdefault(rule, []).append(f"{r['file']}::{node.split('::', 1)[-1]}: {message}")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--checkout", required=True, help="a checkout of Ascend/pytorch (torch_npu's source)")
@@ -209,7 +256,7 @@ def main(argv=None) -> int:
     disabled_list = os.path.join(os.path.abspath(args.checkout), torch_npu_disabled.DEFAULT_LIST)
     if args.run_disabled or not os.path.exists(disabled_list):
         disabled_list = ""
-    totals = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "disabled": 0}
+    totals = {k: 0 for k in KINDS}
     results = []
     with tempfile.TemporaryDirectory() as workdir:
         for rel in files:
@@ -217,18 +264,18 @@ def main(argv=None) -> int:
             results.append(r)
             for k in totals:
                 totals[k] += r[k]
-            print(f"{rel:60s} passed {r['passed']:4d}  failed {r['failed']:4d}  errors {r['errors']:4d}  "
-                  f"skipped {r['skipped']:4d}  disabled {r['disabled']:4d}", flush=True)
+            print(f"{rel:60s} {_counts(r)}", flush=True)
     total = sum(totals.values())
-    ci_run = total - totals["disabled"]
+    ci_run = total - totals["disabled"] - totals["ci_skipped"]
     rate = totals["passed"] / ci_run if ci_run else 0.0
     rate_all = totals["passed"] / total if total else 0.0
-    print(f"{'total':60s} passed {totals['passed']:4d}  failed {totals['failed']:4d}  errors {totals['errors']:4d}  "
-          f"skipped {totals['skipped']:4d}  disabled {totals['disabled']:4d}")
+    print(f"{'total':60s} {_counts(totals)}")
     print(f"pass rate {rate:.1%} of the {ci_run} tests torch_npu's CI runs; {rate_all:.1%} of all {total} collected")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"totals": totals, "pass_rate": rate, "pass_rate_all": rate_all, "files": results}, f, indent=1)
+            json.dump({"totals": totals, "pass_rate": rate, "pass_rate_all": rate_all, "ci_run": ci_run,
+                       "ci_skip_rules": torch_npu_ci_skips.REASONS, "ci_skipped": ci_skip_reasons(results),
+                       "files": results}, f, indent=1)
     return 0
 
 

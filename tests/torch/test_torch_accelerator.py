@@ -34,6 +34,21 @@ def test_set_stream_and_a_generic_stream_context_make_an_npurt_stream_current():
     assert y.sum().item() == 24.0
 
 
+def test_a_stream_context_re_entered_restores_what_each_enter_found():
+    prev = torch.accelerator.current_stream()
+    s0, s1 = torch.Stream(), torch.Stream()
+    with s0, s0:
+        assert torch.accelerator.current_stream() == s0
+    assert torch.accelerator.current_stream() == prev
+    with s0:
+        with s1:
+            with s0:
+                assert torch.accelerator.current_stream() == s0
+            assert torch.accelerator.current_stream() == s1
+        assert torch.accelerator.current_stream() == s0
+    assert torch.accelerator.current_stream() == prev
+
+
 def test_set_device_index_moves_torch_npus_device():
     assert torch.accelerator.current_device_index() == torch.npu.current_device() == 0
     with torch.accelerator.device_index(1):
@@ -88,3 +103,4 @@ def test_torch_npu_event_device_is_none_until_recorded_and_elapsed_time_waits():
     assert b.recorded_time() >= a.recorded_time()
     with pytest.raises(RuntimeError, match="does not support Stream.priority_range"):
         torch.npu.Stream.priority_range()
+

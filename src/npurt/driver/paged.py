@@ -9,6 +9,8 @@ running out therefore behave alike on every driver; only what stands behind an a
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .hbm import PageAllocator
 
 
@@ -25,6 +27,16 @@ class PagedDevice:
 
     def unmap_pages(self, va: int, size: int, page: int) -> None:
         self.arena.unmap_pages(va - self.va_base, size, page)
+
+    def copy_within(self, dst: int, src: int, nbytes: int) -> None:
+        """Copy [src, src + nbytes) to [dst, dst + nbytes), both on this device (the caller
+        has checked the ranges; they may overlap): through two views, unless the driver has
+        a shorter way."""
+        self.view(dst, nbytes)[:] = self.view(src, nbytes)
+
+    def typed_view(self, va: int, nbytes: int, dtype) -> np.ndarray:
+        """`view(va, nbytes).view(dtype)`, unless the driver has a shorter way."""
+        return self.view(va, nbytes).view(dtype)
 
     @property
     def usable(self) -> int:

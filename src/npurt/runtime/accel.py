@@ -153,6 +153,17 @@ else:
     BlockBase, Bin, PoolBase = _PyBlockBase, _PyBin, _PyPoolBase
 
 
+def _no_caches() -> None:
+    """Without the extension there is nothing to forget."""
+
+
+invalidate = SPEEDUPS.invalidate if SPEEDUPS is not None else _no_caches
+"""Forget what the C entries cache (the calling thread's context pool, each device's pool):
+called whenever that can change (a context bound or dead, the devices forgotten)."""
+if SPEEDUPS is not None:
+    os.register_at_fork(after_in_child=invalidate)  # the parent's pools are not the child's
+
+
 def suspend() -> None:
     """Hold every C entry's fast path off until `resume` (counted): fault injection gates the
     Python operations and the allocator's malloc, which the fast path would bypass."""

@@ -131,7 +131,11 @@ class Event:
         rec.t_ns = time.perf_counter_ns()
         rec.ran = True
         self.device_flag = True
-        self.fire_watchers()
+        if self.watchers or self.cond._waiters:
+            # (nobody to fire, the usual case: no lock. A blocker registers under the lock, and
+            # `publish` set this record under it before the task could run, so one that
+            # registers too late to be seen here found the record and did not wait)
+            self.fire_watchers()
 
     def fire_watchers(self) -> None:
         """Wake host threads and fire the watchers of a record completing (or of the event
@@ -313,6 +317,17 @@ class WaitTask(Task):
         if rec.stream.completed_seq >= rec.seq:
             return None
         return self._armed(StreamProgress(rec.stream, rec.seq))
+
+    def gated(self) -> bool:
+        # until the record it waits for has run (the event is not recorded before that)
+        if self.timed_out:
+            return False
+        rec = self.rec
+        if rec is None:
+            rec = self.event.record
+            if rec is None or rec is self.stale:
+                return True
+        return rec.stream.completed_seq < rec.seq
 
     def _armed(self, blocker):
         """Arm the op wait timeout: if the stream is still parked on `blocker` when it

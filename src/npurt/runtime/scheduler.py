@@ -331,8 +331,12 @@ class Scheduler:
         self._wake()
 
     def shutdown(self) -> None:
-        self.stopping = True
-        workers = list(self.workers)
+        # under the start lock: a worker another thread is starting (listed before its
+        # thread.start() returns) is started before we list it, and none starts after;
+        # joining one not yet started raised RuntimeError (aclFinalize gave 500000)
+        with self._start_lock:
+            self.stopping = True
+            workers = list(self.workers)
         for worker in workers:
             try:
                 worker.wake.release()

@@ -49,6 +49,22 @@ class Task:
         Kernels report their views as they run (mem_access) instead."""
         return ()
 
+    def gated(self) -> bool:
+        """True if the task may wait for something outside its stream's order before it can
+        run or finish (an event or notify not yet recorded, the host, a report thread): no
+        side effects, unlike blocker(). A synchronous copy does not wait for the work queued
+        behind such a task (memops.await_writers)."""
+        return self.may_block
+
+    def writes(self, block, lo: int, hi: int) -> bool:
+        """True if the task, when it runs, may write a byte of [lo, hi) of `block` (the
+        allocation holding it): by default, what accesses() says it writes."""
+        for access in self.accesses():
+            addr, nbytes, mode = access[0], access[1], access[2]
+            if "w" in mode and addr < hi and lo < addr + nbytes:
+                return True
+        return False
+
     def describe(self) -> str:
         return self.kind
 
@@ -84,10 +100,7 @@ class CopyTask(Task):
         self.cheap = n <= INLINE_BYTES
 
     def run(self) -> None:
-        n = self.n
-        dst = address.view(self.dst, n)
-        src = address.view(self.src, n)
-        np.copyto(dst, src)
+        address.copy(self.dst, self.src, self.n)
 
     def accesses(self) -> tuple:
         return (self.src, self.n, "r"), (self.dst, self.n, "w")
@@ -116,10 +129,10 @@ class ArrayCopyTask(Task):
 
     def run(self) -> None:
         host = self.arr.reshape(-1).view(np.uint8)
-        if self.direction == "H2D":
-            np.copyto(address.view(self.dev, self.n), host)
+        if self.direction == "H2D":  # (slice assignment: np.copyto's copy without its parsing)
+            address.view(self.dev, self.n)[:] = host
         else:
-            np.copyto(host, address.view(self.dev, self.n))
+            host[:] = address.view(self.dev, self.n)
 
     @property
     def keep(self) -> np.ndarray:
@@ -224,6 +237,9 @@ class HostFuncTask(Task):
 
     def run(self) -> None:
         self.fn(*self.args)
+
+    def gated(self) -> bool:
+        return True  # a host function may wait for the host (a threading.Event, a sleep, I/O)
 
     def describe(self) -> str:
         return f"host function {self.name}"

@@ -19,16 +19,30 @@ from . import _dlpack
 from .storage import INFOS, ITEMSIZE, DeviceInfo, block_of, info, itemsize
 
 BASE, SHAPE, STRIDE, OFFSET, PTR, SIZE = range(6)
-_READ_VIEWS_MAX = 8192   # per arena view: the cache is cleared when it grows past this
+_READ_VIEWS_MAX = 8192   # per arena view and cache: it is cleared when it grows past this
 
 
 def write_view(r: tuple) -> torch.Tensor:
-    """A new host view for a tensor the op writes: a CPU tensor whose storage is exactly the
-    bytes it spans (out kernels may restride their outs or reason about their storage)."""
+    """A host view for a tensor the op writes: a CPU tensor whose storage is exactly the bytes
+    it spans (out kernels may restride their outs or reason about their storage), made
+    through DLPack once per (address, shape, strides) and kept in the arena view's cache (the
+    pool hands the same addresses out again: making one is a few microseconds of every op).
+    A cached view is handed out again only while its address, shape and strides are still
+    what it was made with, so a kernel that resized or restrided its out (which a fresh view
+    would have met the same way) gets a fresh one next time."""
     base, shape, stride, offset, ptr, size = r
     if not ptr:  # an empty tensor: no bytes of its own (an arena view here could grow over others')
         return _dlpack.host_tensor_at(base.addr, shape, stride, base.dtype)
-    return _dlpack.host_tensor_at(base.addr + offset * size, shape, stride, base.dtype)
+    addr = base.addr + offset * size
+    cache = base.writes
+    key = (offset, shape, stride)
+    v = cache.get(key)
+    if v is not None and v.data_ptr() == addr and v.stride() == stride and v.shape == shape:
+        return v
+    if len(cache) > _READ_VIEWS_MAX:
+        cache.clear()
+    v = cache[key] = _dlpack.host_tensor_at(addr, shape, stride, base.dtype)
+    return v
 
 
 def read_view(r: tuple) -> torch.Tensor:

@@ -34,14 +34,15 @@ def itemsize(dtype: torch.dtype) -> int:
 
 class ArenaView:
     """A device's arena as one CPU tensor of one dtype (element i at byte i * itemsize), and
-    the cache of read views into it (refs.read_view): a view of the arena is valid whatever
-    lives there, and the same addresses come back (the pool reuses them)."""
+    the caches of host views into it (refs.read_view, refs.write_view): a view of the arena is
+    valid whatever lives there, and the same addresses come back (the pool reuses them)."""
 
-    __slots__ = ("tensor", "addr", "dtype", "reads")
+    __slots__ = ("tensor", "addr", "dtype", "reads", "writes")
 
     def __init__(self, tensor: torch.Tensor):
         self.tensor, self.addr, self.dtype = tensor, tensor.data_ptr(), tensor.dtype
         self.reads: dict = {}   # (element offset, shape, stride) -> host view
+        self.writes: dict = {}  # (element offset, shape, stride) -> host tensor of exactly those bytes
 
 
 class DeviceInfo:
@@ -123,6 +124,18 @@ class TensorCounters:
         self.lock = fork_safe_lock()
         self.values = {(stat, pool): [0, 0, 0, 0] for stat in STAT_NAMES
                        for pool in ("all", "small_pool", "large_pool")}
+        # a block counts as active exactly while it is allocated here (the stream-ordered free
+        # keeps a block in use in the pool's hands, not in these counts), so the two pairs of
+        # stats are one row each: what `note` moves on every allocation and free is the rows
+        # of allocation, allocated_bytes and requested_bytes, each in "all" and in the pool
+        # (a loop over lists in hand instead of ten dict look-ups and calls: microseconds of
+        # every npu op)
+        for pool in ("all", "small_pool", "large_pool"):
+            self.values[("active", pool)] = self.values[("allocation", pool)]
+            self.values[("active_bytes", pool)] = self.values[("allocated_bytes", pool)]
+        self._rows = {pool: tuple(self.values[(stat, p)] for stat in ("allocation", "allocated_bytes", "requested_bytes")
+                                  for p in ("all", pool))
+                      for pool in ("small_pool", "large_pool")}
 
     def _add(self, stat: str, pool: str, delta: int) -> None:
         for p in ("all", pool):
@@ -136,10 +149,19 @@ class TensorCounters:
 
     def note(self, sign: int, requested: int, size: int, reserved_delta: int, segments_delta: int) -> None:
         pool = "small_pool" if size <= SMALL_SIZE else "large_pool"
-        with self.lock:
-            for stat, n in (("allocation", 1), ("active", 1), ("allocated_bytes", size), ("active_bytes", size),
-                            ("requested_bytes", requested)):
-                self._add(stat, pool, sign * n)
+        amounts = (1, 1, size, size, requested, requested)  # of the rows of _rows, all >= 0
+        with self.lock:  # what _add of each stat with sign * amount does
+            if sign > 0:
+                for v, n in zip(self._rows[pool], amounts):
+                    now = v[0] + n
+                    v[0] = now
+                    v[2] += n
+                    if now > v[1]:
+                        v[1] = now
+            else:
+                for v, n in zip(self._rows[pool], amounts):
+                    v[0] -= n
+                    v[3] += n
             if reserved_delta:
                 self._add("reserved_bytes", pool, reserved_delta)
             if segments_delta:

@@ -243,12 +243,15 @@ class _StreamBase(GenericStream):
         return ctypes.c_void_p(self.npu_stream)
 
     def __enter__(self) -> "Stream":
-        self._ctx = stream(self)
-        self._ctx.__enter__()
+        # a stack, not one slot: `with s, s:` and `with s0: with s1: with s0:` re-enter the
+        # same stream, and each exit restores what its own enter found (torch's THPStream_enter)
+        ctx = stream(self)
+        ctx.__enter__()
+        self.__dict__.setdefault("_ctx_stack", []).append(ctx)
         return self
 
     def __exit__(self, *exc) -> None:
-        self._ctx.__exit__(*exc)
+        self._ctx_stack.pop().__exit__(*exc)
 
     def __eq__(self, other) -> bool:
         return isinstance(other, torch.Stream) and other.stream_id == self.stream_id \

@@ -1,0 +1,56 @@
+"""scripts/torch_npu_tests.py reads pytest -v's lines: each test's outcome, skips sorted into
+disabled / skipped on torch_npu's CI too / skipped, and the test a dead process was in; the node
+ids pytest lists under "warnings summary" are not tests that started."""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import sys
+
+_SCRIPTS = pathlib.Path(__file__).resolve().parents[2] / "scripts"
+sys.path.insert(0, str(_SCRIPTS))  # the script imports its sibling modules
+try:
+    _spec = importlib.util.spec_from_file_location("torch_npu_tests", _SCRIPTS / "torch_npu_tests.py")
+    script = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(script)
+finally:
+    sys.path.remove(str(_SCRIPTS))
+
+FINISHED = """\
+============================= test session starts ==============================
+collecting ... collected 3 items
+t.py::TestA::test_a PASSED                                               [ 33%]
+t.py::TestA::test_b SKIPPED (slow)                                       [ 66%]
+t.py::TestA::test_c SKIPPED (two devices)                                [100%]
+=============================== warnings summary ===============================
+test/npu/t.py::TestA::test_a
+  t.py:3: UserWarning: deprecated
+-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html
+================== 1 passed, 2 skipped, 1 warning in 2.94s ===================
+"""
+
+
+def _read(out, ci_skip=lambda node, msg: None, disabled=()):
+    outcomes = {}
+    details = {"test_b": "slow message", "test_c": "only one NPU detected"}
+    return outcomes, script.read_outcomes(out, outcomes, details, set(disabled), ci_skip)
+
+
+def test_a_finished_run_has_no_crash_even_with_node_ids_in_its_warnings_summary():
+    outcomes, crashed = _read(FINISHED)
+    assert crashed is None
+    assert outcomes == {"t.py::TestA::test_a": ["passed", ""], "t.py::TestA::test_b": ["skipped", "slow message"],
+                        "t.py::TestA::test_c": ["skipped", "only one NPU detected"]}
+
+
+def test_skips_are_sorted_into_disabled_ci_skipped_and_skipped():
+    outcomes, _ = _read(FINISHED, ci_skip=lambda node, msg: "slow" if msg == "slow message" else None,
+                        disabled={"TestA::test_c"})
+    assert outcomes["t.py::TestA::test_b"] == ["ci_skipped", "[slow] slow message"]
+    assert outcomes["t.py::TestA::test_c"][0] == "disabled"
+
+
+def test_the_test_a_dead_process_was_in_is_named():
+    out = FINISHED.split("t.py::TestA::test_b")[0] + "t.py::TestA::test_b \n"
+    outcomes, crashed = _read(out)
+    assert crashed == "t.py::TestA::test_b" and list(outcomes) == ["t.py::TestA::test_a"]
