@@ -17,6 +17,7 @@ from torch._utils import _get_device_index as _torch_get_device_index
 from .. import devices as _devices
 from ..runtime import launch_host_func
 from . import acl_init, alloc_conf, forked, storage
+from . import memory_summary as _memory_summary
 from . import random as _random
 from .backends import (aclnn, disable_deterministic_with_backward, enable_deterministic_with_backward,  # noqa: F401
                        enable_flash_sdp, enable_math_sdp, enable_mem_efficient_sdp, flash_sdp_enabled,
@@ -187,18 +188,9 @@ def reset_accumulated_memory_stats(device=None) -> None:
 
 
 def memory_summary(device=None, abbreviated: bool = False) -> str:
-    s = _stats(device)
+    """torch_npu's table of memory_stats() (module memory_summary)."""
     idx = index_of(device)
-    mib = 2 ** 20
-    return "\n".join([
-        f"npurt memory summary, device npu:{idx}",
-        f"  allocated      {s['allocated_bytes'] / mib:10.2f} MiB (peak {s['peak_allocated_bytes'] / mib:.2f} MiB)",
-        f"  reserved       {s['reserved_bytes'] / mib:10.2f} MiB (peak {s['peak_reserved_bytes'] / mib:.2f} MiB)",
-        f"  live blocks    {s['active_blocks']:10d}",
-        f"  pending frees  {s['pending_free_blocks']:10d}  (freed, waiting for queued work)",
-        f"  allocations    {s['num_allocs']:10d}  ({s['pool_hits']} from the cache)",
-        f"  out of memory  {s['num_ooms']:10d}",
-    ])
+    return _memory_summary.summary(memory_stats(idx), idx, abbreviated)
 
 
 # ---------------------------------------------------------------- random numbers
