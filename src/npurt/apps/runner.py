@@ -106,6 +106,10 @@ def install_torch_npu_alias() -> list[str]:
         made[f"torch_npu.{sub}"] = sys.modules[f"npurt.torch.shim.{sub}"]
     made["torch_npu.npu.utils"] = made["torch.npu.utils"] = sys.modules["npurt.torch.shim.npu_utils"]
     made["torch_npu.npu.memory"] = sys.modules["npurt.torch.npu_memory"]
+    for path, module in sys.modules["torch.npu"].GRAPH_MODULES.items():
+        made[f"torch_npu.npu.{path}"] = module
+    plan = sys.modules["npurt.torch.graph_update_plan"]   # its inductor side (torch_npu/_inductor/...)
+    made["torch_npu._inductor._aclgraph_update_plan"] = made["torch_npu._inductor._aclgraph_update_plan.codegen"] = plan
     sys.modules.update(made)
     if not any(isinstance(finder, _LazyAliases) for finder in sys.meta_path):
         sys.meta_path.append(_LazyAliases(TORCH_NPU_LAZY))

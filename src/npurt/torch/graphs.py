@@ -43,6 +43,8 @@ from ..runtime import CaptureError, capture_begin as _begin, capture_end as _end
 from ..runtime import destroy_graph as _destroy, execute_async as _execute
 from ..runtime import graph as _graph_module
 from .device import current_device, synchronize
+from . import super_kernel
+from .graph_update import GraphDispatchMode
 from .optask import current_stream as _current_runtime_stream
 from .streams import Stream, stream as _stream_scope
 
@@ -72,6 +74,8 @@ class NPUGraph:
         self._graph = None
         self._capturing = None
         self._pool = None
+        self.graph_dispatch_mode = GraphDispatchMode()   # records updatable ops (graph_update.py)
+        self.auto_dispatch_capture = False
 
     def capture_begin(self, pool=None, capture_error_mode: str = "global") -> None:
         if self._graph is not None or self._capturing is not None:
@@ -99,6 +103,22 @@ class NPUGraph:
         if self._graph is not None:
             g, self._graph = self._graph, None
             _destroy(g)
+
+    def update(self, cpu_update_input: list) -> None:
+        """Re-enqueue the ops an `auto_dispatch_capture` capture recorded with new arguments
+        (one dict per recorded op, or one for all); the replays after it run them."""
+        if not self.auto_dispatch_capture:
+            raise RuntimeError("The current graph configuration does not support update,Try to capture by "
+                               "setting auto_dispatch_capture=True during capture")
+        self.graph_dispatch_mode.update_capture_record(cpu_update_input)
+
+    def super_kernel_optimize(self, optimize_options=None, debug_options=None) -> None:
+        """torch_npu's super-kernel fusion of the captured graph: the options are checked as
+        torch_npu checks them; the graph replays as before (npurt/torch/super_kernel.py)."""
+        super_kernel.validate_options("optimize_options", optimize_options)
+        super_kernel.validate_options("debug_options", debug_options)
+        if self._graph is None:
+            raise RuntimeError("Called NPUGraph::super_kernel_optimize without a preceding successful capture.")
 
     def pool(self):
         """The pool id this graph was captured with (share it: graph(..., pool=g.pool()))."""
@@ -134,7 +154,8 @@ class graph:
         cls.default_capture_stream = s
         return s
 
-    def __init__(self, npu_graph: NPUGraph, pool=None, stream=None, capture_error_mode: str = "global"):
+    def __init__(self, npu_graph: NPUGraph, pool=None, stream=None, auto_dispatch_capture: bool = False,
+                 capture_error_mode: str = "global"):
         if not isinstance(npu_graph, NPUGraph):
             raise TypeError(f"torch.npu.graph expects a torch.npu.NPUGraph, got {type(npu_graph).__name__}")
         if stream is None:
@@ -142,13 +163,22 @@ class graph:
         self.npu_graph, self.pool, self.capture_error_mode = npu_graph, pool, capture_error_mode
         self.capture_stream = stream
         self._scope = _stream_scope(stream)
+        npu_graph.auto_dispatch_capture = bool(auto_dispatch_capture)
 
     def __enter__(self):
         synchronize()
         gc.collect()
         self._scope.__enter__()
+        mode = self.npu_graph.graph_dispatch_mode if self.npu_graph.auto_dispatch_capture else None
         try:
-            self.npu_graph.capture_begin(self.pool, capture_error_mode=self.capture_error_mode)
+            if mode is not None:
+                mode.__enter__()
+            try:
+                self.npu_graph.capture_begin(self.pool, capture_error_mode=self.capture_error_mode)
+            except BaseException:
+                if mode is not None:
+                    mode.__exit__(None, None, None)
+                raise
         except BaseException:
             self._scope.__exit__(None, None, None)
             raise
@@ -161,6 +191,8 @@ class graph:
             if exc_type is None:
                 raise
         finally:
+            if self.npu_graph.auto_dispatch_capture:
+                self.npu_graph.graph_dispatch_mode.__exit__(exc_type, exc, tb)
             self._scope.__exit__(exc_type, exc, tb)
 
 

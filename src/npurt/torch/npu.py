@@ -37,14 +37,18 @@ from .npu_memory import (NPUPluggableAllocator, caching_allocator_alloc, caching
                          host_memory_stats_as_nested_dict, reset_accumulated_host_memory_stats,
                          reset_peak_host_memory_stats, set_per_process_memory_fraction)
 from . import streams  # torch_npu.npu.streams: the module of Stream and Event  # noqa: F401
-from .streams import (Event, ExternalStream, Stream, SyncLaunchStream, current_stream,  # noqa: F401
+from .streams import (Event, ExternalEvent, ExternalStream, Stream, SyncLaunchStream, current_stream,  # noqa: F401
                       default_stream, set_stream, stream)
 from . import raw_runtime as _raw_runtime
 from .npu_config import (are_compatible_impl_enabled, get_device_capability, get_device_limit,  # noqa: F401
                          get_stream_limit, get_sync_debug_mode, reset_stream_limit, set_device_limit,
                          set_op_timeout_ms, set_stream_limit, set_sync_debug_mode, use_compatible_impl)
+from . import graphs, graph_update, graph_update_plan  # torch_npu.npu.graphs, ._npugraph_handlers, ...
 from .graphs import (NPUGraph, graph, graph_pool_handle, is_current_stream_capturing,  # noqa: F401
                      make_graphed_callables)
+from .graph_update import (NpuGraphOpHandler, graph_task_group_begin, graph_task_group_end,  # noqa: F401
+                           graph_task_update_begin, graph_task_update_end, register_npu_graph_handler)
+from .super_kernel import super_kernel_scope_begin, super_kernel_scope_end  # noqa: F401
 
 
 _initialized = True  # torch.utils.checkpoint saves device RNG states only when this is set
@@ -314,3 +318,10 @@ sys.modules["torch.npu.streams"] = streams
 # torch_npu.npu is a package: with a __path__, `import torch_npu.npu._stream_check` (a submodule
 # aliased on first import, apps/runner.TORCH_NPU_LAZY) reaches the import system's finders
 __path__: list = []
+# torch_npu's module paths of the graph pieces (torch_npu/npu/graphs.py, _npugraph_handlers/,
+# _aclgraph_update_plan/): one npurt module each
+GRAPH_MODULES = {"graphs": graphs, "_npugraph_handlers": graph_update,
+                 "_npugraph_handlers.npugraph_handler": graph_update,
+                 "_aclgraph_update_plan": graph_update_plan, "_aclgraph_update_plan.resolver": graph_update_plan}
+for _path, _module in GRAPH_MODULES.items():
+    sys.modules[f"torch.npu.{_path}"] = _module

@@ -29,6 +29,8 @@ from .. import streams as _np_streams
 from ..streams import Event as _NpEvent
 from ..streams import Stream as _NpStream
 from .. import devices as _devices
+from .. import runtime as _rt
+from ..runtime import constants as _C
 from ..runtime import event_get_timestamp
 from . import stream_ids as _ids
 from . import sync_debug
@@ -375,6 +377,55 @@ class Event:
         if self._recorded_on is None:
             return "<torch_npu.npu.Event uninitialized>"
         return f"<torch_npu.npu.Event {self.npu_event:#x}>"
+
+
+class ExternalEvent:
+    """An event a stream may wait for before anyone records it (torch_npu's
+    `torch.npu.ExternalEvent`, an ACL_EVENT_EXTERNAL event): a wait passes once a record ran
+    and no reset followed. Reset it (`reset(stream)`) before reusing it. Waited for inside a
+    capture and recorded outside it, each replay waits for the record as it stands then: how
+    graph updates (`NPUGraph.update`) hold a replay until its ops are updated."""
+
+    def __init__(self):
+        self._ev = None   # made on first use, on the device of the stream (as torch_npu)
+
+    def _event(self, stream):
+        if self._ev is None:
+            with _devices.device(stream.device_index):
+                self._ev = _rt.create_event(flags=_C.ACL_EVENT_EXTERNAL)
+        return self._ev
+
+    def record(self, stream: Stream | None = None) -> None:
+        stream = current_stream() if stream is None else stream
+        _rt.record_event(self._event(stream), runtime_stream(stream))
+
+    def wait(self, stream: Stream | None = None) -> None:
+        stream = current_stream() if stream is None else stream
+        _rt.stream_wait_event(runtime_stream(stream), self._event(stream))
+
+    def reset(self, stream: Stream | None = None) -> None:
+        stream = current_stream() if stream is None else stream
+        _rt.reset_event(self._event(stream), runtime_stream(stream))
+
+    @property
+    def npu_event(self) -> int:
+        return 0 if self._ev is None else self._ev.handle
+
+    @property
+    def _as_parameter_(self):
+        return ctypes.c_void_p(self.npu_event)
+
+    def __del__(self):
+        if self._ev is not None and not self._ev.destroyed:
+            try:
+                _rt.destroy_event(self._ev)
+            except Exception:  # noqa: BLE001 - interpreter teardown or a finalized runtime
+                pass
+
+    def __repr__(self) -> str:
+        if self._ev is None:
+            return "<torch_npu.npu.ExternalEvent uninitialized>"
+        return f"<torch_npu.npu.ExternalEvent {self.npu_event:#x}>"
 
 
 class _AcceleratorEvent(Event):
