@@ -163,6 +163,31 @@ def test_format_casts_record_the_format_and_keep_the_values(internal_formats):
         torch_npu.npu_format_cast(torch.ones(2), 29)
 
 
+def _reference_attention(q, k, v, scale, mask=None):
+    """BNSD, as torch_npu's test of npu_prompt_flash_attention computes the expected result."""
+    scores = torch.matmul(q, k.transpose(2, 3)) * scale
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    return torch.matmul(torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype), v)
+
+
+def test_prompt_flash_attention_is_softmax_of_scaled_scores_times_v():
+    q, k, v = (rnd(1, 4, 16, 8, dtype=torch.float16) for _ in range(3))
+    out = torch_npu.npu_prompt_flash_attention(q, k, v, num_heads=4, input_layout="BNSD", scale_value=0.125,
+                                              pre_tokens=65535, next_tokens=65535, sparse_mode=0)
+    assert out.dtype == torch.float16 and torch.equal(out.cpu(), _reference_attention(q, k, v, 0.125).cpu())
+    # BSH with a mask, and GQA (2 kv heads for 4 query heads)
+    bsh = lambda t: t.transpose(1, 2).reshape(1, 16, -1)  # noqa: E731
+    kv2 = [rnd(1, 2, 16, 8, dtype=torch.float16) for _ in range(2)]
+    mask = torch.triu(torch.ones(16, 16, dtype=torch.bool, device="npu"), 1)
+    out = torch_npu.npu_prompt_flash_attention(bsh(q), bsh(kv2[0]), bsh(kv2[1]), num_heads=4, num_key_value_heads=2,
+                                              input_layout="BSH", scale_value=0.5, atten_mask=mask)
+    want = _reference_attention(q, *(t.repeat_interleave(2, dim=1) for t in kv2), 0.5, mask)
+    close(out.cpu().float(), bsh(want).cpu().float(), rtol=1e-3, atol=1e-3)
+    with pytest.raises(RuntimeError, match="actual_seq_lengths"):
+        torch_npu.npu_prompt_flash_attention(q, k, v, num_heads=4, input_layout="BNSD", actual_seq_lengths=[16])
+
+
 def test_the_shims_modules_are_torch_npus_names():
     assert torch_npu.npu is torch.npu and torch_npu.optim.NpuFusedAdamW is torch.optim.AdamW
     with torch_npu.profiler.profile(activities=[torch_npu.profiler.ProfilerActivity.CPU,

@@ -25,8 +25,8 @@ from .formats import (Format, empty_with_format, get_npu_format, get_storage_siz
                       npu_format_cast_)
 from .ops import (npu_add_rms_norm, npu_bmmV2, npu_broadcast, npu_confusion_transpose,  # noqa: F401
                   npu_dtype_cast, npu_fast_gelu, npu_fusion_attention, npu_gelu, npu_layer_norm_eval,
-                  npu_linear, npu_rms_norm, npu_rotary_mul, npu_scaled_masked_softmax, npu_silu,
-                  npu_silu_, npu_swiglu, npu_transpose, fast_gelu)
+                  npu_linear, npu_prompt_flash_attention, npu_rms_norm, npu_rotary_mul, npu_scaled_masked_softmax,
+                  npu_silu, npu_silu_, npu_swiglu, npu_transpose, fast_gelu)
 
 __npurt_shim__ = True
 __version__ = f"{torch.__version__.split('+')[0]}.post0+npurt"
