@@ -362,7 +362,8 @@ def test_a_synchronous_copy_does_not_wait_for_a_native_kernel_reading_its_source
         rt, binary, monkeypatch):
     monkeypatch.setattr(memops, "WRITER_STALL_S", 3600.0)  # a wrong wait would hang
     monkeypatch.setattr(memops, "WRITER_CAP_S", 3600.0)
-    px, py, other, dst = to_device(rt, np.ones(100, np.float32)), rt.malloc(200), rt.malloc(64), rt.malloc(400)
+    px, py = to_device(rt, np.ones(100, np.float32)), rt.malloc(200)
+    other, dst = rt.malloc(64), rt.malloc(400)
     s, ctx, done = rt.create_stream(), rt.get_context(), []
     _RELEASE.clear()
     rt.launch(_held, 1, (other,), s)

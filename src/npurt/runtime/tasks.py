@@ -31,6 +31,8 @@ class Task:
     batchable = False  # a graph replay may run it inside one batch task (run() needs no stream state)
     cheap = False      # may run in the enqueuing thread on an idle stream (inline.py): never waits
     #                    for the host and takes microseconds; classes that can be set it per task
+    trivial = False    # run() is bookkeeping (an event record or wait, a marker): a worker that
+    #                    unparked another stream may run it before announcing that (scheduler.py)
 
     def blocker(self):
         """A blocker if the task cannot run yet, else None (only asked when may_block).
@@ -253,6 +255,7 @@ class NopTask(Task):
 
     __slots__ = ()
     kind = "nop"
+    trivial = True
 
     def run(self) -> None:
         pass
