@@ -16,7 +16,8 @@ from torch._utils import _get_device_index as _torch_get_device_index
 
 from .. import devices as _devices
 from ..runtime import launch_host_func
-from . import acl_init, alloc_conf, storage
+from . import acl_init, alloc_conf, forked, storage
+from . import memory_summary as _memory_summary
 from . import random as _random
 from .backends import (aclnn, disable_deterministic_with_backward, enable_deterministic_with_backward,  # noqa: F401
                        enable_flash_sdp, enable_math_sdp, enable_mem_efficient_sdp, flash_sdp_enabled,
@@ -58,21 +59,24 @@ _initialized = True  # torch.utils.checkpoint saves device RNG states only when 
 
 
 def is_initialized() -> bool:
-    return True
+    return not forked.in_bad_fork
 
 
 def init() -> None:
     """torch.npu.init(): the runtime starts on first use; this makes it start now (with
     torch_npu's ACL-initialization checks, module acl_init)."""
+    forked.check()
     acl_init.check()
     _devices.thread_context()
 
 
 def _is_in_bad_fork() -> bool:
-    return False
+    """A child forked after the NPU was initialized cannot use it (module forked)."""
+    return forked.in_bad_fork
 
 
 def _lazy_init() -> None:
+    forked.check()
     _devices.thread_context()
 
 
@@ -133,9 +137,7 @@ def empty_cache() -> None:
         if inf is None:
             _devices.empty_cache(i)
             continue
-        reserved, unmaps = inf.memory.reserved, inf.memory.segment_unmaps
-        _devices.empty_cache(i)
-        inf.counters.note_release(inf.memory.reserved - reserved, unmaps - inf.memory.segment_unmaps)
+        storage.give_back_cache(inf)
 
 
 def empty_virt_addr_cache() -> None:
@@ -203,18 +205,9 @@ def reset_accumulated_memory_stats(device=None) -> None:
 
 
 def memory_summary(device=None, abbreviated: bool = False) -> str:
-    s = _stats(device)
+    """torch_npu's table of memory_stats() (module memory_summary)."""
     idx = index_of(device)
-    mib = 2 ** 20
-    return "\n".join([
-        f"npurt memory summary, device npu:{idx}",
-        f"  allocated      {s['allocated_bytes'] / mib:10.2f} MiB (peak {s['peak_allocated_bytes'] / mib:.2f} MiB)",
-        f"  reserved       {s['reserved_bytes'] / mib:10.2f} MiB (peak {s['peak_reserved_bytes'] / mib:.2f} MiB)",
-        f"  live blocks    {s['active_blocks']:10d}",
-        f"  pending frees  {s['pending_free_blocks']:10d}  (freed, waiting for queued work)",
-        f"  allocations    {s['num_allocs']:10d}  ({s['pool_hits']} from the cache)",
-        f"  out of memory  {s['num_ooms']:10d}",
-    ])
+    return _memory_summary.summary(memory_stats(idx), idx, abbreviated)
 
 
 # ---------------------------------------------------------------- random numbers
@@ -276,7 +269,8 @@ def is_jit_compile_false() -> bool:
 
 
 class _Config:
-    """torch.npu.config: torch_npu's switches (accepted; they change nothing here)."""
+    """torch.npu.config: torch_npu's switches. `allow_internal_format` (False, torch_npu's
+    default): whether storage formats may be internal ones (shim/formats.py)."""
 
     allow_internal_format = False
 
@@ -343,6 +337,9 @@ for _name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "ma
     setattr(memory, _name, globals()[_name])
 sys.modules["torch.npu.memory"] = memory
 sys.modules["torch.npu.streams"] = streams
+# torch_npu.npu is a package: with a __path__, `import torch_npu.npu._stream_check` (a submodule
+# aliased on first import, apps/runner.TORCH_NPU_LAZY) reaches the import system's finders
+__path__: list = []
 # torch_npu's module paths of the graph pieces (torch_npu/npu/graphs.py, _npugraph_handlers/,
 # _aclgraph_update_plan/): one npurt module each
 GRAPH_MODULES = {"graphs": graphs, "_npugraph_utils": graph_trace, "_npugraph_handlers": graph_update,

@@ -7,12 +7,20 @@ from __future__ import annotations
 
 import torch
 
+from ... import devices as _devices
+from .. import forked as _forked
 from .. import raw_runtime as _npurt  # noqa: F401 - torch_npu._C._npurt
 from . import cann_version
 
 
 def _npu_getDeviceCount() -> int:
-    return torch.npu.device_count()
+    """The runtime's count (started here; fixed from then on), where torch.npu.device_count()
+    re-reads the environment until the runtime starts."""
+    return _devices.device_count()
+
+
+def _npu_isInBadFork() -> bool:
+    return _forked.in_bad_fork
 
 
 def _npu_getLocalDevice() -> int:
