@@ -145,7 +145,7 @@ def test_gelu_equals_the_plain_numpy_formula_across_chunks(dev, rng, dtype):
 def test_float32_gelu_gives_the_bits_of_the_bench_plain_formula(dev, rng):
     """gelu_ratio compares the same arithmetic: the kernel's result is bit-equal to the
     bench's plain numpy formula (issue 28), across chunk boundaries."""
-    from npurt.apps.bench.metrics import plain_gelu as bench_gelu
+    from npurt.apps.bench.overlap import plain_gelu as bench_gelu
     n = 2 * K.CHUNK + 777
     x = normal(rng, n, np.float32) * 4
     px, po = dev.put(x), dev.empty(n, F32)

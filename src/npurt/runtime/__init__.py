@@ -37,7 +37,8 @@ from .schedule import SCHEDULE, ScheduleSpecError
 from .schedule import parse as parse_schedule
 from .observers import API_SURFACES, HOOKS
 from .runtime import RUNTIME
-from .scheduler import Blocker, task_error
+from .scheduler import Blocker
+from .task_failures import task_error
 from .stream import Stream
 from .tasks import HostFuncTask, Task
 from .inline import MAX_BYTES as INLINE_MAX_BYTES, cheap_bytes

@@ -45,18 +45,15 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING
 
-from . import constants as C
-from .errors import DeadlockError, NpuError, TaskError
 from .faults import FAULTS
 from .interrupts import held
 from .observers import HOOKS
-from .warn import HangWarning, warn_user
+from .task_failures import interrupted_error, task_error
 from .watchdog import WATCHDOG
 
 if TYPE_CHECKING:
     from .device import Device
     from .stream import Stream
-    from .tasks import Task
 
 log = logging.getLogger("npurt")
 
@@ -595,61 +592,3 @@ def _host_code_next(s: "Stream") -> bool:
         return s.queue[0].kind == "host_func"
     except IndexError:  # claimed and run meanwhile
         return False
-
-
-def task_error(task: "Task", exc: BaseException) -> TaskError:
-    """Turn whatever a task raised into the TaskError its stream reports."""
-    stream = task.stream
-    where = f"stream {stream.stream_id} (device {stream.device.id}) task #{task.seq} {task.describe()}"
-    if isinstance(exc, NpuError):
-        err = TaskError(f"{where} failed: {exc.message}", exc.code, where)
-    else:
-        err = TaskError(f"{where} failed: {type(exc).__name__}: {exc}", task.error_code, where)
-    err.__cause__ = exc
-    if task.stack:
-        err.message += "\nThe task was enqueued at:\n" + task.stack
-    return err
-
-
-def interrupted_error(task: "Task", exc: BaseException) -> TaskError:
-    """The failure of a task whose run a host thread's exception cut short."""
-    err = task_error(task, exc)
-    err.message = (f"{err.task_info} was interrupted ({type(exc).__name__}) while a host thread ran it "
-                   "inline, and did not complete; the stream went on with its next task")
-    return err
-
-
-def deadlock_error(what: str, why: str) -> DeadlockError:
-    return DeadlockError(f"{what} would wait forever: {why}. Synchronize from another thread, or "
-                         "record an event and wait for it outside the task",
-                         C.ACL_ERROR_RT_PARAM_INVALID)
-
-
-def wait_until(cond: threading.Condition, done, timeout_s: float | None, what) -> bool:
-    """Wait on `cond` (held by the caller) until done() is true or the timeout passes.
-
-    Logs a warning naming what the wait is stuck on once it has lasted NPURT_HANG_WARNING_S
-    seconds (a real NPU would just hang there). Returns done(). Under a controlled schedule
-    the waiting thread has the device run steps instead (schedule.py)."""
-    controlled = Scheduler.controlled
-    if controlled is not None:
-        return controlled.wait(cond, done, timeout_s, what)
-    warn_after = Scheduler.hang_warning_s
-    start = time.monotonic()
-    warned = False
-    while not done():
-        now = time.monotonic()
-        remaining = None if timeout_s is None else timeout_s - (now - start)
-        if remaining is not None and remaining <= 0:
-            return done()
-        step = remaining
-        if warn_after and not warned:
-            to_warning = warn_after - (now - start)
-            if to_warning <= 0:
-                warn_user(f"npurt: this host thread has waited {now - start:.0f} s for {what()} (a real NPU "
-                          "would hang here; set NPURT_HANG_WARNING_S to change when this shows)", HangWarning)
-                warned = True
-            else:
-                step = to_warning if step is None else min(step, to_warning)
-        cond.wait(step)
-    return True

@@ -24,7 +24,9 @@ from .observers import HOOKS
 from .faults import FAULTS
 from .inline import STREAK
 from .interrupts import held
-from .scheduler import IDLE, PARKED, READY, RUNNING, TLS, Callback, deadlock_error, thread_token, wait_until
+from .host_waits import wait_until
+from .scheduler import IDLE, PARKED, READY, RUNNING, TLS, Callback, thread_token
+from .task_failures import deadlock_error
 
 if TYPE_CHECKING:
     from .context import Context

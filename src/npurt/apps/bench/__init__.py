@@ -18,7 +18,7 @@ import time
 
 from . import capi, ddp, graphs, schedules, sharing
 from ...progress import on_terminal, progress
-from . import collectives, media, metrics, models, profiler, pythonic, sanitizer, torchnpu
+from . import collectives, media, metrics, models, overlap, profiler, pythonic, sanitizer, torchnpu
 from .harness import FULL, QUICK, Profile
 from .peers import PEERS, run_peer
 from .report import JSON_KEYS, Results, derived, footer, header, json_figures, table, write_json
@@ -49,7 +49,7 @@ def run(profile: Profile, peers: bool = False, only: tuple[str, ...] | None = No
         ("copies", metrics.measure_copies),
         ("elementwise add", metrics.measure_add),
         ("matmul", metrics.measure_matmul),
-        ("copy/compute overlap", metrics.measure_overlap),
+        ("copy/compute overlap", overlap.measure_overlap),
         ("many streams", metrics.measure_streams),
         ("memory per queued task", metrics.measure_queued_memory),
         ("malloc after fragmentation", metrics.measure_fragmentation),

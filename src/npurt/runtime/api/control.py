@@ -9,7 +9,8 @@ from ..errors import InvalidDeviceError, InvalidValueError, NpuError, Subscripti
 from ..interrupts import held
 from ..observers import HOOKS
 from ..runtime import RUNTIME
-from ..scheduler import TLS, Blocker, task_error
+from ..scheduler import TLS, Blocker
+from ..task_failures import task_error
 from ..stream import Stream
 from ..tasks import Task
 from .streams import stream_of
