@@ -302,6 +302,11 @@ class DeviceMemory(PoolBase):
         self.expandable = False   # torch's expandable-segments pool (its large blocks split finer)
         self.no_split = False     # a torch MemPool(no_split=True): every block keeps its whole segment
         self.keep_cache = False   # a child pool whose owner still uses it: the device's empty_cache leaves it
+        self.parent = None        # a child pool: the device's DeviceMemory (vmm.reserved_pool)
+        # the bytes the device's pools may hold in segments together, or None: torch's memory
+        # fraction (allowed_memory_maximum against the reserved bytes of every pool of the
+        # device, checked when a segment would be mapped); set on the device's DeviceMemory
+        self.reserve_limit: int | None = None
         # statistics (see memory_stats)
         self.allocated = 0
         self.peak = 0
@@ -576,6 +581,9 @@ class DeviceMemory(PoolBase):
             seg_size = SMALL_SEGMENT
         else:
             seg_size = align_up(bsize, max(page, SMALL_SEGMENT) if page != NORMAL_PAGE else page)
+        owner = self.parent or self
+        if owner.reserve_limit is not None and owner.reserved_in_total() + seg_size > owner.reserve_limit:
+            return None  # as if the driver had no memory: the caller empties caches, then fails
         va = self.backend.map_pages(seg_size, page)
         if va is None:
             return None
@@ -742,6 +750,10 @@ class DeviceMemory(PoolBase):
             for stream, heap in list(self.pending.items()):
                 done += self._collect_stream(stream, heap)
         return done
+
+    def reserved_in_total(self) -> int:
+        """The bytes this pool and its children hold in segments."""
+        return self.reserved + sum(k.reserved for k in list(self.children))
 
     def empty_cache(self) -> None:
         """Give every cached segment that holds no live block back to the driver (its pages

@@ -595,6 +595,7 @@ def reserved_pool(device, size: int):
     backend = ReservedBackend(device, size)
     pool = DeviceMemory(backend, poison=device.memory.poison)
     pool.live = device.memory.live
+    pool.parent = device.memory
     backend.adopt(pool)
     device.memory.children.append(pool)
     return pool
