@@ -46,6 +46,7 @@ typedef struct BlockObject {
     char align32;
     int state;
     PyObject *segment, *prev, *next, *uses, *pool;
+    PyObject *pair;          /* (addr, 0): acl.rt.malloc's answer, made once (see block_pair) */
     BinObject *bin;          /* the bin holding it (which holds a reference), or NULL */
     struct BlockObject *bprev, *bnext;
 } BlockObject;
@@ -102,6 +103,7 @@ block_dealloc(BlockObject *self)
     PyObject_GC_UnTrack(self);
     block_clear(self);
     Py_CLEAR(self->addr);
+    Py_CLEAR(self->pair);
     tp->tp_free((PyObject *)self);  /* a subclass's type reference is dropped by its own dealloc */
 }
 
@@ -377,12 +379,14 @@ is_zero(PyObject *o)
 }
 
 static PyObject *str_malloc_any, *str_malloc_slow, *str_free_slow, *str_completed_seq, *str_context, *str_alive,
-    *str_memory, *str_active, *str_device_by_physical;
+    *str_memory, *str_active, *str_device_by_physical, *str_device, *str_dtype;
+static PyObject *one_obj;   /* the int 1 */
 
-/* A cached block for `size` bytes (HUGE_FIRST, not align32), or NULL with no error set when
- * the fast path does not apply. */
-static PyObject *
-pool_try_malloc(PoolObject *self, PyObject *size_obj)
+/* Takes a cached block for `size` bytes (HUGE_FIRST, not align32) and records it live:
+ * the block (borrowed: `live` holds it), or NULL with no error set when the fast path does
+ * not apply (nothing changed). */
+static BlockObject *
+pool_take(PoolObject *self, PyObject *size_obj)
 {
     if (!PyLong_CheckExact(size_obj)) return NULL;
     int overflow;
@@ -402,14 +406,40 @@ pool_try_malloc(PoolObject *self, PyObject *size_obj)
     }
     long long allocated = self->allocated += b->size;
     if (allocated > self->peak) self->peak = allocated;
-    PyObject *addr = b->addr;
-    Py_INCREF(addr);
     Py_DECREF(b);  /* `live` holds it */
-    return addr;
+    return b;
+}
+
+/* The address of a cached block (a new reference), or NULL as pool_take. */
+static PyObject *
+pool_try_malloc(PoolObject *self, PyObject *size_obj)
+{
+    BlockObject *b = pool_take(self, size_obj);
+    if (b == NULL) return NULL;
+    Py_INCREF(b->addr);
+    return b->addr;
+}
+
+/* acl.rt.malloc's answer for a block: (addr, 0), kept on the block (a tuple is immutable,
+ * so every malloc of the block can return the same one). A new reference, or NULL (memory). */
+static PyObject *
+block_pair(BlockObject *b)
+{
+    PyObject *pair = b->pair;
+    if (pair == NULL || PyTuple_GET_ITEM(pair, 0) != b->addr) {
+        pair = PyTuple_Pack(2, b->addr, zero_ret);
+        if (pair == NULL) return NULL;
+        Py_XSETREF(b->pair, pair);
+    }
+    Py_INCREF(pair);
+    return pair;
 }
 
 /* 1: freed; 0: not the fast path (nothing changed); -1: an error. A block with recorded uses
  * takes the fast path once every use has retired; the uses are forgotten (None). */
+static int
+pool_free_block(PoolObject *self, PyObject *addr, BlockObject *b);
+
 static int
 pool_try_free(PoolObject *self, PyObject *addr)
 {
@@ -417,7 +447,14 @@ pool_try_free(PoolObject *self, PyObject *addr)
     PyObject *o = PyDict_GetItemWithError(self->live, addr);
     if (o == NULL) { if (PyErr_Occurred()) PyErr_Clear(); return 0; }
     if (!PyObject_TypeCheck(o, &BlockType)) return 0;
-    BlockObject *b = (BlockObject *)o;
+    return pool_free_block(self, addr, (BlockObject *)o);
+}
+
+/* pool_try_free for the block `live` holds at `addr` (the caller looked it up). */
+static int
+pool_free_block(PoolObject *self, PyObject *addr, BlockObject *b)
+{
+    if (self->live == NULL || self->poison) return 0;
     if (b->pool != self->small_pool || b->state != LIVE || b->size > SMALL_REQUEST
         || b->size % SIZE_CLASS || self->small_dirty == NULL)
         return 0;
@@ -571,8 +608,173 @@ static PyTypeObject PoolType = {
     .tp_methods = pool_methods,
 };
 
+/* ------------------------------------------------------------------ the tools' switch */
+static int suspended;  /* fast paths held off (fault injection): see suspend() */
+
+/* Whether a tool listens (HOOKS.active), read from the observers' instance dict: one
+ * lookup with a cached hash instead of a full attribute look-up. Anything unexpected (no
+ * dict, no key) counts as listening: the Python path decides. */
+static int
+hooks_listening(PyObject *hooks)
+{
+    if (suspended || hooks == NULL) return 1;
+    PyObject **dictptr = _PyObject_GetDictPtr(hooks);
+    if (dictptr == NULL || *dictptr == NULL) return 1;
+    PyObject *active = PyDict_GetItemWithError(*dictptr, str_active);  /* borrowed */
+    if (active == NULL) { PyErr_Clear(); return 1; }
+    return active != Py_False;
+}
+
+/* ------------------------------------------------------------------ Allocation */
+/* One device allocation behind a DeviceArray and its views (npurt.array.allocation): the
+ * record `allocate` and `empty` make, freed when the last array using it is collected.
+ * Its free is the Python record's __del__ in C: only if the pool's live table still holds
+ * this very block at the address (after a reset or a finalize and a new init the address
+ * may be someone else's); through the pool's fast path when no tool listens and the block
+ * can go straight back to its bin, else through the Python `release(ptr, device, block)`
+ * (a listening tool's managed free, a parked block, ...). Either way the exception being
+ * raised, if any, is kept, and a failure is swallowed as __del__ did. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *ptr, *nbytes, *device, *block;
+    PoolObject *pool;        /* the pool the fast path took it from, or NULL */
+    char released;
+} AllocObject;
+
+static PyTypeObject AllocType;
+static PyObject *alloc_release_fn;   /* release(ptr, device, block): the Python free */
+static PyObject *alloc_hooks;        /* the observers, for their `active` switch */
+
+static void
+alloc_release(AllocObject *a)
+{
+    if (a->released) return;
+    a->released = 1;
+    if (a->ptr == NULL || a->device == NULL) return;  /* never completed */
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int done = 0;
+    if (a->pool != NULL && a->pool->live != NULL && !hooks_listening(alloc_hooks)) {
+        PyObject *cur = PyDict_GetItemWithError(a->pool->live, a->ptr);  /* borrowed */
+        if (cur != a->block || cur == NULL) done = 1;  /* not ours (any more): nothing to free */
+        else if (PyObject_TypeCheck(cur, &BlockType)) {
+            PoolObject *pool = a->pool;
+            Py_INCREF(pool);
+            done = pool_free_block(pool, a->ptr, (BlockObject *)cur) > 0;
+            Py_DECREF(pool);
+        }
+        PyErr_Clear();
+    }
+    if (!done && alloc_release_fn != NULL) {
+        PyObject *args[3] = {a->ptr, a->device, a->block ? a->block : Py_None};
+        PyObject *r = PyObject_Vectorcall(alloc_release_fn, args, 3, NULL);
+        if (r == NULL) PyErr_Clear();  /* interpreter shutdown, a runtime torn down: as __del__ */
+        Py_XDECREF(r);
+    }
+    PyErr_Restore(et, ev, tb);
+}
+
+static void
+alloc_finalize(AllocObject *a)
+{
+    alloc_release(a);
+}
+
+static int
+alloc_traverse(AllocObject *a, visitproc visit, void *arg)
+{
+    Py_VISIT(a->device); Py_VISIT(a->block); Py_VISIT(a->pool);
+    return 0;
+}
+
+static int
+alloc_clear(AllocObject *a)
+{
+    /* the collector ran tp_finalize (the free) first */
+    Py_CLEAR(a->device); Py_CLEAR(a->block); Py_CLEAR(a->pool);
+    return 0;
+}
+
+static void
+alloc_dealloc(AllocObject *a)
+{
+    PyObject_GC_UnTrack(a);
+    alloc_release(a);
+    Py_CLEAR(a->ptr); Py_CLEAR(a->nbytes);
+    alloc_clear(a);
+    PyObject_GC_Del(a);
+}
+
+/* A new record for a block `take`n from `pool` for `nbytes`; NULL (the block freed back)
+ * on a memory error. */
+static PyObject *
+alloc_make(PoolObject *pool, BlockObject *b, PyObject *nbytes, PyObject *device)
+{
+    AllocObject *a = PyObject_GC_New(AllocObject, &AllocType);
+    if (a == NULL) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        if (pool_try_free(pool, b->addr) <= 0) PyErr_Clear();
+        PyErr_Restore(et, ev, tb);
+        return NULL;
+    }
+    Py_INCREF(b->addr); a->ptr = b->addr;
+    Py_INCREF(nbytes); a->nbytes = nbytes;
+    Py_INCREF(device); a->device = device;
+    Py_INCREF(b); a->block = (PyObject *)b;
+    Py_INCREF(pool); a->pool = pool;
+    a->released = 0;
+    PyObject_GC_Track(a);
+    return (PyObject *)a;
+}
+
+static PyObject *
+alloc_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
+{
+    if (PyTuple_GET_SIZE(args) || (kw && PyDict_GET_SIZE(kw))) {
+        PyErr_SetString(PyExc_TypeError, "Allocation records are made by npurt.array.allocation.allocate");
+        return NULL;
+    }
+    return tp->tp_alloc(tp, 0);  /* empty: the Python slow path fills it */
+}
+
+static PyMemberDef alloc_members[] = {
+    {"ptr", T_OBJECT_EX, offsetof(AllocObject, ptr), 0, "device address (int)"},
+    {"nbytes", T_OBJECT_EX, offsetof(AllocObject, nbytes), 0, "bytes asked for"},
+    {"device", T_OBJECT_EX, offsetof(AllocObject, device), 0, "the runtime Device"},
+    {"block", T_OBJECT_EX, offsetof(AllocObject, block), 0, "the pool's block at ptr when allocated"},
+    {NULL}
+};
+
+static PyTypeObject AllocType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "npurt._speedups.Allocation",
+    .tp_basicsize = sizeof(AllocObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "One device allocation; freed (stream-ordered, by the runtime) when collected.",
+    .tp_new = alloc_new,
+    .tp_traverse = (traverseproc)alloc_traverse,
+    .tp_clear = (inquiry)alloc_clear,
+    .tp_dealloc = (destructor)alloc_dealloc,
+    .tp_finalize = (destructor)alloc_finalize,
+    .tp_members = alloc_members,
+};
+
+static PyObject *
+mod_configure_allocations(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyCallable_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "configure_allocations(release, hooks)");
+        return NULL;
+    }
+    Py_INCREF(args[0]); Py_XSETREF(alloc_release_fn, args[0]);
+    Py_INCREF(args[1]); Py_XSETREF(alloc_hooks, args[1]);
+    Py_RETURN_NONE;
+}
+
+
 /* ------------------------------------------------------------------ Entry */
-enum { K_MALLOC, K_FREE, K_ACL_MALLOC, K_ACL_FREE };
+enum { K_MALLOC, K_FREE, K_ACL_MALLOC, K_ACL_FREE, K_ALLOCATE, K_EMPTY };
 
 typedef struct {
     PyObject_HEAD
@@ -584,43 +786,95 @@ typedef struct {
     PyObject *runtime;       /* the runtime (`device_by_physical`: physical index -> Device) */
     unsigned long long va_base;
     PyObject *dict;
+    /* K_EMPTY: the array type, whose instances it fills (slot offsets below), the layout
+     * cache ((shape, dtype) -> (shape, dtype, nbytes, strides)), numpy's dtype type and
+     * the default dtype ("float32") */
+    PyObject *extra;
+    PyTypeObject *array_type;
+    PyObject *layouts, *dtype_type, *default_dtype;
+    PyObject *last_shape, *last_dtype, *last_layout;  /* the layout found last, by identity (strong refs) */
+    Py_ssize_t off_mem, off_ptr, off_shape, off_dtype, off_strides;
 } EntryObject;
 
-static int suspended;  /* fast paths held off (fault injection): see suspend() */
+#define tools_listening(e) hooks_listening((e)->hooks)
 
-static int
-tools_listening(EntryObject *e)
+/* The caches of the fast path, valid while `generation` has not moved. The runtime calls
+ * invalidate() (accel.invalidate) whenever what they remember can change: a thread's
+ * current context is bound (set_device, set_context, finalize), a context dies (reset,
+ * destroy, fork), the address table of devices is emptied (finalize, fork). An entry that
+ * misses reads the Python state as before and fills the cache.
+ *
+ *   thread_slots  thread id -> the pool of its live current context (direct-mapped by id;
+ *                 ids are never reused, so a slot never answers for another thread)
+ *   phys_pools    physical device index -> its pool (the address's device, for free) */
+#define THREAD_SLOTS 16
+#define PHYS_SLOTS 64
+typedef struct {
+    uint64_t tid;
+    unsigned long long gen;
+    PoolObject *pool;        /* strong reference */
+    PyObject *device;        /* strong reference: the context's Device */
+} ThreadSlot;
+static ThreadSlot thread_slots[THREAD_SLOTS];
+static PoolObject *phys_pools[PHYS_SLOTS];
+static unsigned long long phys_gen[PHYS_SLOTS];
+static unsigned long long generation = 1;
+
+static void
+invalidate_caches(void)
 {
-    if (suspended) return 1;
-    PyObject *active = PyObject_GetAttr(e->hooks, str_active);
-    if (active == NULL) { PyErr_Clear(); return 1; }
-    int on = active != Py_False;
-    Py_DECREF(active);
-    return on;
+    generation++;
+    /* moved out first: dropping a pool may run Python code, which may call back here */
+    PoolObject *pools[THREAD_SLOTS + PHYS_SLOTS];
+    PyObject *devices[THREAD_SLOTS];
+    for (int i = 0; i < THREAD_SLOTS; i++) {
+        pools[i] = thread_slots[i].pool; devices[i] = thread_slots[i].device;
+        thread_slots[i].pool = NULL; thread_slots[i].device = NULL; thread_slots[i].tid = 0;
+    }
+    for (int i = 0; i < PHYS_SLOTS; i++) { pools[THREAD_SLOTS + i] = phys_pools[i]; phys_pools[i] = NULL; }
+    for (int i = 0; i < THREAD_SLOTS; i++) { Py_XDECREF(pools[i]); Py_XDECREF(devices[i]); }
+    for (int i = 0; i < PHYS_SLOTS; i++) Py_XDECREF(pools[THREAD_SLOTS + i]);
 }
 
-/* The calling thread's live context's pool (a new reference), or NULL (no error). */
-static PoolObject *
-current_pool(EntryObject *e)
+/* The calling thread's slot holding its live context's pool and device (borrowed, valid
+ * until the next invalidate), or NULL (no error): no live context, or not a C pool. */
+static ThreadSlot *
+current_slot(PyObject *per_thread)
 {
-    PyObject *ctx = PyObject_GetAttr(e->per_thread, str_context);
+    uint64_t tid = PyThreadState_GetID(PyThreadState_Get());
+    ThreadSlot *slot = &thread_slots[tid % THREAD_SLOTS];
+    if (slot->tid == tid && slot->gen == generation) return slot;
+    PyObject *ctx = PyObject_GetAttr(per_thread, str_context);
     if (ctx == NULL) { PyErr_Clear(); return NULL; }
     PoolObject *pool = NULL;
+    PyObject *device = NULL;
     if (ctx != Py_None) {
         PyObject *alive = PyObject_GetAttr(ctx, str_alive);
         if (alive == Py_True) {
             PyObject *mem = PyObject_GetAttr(ctx, str_memory);
-            if (mem != NULL && PyObject_TypeCheck(mem, &PoolType)) pool = (PoolObject *)mem;
+            if (mem != NULL && PyObject_TypeCheck(mem, &PoolType)) {
+                device = PyObject_GetAttr(ctx, str_device);
+                if (device != NULL) pool = (PoolObject *)mem;
+                else Py_DECREF(mem);
+            }
             else Py_XDECREF(mem);
         }
         Py_XDECREF(alive);
         if (PyErr_Occurred()) PyErr_Clear();
     }
-    Py_DECREF(ctx);
-    return pool;
+    Py_DECREF(ctx);  /* may run Python code: the slot is filled after it */
+    if (pool == NULL) return NULL;
+    unsigned long long gen = generation;
+    PoolObject *old_pool = slot->pool;
+    PyObject *old_device = slot->device;
+    slot->tid = tid; slot->gen = gen; slot->pool = pool; slot->device = device;
+    Py_XDECREF(old_pool);
+    Py_XDECREF(old_device);
+    return slot->tid == tid && slot->gen == generation ? slot : NULL;
 }
 
-/* The pool of the device an address belongs to (a new reference), or NULL (no error). */
+/* The pool of the device an address belongs to (borrowed, valid until the next
+ * invalidate), or NULL (no error). */
 static PoolObject *
 pool_of_address(EntryObject *e, PyObject *ptr)
 {
@@ -628,7 +882,9 @@ pool_of_address(EntryObject *e, PyObject *ptr)
     unsigned long long p = PyLong_AsUnsignedLongLong(ptr);
     if (p == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return NULL; }
     if (p < e->va_base) return NULL;
-    PyObject *key = PyLong_FromUnsignedLongLong((p - e->va_base) >> 40);
+    unsigned long long phys = (p - e->va_base) >> 40;
+    if (phys < PHYS_SLOTS && phys_gen[phys] == generation && phys_pools[phys] != NULL) return phys_pools[phys];
+    PyObject *key = PyLong_FromUnsignedLongLong(phys);
     if (key == NULL) { PyErr_Clear(); return NULL; }
     PyObject *devices = PyObject_GetAttr(e->runtime, str_device_by_physical);
     if (devices == NULL || !PyDict_CheckExact(devices)) {
@@ -643,34 +899,160 @@ pool_of_address(EntryObject *e, PyObject *ptr)
     Py_DECREF(device);
     if (mem == NULL) { PyErr_Clear(); return NULL; }
     if (!PyObject_TypeCheck(mem, &PoolType)) { Py_DECREF(mem); return NULL; }
-    return (PoolObject *)mem;
+    if (phys >= PHYS_SLOTS) { Py_DECREF(mem); return NULL; }  /* not cached: the Python path */
+    PoolObject *old = phys_pools[phys];
+    phys_pools[phys] = (PoolObject *)mem;
+    phys_gen[phys] = generation;
+    Py_XDECREF(old);
+    return phys_gen[phys] == generation ? phys_pools[phys] : NULL;
+}
+
+/* The pool of a runtime Device (borrowed: the thread's slot or the device keeps it), or
+ * NULL (no error): not a C pool. */
+static PoolObject *
+pool_of_device(EntryObject *e, PyObject *device)
+{
+    ThreadSlot *slot = current_slot(e->per_thread);
+    if (slot != NULL && slot->device == device) return slot->pool;
+    PyObject *mem = PyObject_GetAttr(device, str_memory);
+    if (mem == NULL) { PyErr_Clear(); return NULL; }
+    Py_DECREF(mem);  /* the device holds it */
+    return PyObject_TypeCheck(mem, &PoolType) ? (PoolObject *)mem : NULL;
+}
+
+/* allocate(nbytes, device) for a cached block: the new Allocation, or NULL with no error
+ * (nothing changed). At least one byte is taken, as the Python allocate does. */
+static PyObject *
+fast_allocate(PoolObject *pool, PyObject *nbytes, PyObject *device)
+{
+    if (!PyLong_CheckExact(nbytes)) return NULL;
+    PyObject *size = nbytes;
+    if (is_zero(nbytes)) size = one_obj;
+    BlockObject *b = pool_take(pool, size);  /* runs no Python code */
+    if (b == NULL) { if (PyErr_Occurred()) PyErr_Clear(); return NULL; }
+    PyObject *a = alloc_make(pool, b, nbytes, device);
+    if (a == NULL) PyErr_Clear();
+    return a;
+}
+
+static inline void
+set_slot(PyObject *obj, Py_ssize_t offset, PyObject *value)
+{
+    PyObject **p = (PyObject **)((char *)obj + offset);
+    Py_INCREF(value);
+    Py_XSETREF(*p, value);
+}
+
+/* npurt.empty's common forms, decided as the Python function decides them: empty(n),
+ * empty(shape), empty(n or shape, dtype) and empty(n or shape, dtype=dtype), on the
+ * current device, whose layout is cached and whose block is cached. NULL with no error
+ * for anything else (nothing changed). */
+static PyObject *
+fast_empty(EntryObject *e, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *dtype = NULL;
+    if (kwnames != NULL) {
+        Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+        for (Py_ssize_t i = 0; i < nkw; i++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, i), *value = args[nargs + i];
+            if (name == str_dtype) dtype = value == Py_None ? NULL : value;
+            else if (name == str_device) { if (value != Py_None) return NULL; }
+            else return NULL;  /* not interned the same, or another name: the Python path */
+        }
+    }
+    PyObject *shape;
+    if (nargs == 1) {
+        shape = args[0];
+        if (dtype == NULL) dtype = e->default_dtype;
+    }
+    else if (nargs == 2 && dtype == NULL) {
+        shape = args[0];
+        dtype = args[1];
+        if (!(Py_IS_TYPE(dtype, &PyType_Type) || PyUnicode_CheckExact(dtype)
+              || PyObject_TypeCheck(dtype, (PyTypeObject *)e->dtype_type)))  /* never a count */
+            return NULL;
+    }
+    else return NULL;
+    if (!PyLong_CheckExact(shape)) {
+        if (!PyTuple_CheckExact(shape)) return NULL;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++)
+            if (!PyLong_CheckExact(PyTuple_GET_ITEM(shape, i))) return NULL;
+    }
+    if (hooks_listening(e->hooks)) return NULL;
+    ThreadSlot *slot = current_slot(e->per_thread);
+    if (slot == NULL) return NULL;
+    PyObject *layout;
+    if (shape == e->last_shape && dtype == e->last_dtype) {
+        /* the same objects as last time (a loop's constants): an int or a tuple of ints and
+         * a dtype, none of which can change, so the same layout */
+        layout = e->last_layout;
+        Py_INCREF(layout);
+    }
+    else {
+        PyObject *key = PyTuple_Pack(2, shape, dtype);
+        if (key == NULL) { PyErr_Clear(); return NULL; }
+        layout = PyDict_GetItemWithError(e->layouts, key);  /* borrowed */
+        Py_DECREF(key);
+        if (layout == NULL || !PyTuple_CheckExact(layout) || PyTuple_GET_SIZE(layout) != 4) {
+            PyErr_Clear();  /* new, or an unhashable dtype: the Python path */
+            return NULL;
+        }
+        Py_INCREF(layout);  /* the cache may be cleared by Python code run below */
+        PyObject *old_shape = e->last_shape, *old_dtype = e->last_dtype, *old_layout = e->last_layout;
+        Py_INCREF(shape); Py_INCREF(dtype); Py_INCREF(layout);
+        e->last_shape = shape; e->last_dtype = dtype; e->last_layout = layout;
+        Py_XDECREF(old_shape); Py_XDECREF(old_dtype); Py_XDECREF(old_layout);
+    }
+    PyObject *out = NULL;
+    PyObject *mem = fast_allocate(slot->pool, PyTuple_GET_ITEM(layout, 2), slot->device);
+    if (mem != NULL) {
+        out = e->array_type->tp_alloc(e->array_type, 0);
+        if (out == NULL) PyErr_Clear();
+        else {
+            set_slot(out, e->off_mem, mem);
+            set_slot(out, e->off_ptr, ((AllocObject *)mem)->ptr);
+            set_slot(out, e->off_shape, PyTuple_GET_ITEM(layout, 0));
+            set_slot(out, e->off_dtype, PyTuple_GET_ITEM(layout, 1));
+            set_slot(out, e->off_strides, PyTuple_GET_ITEM(layout, 3));
+        }
+        Py_DECREF(mem);  /* `out` holds it; without `out`, this frees the block again */
+    }
+    Py_DECREF(layout);
+    return out;
 }
 
 static PyObject *
 entry_vectorcall(EntryObject *e, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (kwnames == NULL && !tools_listening(e)) {
+    if (e->kind == K_EMPTY) {
+        PyObject *out = fast_empty(e, args, nargs, kwnames);
+        if (out != NULL) return out;
+    }
+    else if (kwnames == NULL && !tools_listening(e)) {
         switch (e->kind) {
         case K_MALLOC:      /* malloc(size, policy=0, align32=False) -> address */
         case K_ACL_MALLOC:  /* acl.rt.malloc(size, policy) -> (address, ret) */
             if ((e->kind == K_MALLOC ? (nargs >= 1 && nargs <= 3) : nargs == 2)
                 && (nargs < 2 || is_zero(args[1]))
                 && (nargs < 3 || args[2] == Py_False)) {
-                PoolObject *pool = current_pool(e);
-                if (pool != NULL) {
-                    PyObject *addr = pool_try_malloc(pool, args[0]);
-                    Py_DECREF(pool);
-                    if (addr != NULL) {
-                        if (e->kind == K_MALLOC) return addr;
-                        PyObject *pair = PyTuple_New(2);
-                        if (pair == NULL) return NULL;  /* cannot happen in practice */
-                        PyTuple_SET_ITEM(pair, 0, addr);
-                        Py_INCREF(zero_ret);
-                        PyTuple_SET_ITEM(pair, 1, zero_ret);
-                        return pair;
+                ThreadSlot *slot = current_slot(e->per_thread);
+                if (slot != NULL) {
+                    BlockObject *b = pool_take(slot->pool, args[0]);  /* runs no Python code */
+                    if (b != NULL) {
+                        if (e->kind == K_MALLOC) { Py_INCREF(b->addr); return b->addr; }
+                        return block_pair(b);
                     }
                     if (PyErr_Occurred()) PyErr_Clear();  /* nothing changed: the Python path decides */
+                }
+            }
+            break;
+        case K_ALLOCATE:    /* allocate(nbytes, device) -> Allocation */
+            if (nargs == 2) {
+                PoolObject *pool = pool_of_device(e, args[1]);
+                if (pool != NULL) {
+                    PyObject *a = fast_allocate(pool, args[0], args[1]);
+                    if (a != NULL) return a;
                 }
             }
             break;
@@ -679,6 +1061,7 @@ entry_vectorcall(EntryObject *e, PyObject *const *args, size_t nargsf, PyObject 
             if (e->kind == K_FREE ? (nargs == 1 || nargs == 2) : nargs == 1) {
                 PoolObject *pool = pool_of_address(e, args[0]);
                 if (pool != NULL) {
+                    Py_INCREF(pool);  /* its last step may run Python code (dropping a uses dict) */
                     int r = pool_try_free(pool, args[0]);
                     Py_DECREF(pool);
                     if (r > 0) {
@@ -695,23 +1078,45 @@ entry_vectorcall(EntryObject *e, PyObject *const *args, size_t nargsf, PyObject 
     return PyObject_Vectorcall(e->slow, args, nargsf, kwnames);
 }
 
+/* The offset of a __slots__ member of `type` (its member descriptor), or -1 with an error. */
+static Py_ssize_t
+slot_offset(PyTypeObject *type, const char *name)
+{
+    PyObject *d = PyDict_GetItemString(type->tp_dict, name);  /* borrowed */
+    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)
+        || ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+        PyErr_Format(PyExc_TypeError, "%.100s has no __slots__ member %s", type->tp_name, name);
+        return -1;
+    }
+    return ((PyMemberDescrObject *)d)->d_member->offset;
+}
+
 static PyObject *
 entry_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 {
     const char *kind;
-    PyObject *slow, *per_thread, *hooks, *runtime;
+    PyObject *slow, *per_thread, *hooks, *runtime, *extra = NULL;
     unsigned long long va_base;
-    static char *names[] = {"kind", "slow", "per_thread", "hooks", "runtime", "va_base", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sOOOOK", names, &kind, &slow, &per_thread, &hooks,
-                                     &runtime, &va_base))
+    static char *names[] = {"kind", "slow", "per_thread", "hooks", "runtime", "va_base", "extra", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sOOOOK|O", names, &kind, &slow, &per_thread, &hooks,
+                                     &runtime, &va_base, &extra))
         return NULL;
     int k;
     if (!strcmp(kind, "malloc")) k = K_MALLOC;
     else if (!strcmp(kind, "free")) k = K_FREE;
     else if (!strcmp(kind, "acl_malloc")) k = K_ACL_MALLOC;
     else if (!strcmp(kind, "acl_free")) k = K_ACL_FREE;
+    else if (!strcmp(kind, "allocate")) k = K_ALLOCATE;
+    else if (!strcmp(kind, "empty")) k = K_EMPTY;
     else {
-        PyErr_Format(PyExc_ValueError, "unknown entry kind %s (malloc, free, acl_malloc, acl_free)", kind);
+        PyErr_Format(PyExc_ValueError, "unknown entry kind %s (malloc, free, acl_malloc, acl_free, allocate, empty)",
+                     kind);
+        return NULL;
+    }
+    if (k == K_EMPTY && (extra == NULL || !PyTuple_CheckExact(extra) || PyTuple_GET_SIZE(extra) != 4
+                         || !PyType_Check(PyTuple_GET_ITEM(extra, 0)) || !PyDict_CheckExact(PyTuple_GET_ITEM(extra, 1))
+                         || !PyType_Check(PyTuple_GET_ITEM(extra, 2)))) {
+        PyErr_SetString(PyExc_TypeError, "an empty entry's extra: (array type, layouts dict, numpy.dtype, default dtype)");
         return NULL;
     }
     EntryObject *e = (EntryObject *)tp->tp_alloc(tp, 0);
@@ -723,6 +1128,20 @@ entry_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
     Py_INCREF(hooks); e->hooks = hooks;
     Py_INCREF(runtime); e->runtime = runtime;
     e->va_base = va_base;
+    if (k == K_EMPTY) {
+        Py_INCREF(extra); e->extra = extra;
+        e->array_type = (PyTypeObject *)PyTuple_GET_ITEM(extra, 0);
+        e->layouts = PyTuple_GET_ITEM(extra, 1);
+        e->dtype_type = PyTuple_GET_ITEM(extra, 2);
+        e->default_dtype = PyTuple_GET_ITEM(extra, 3);
+        if ((e->off_mem = slot_offset(e->array_type, "_mem")) < 0 || (e->off_ptr = slot_offset(e->array_type, "_ptr")) < 0
+            || (e->off_shape = slot_offset(e->array_type, "shape")) < 0
+            || (e->off_dtype = slot_offset(e->array_type, "dtype")) < 0
+            || (e->off_strides = slot_offset(e->array_type, "strides")) < 0) {
+            Py_DECREF(e);
+            return NULL;
+        }
+    }
     return (PyObject *)e;
 }
 
@@ -730,6 +1149,7 @@ static int
 entry_traverse(EntryObject *e, visitproc visit, void *arg)
 {
     Py_VISIT(e->slow); Py_VISIT(e->per_thread); Py_VISIT(e->hooks); Py_VISIT(e->runtime); Py_VISIT(e->dict);
+    Py_VISIT(e->extra); Py_VISIT(e->last_shape); Py_VISIT(e->last_dtype); Py_VISIT(e->last_layout);
     return 0;
 }
 
@@ -737,6 +1157,8 @@ static int
 entry_clear(EntryObject *e)
 {
     Py_CLEAR(e->slow); Py_CLEAR(e->per_thread); Py_CLEAR(e->hooks); Py_CLEAR(e->runtime); Py_CLEAR(e->dict);
+    Py_CLEAR(e->last_shape); Py_CLEAR(e->last_dtype); Py_CLEAR(e->last_layout);
+    Py_CLEAR(e->extra);  /* the borrowed views of it are read only with `kind` K_EMPTY, while it lives */
     return 0;
 }
 
@@ -792,6 +1214,276 @@ static PyTypeObject EntryType = {
     .tp_setattro = PyObject_GenericSetAttr,
 };
 
+
+
+/* ------------------------------------------------------------------ uses */
+/* npurt.runtime.memory.note_use / note_uses / prune_uses in C (the same rules: see there).
+ * Stream.enqueue records each task's holders through them, so each costs a Python frame
+ * less per holder. */
+static PyObject *str_uses;
+
+/* Forget the entries of `uses` whose work has retired; as the Python prune_uses, the test
+ * (after reading completed_seq, which may run code for an object that is not a Stream) and
+ * the delete have no call in between, so a concurrent newer note is never lost. */
+static int
+prune_uses_dict(PyObject *uses)
+{
+    PyObject *items = PyDict_Items(uses);
+    if (items == NULL) return -1;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        PyObject *stream = PyTuple_GET_ITEM(item, 0), *seq = PyTuple_GET_ITEM(item, 1);
+        PyObject *done = PyObject_GetAttr(stream, str_completed_seq);
+        if (done == NULL) { Py_DECREF(items); return -1; }
+        int retired = PyObject_RichCompareBool(done, seq, Py_GE);
+        Py_DECREF(done);
+        if (retired < 0) { Py_DECREF(items); return -1; }
+        if (!retired) continue;
+        PyObject *cur = PyDict_GetItemWithError(uses, stream);  /* borrowed */
+        if (cur == NULL) {
+            if (PyErr_Occurred()) { Py_DECREF(items); return -1; }
+            continue;
+        }
+        int same = cur == seq ? 1 : PyObject_RichCompareBool(cur, seq, Py_EQ);
+        if (same < 0) { Py_DECREF(items); return -1; }
+        if (same && PyDict_DelItem(uses, stream) < 0) { Py_DECREF(items); return -1; }
+    }
+    Py_DECREF(items);
+    return 0;
+}
+
+static int
+note_one(PyObject *holder, PyObject *stream, PyObject *seq)
+{
+    if (holder == Py_None) return 0;
+    PyObject *uses;
+    if (PyObject_TypeCheck(holder, &BlockType)) {
+        BlockObject *b = (BlockObject *)holder;
+        uses = b->uses;
+        if (uses == NULL || uses == Py_None) {
+            PyObject *d = PyDict_New();
+            if (d == NULL) return -1;
+            if (PyDict_SetItem(d, stream, seq) < 0) { Py_DECREF(d); return -1; }
+            Py_XSETREF(b->uses, d);
+            return 0;
+        }
+        Py_INCREF(uses);
+    }
+    else {
+        uses = PyObject_GetAttr(holder, str_uses);
+        if (uses == NULL) return -1;
+        if (uses == Py_None) {
+            Py_DECREF(uses);
+            PyObject *d = PyDict_New();
+            if (d == NULL) return -1;
+            int r = PyDict_SetItem(d, stream, seq) < 0 ? -1 : PyObject_SetAttr(holder, str_uses, d);
+            Py_DECREF(d);
+            return r;
+        }
+    }
+    int r = PyObject_SetItem(uses, stream, seq);
+    if (r == 0 && PyDict_Check(uses)) {
+        Py_ssize_t n = PyDict_GET_SIZE(uses);
+        if (n >= 8 && !(n & (n - 1))) r = prune_uses_dict(uses);  /* at 8, 16, 32, ...: amortized O(1) */
+    }
+    Py_DECREF(uses);
+    return r;
+}
+
+static PyObject *
+mod_note_use(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "note_use(holder, stream, seq)");
+        return NULL;
+    }
+    if (note_one(args[0], args[1], args[2]) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_note_uses(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "note_uses(holders, stream, seq)");
+        return NULL;
+    }
+    PyObject *it = PyObject_GetIter(args[0]);
+    if (it == NULL) return NULL;
+    PyObject *holder;
+    while ((holder = PyIter_Next(it)) != NULL) {
+        int r = note_one(holder, args[1], args[2]);
+        Py_DECREF(holder);
+        if (r < 0) { Py_DECREF(it); return NULL; }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_prune_uses(PyObject *m, PyObject *uses)
+{
+    if (!PyDict_Check(uses)) {
+        PyErr_SetString(PyExc_TypeError, "prune_uses(uses): a dict stream -> sequence number");
+        return NULL;
+    }
+    if (prune_uses_dict(uses) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+
+/* ------------------------------------------------------------------ Lock */
+/* A mutex as threading.Lock (acquire(blocking=True, timeout=-1), release, locked, a context
+ * manager), but not tracked by the garbage collector: it holds no Python object, so it can
+ * be in no cycle. A stream makes one (its enqueue lock); ten thousand streams are then ten
+ * thousand objects fewer for every collection to walk. A blocked acquire releases the GIL
+ * and runs signal handlers when interrupted, as threading.Lock's does. */
+#include <time.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+    char locked;
+} LockObject;
+
+static PyObject *
+lock_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
+{
+    if (PyTuple_GET_SIZE(args) || (kw && PyDict_GET_SIZE(kw))) {
+        PyErr_SetString(PyExc_TypeError, "Lock() takes no arguments");
+        return NULL;
+    }
+    LockObject *self = (LockObject *)tp->tp_alloc(tp, 0);
+    if (self == NULL) return NULL;
+    self->lock = PyThread_allocate_lock();
+    if (self->lock == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void
+lock_dealloc(LockObject *self)
+{
+    if (self->lock != NULL) {
+        if (self->locked) PyThread_release_lock(self->lock);
+        PyThread_free_lock(self->lock);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static long long
+monotonic_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* 1 acquired, 0 not (timeout, or not blocking), -1 an exception (a signal handler's). */
+static int
+lock_take(LockObject *self, int blocking, double timeout)
+{
+    if (PyThread_acquire_lock_timed(self->lock, 0, 0) == PY_LOCK_ACQUIRED) { self->locked = 1; return 1; }
+    if (!blocking) return 0;
+    long long deadline = timeout < 0 ? -1 : monotonic_us() + (long long)(timeout * 1e6);
+    for (;;) {
+        long long wait = deadline < 0 ? -1 : deadline - monotonic_us();
+        if (deadline >= 0 && wait < 0) wait = 0;
+        PyLockStatus r;
+        Py_BEGIN_ALLOW_THREADS
+        r = PyThread_acquire_lock_timed(self->lock, wait, 1);
+        Py_END_ALLOW_THREADS
+        if (r == PY_LOCK_ACQUIRED) { self->locked = 1; return 1; }
+        if (r == PY_LOCK_FAILURE) return 0;
+        if (Py_MakePendingCalls() < 0) return -1;  /* PY_LOCK_INTR: a signal; its handler may raise */
+    }
+}
+
+static PyObject *
+lock_acquire(LockObject *self, PyObject *args, PyObject *kw)
+{
+    int blocking = 1;
+    double timeout = -1;
+    static char *names[] = {"blocking", "timeout", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|pd:acquire", names, &blocking, &timeout)) return NULL;
+    if (!blocking && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
+        return NULL;
+    }
+    if (timeout < 0 && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
+        return NULL;
+    }
+    int r = lock_take(self, blocking, timeout);
+    if (r < 0) return NULL;
+    return PyBool_FromLong(r);
+}
+
+static PyObject *
+lock_enter(LockObject *self, PyObject *Py_UNUSED(ignored))
+{
+    int r = lock_take(self, 1, -1);
+    if (r < 0) return NULL;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+lock_release(LockObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!self->locked) {
+        PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
+        return NULL;
+    }
+    self->locked = 0;
+    PyThread_release_lock(self->lock);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+lock_exit(LockObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return lock_release(self, NULL);
+}
+
+static PyObject *
+lock_locked(LockObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->locked);
+}
+
+static PyObject *
+lock_repr(LockObject *self)
+{
+    return PyUnicode_FromFormat("<npurt._speedups.Lock %s>", self->locked ? "locked" : "unlocked");
+}
+
+static PyMethodDef lock_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))lock_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(blocking=True, timeout=-1) -> bool"},
+    {"release", (PyCFunction)lock_release, METH_NOARGS, "release()"},
+    {"locked", (PyCFunction)lock_locked, METH_NOARGS, "whether the lock is held"},
+    {"__enter__", (PyCFunction)lock_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))lock_exit, METH_FASTCALL, NULL},
+    {NULL}
+};
+
+static PyTypeObject LockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "npurt._speedups.Lock",
+    .tp_basicsize = sizeof(LockObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A mutex as threading.Lock, not tracked by the garbage collector.",
+    .tp_new = lock_new,
+    .tp_dealloc = (destructor)lock_dealloc,
+    .tp_repr = (reprfunc)lock_repr,
+    .tp_methods = lock_methods,
+};
+
 /* ------------------------------------------------------------------ module */
 static PyObject *
 mod_suspend(PyObject *m, PyObject *Py_UNUSED(ignored))
@@ -813,7 +1505,24 @@ mod_suspended(PyObject *m, PyObject *Py_UNUSED(ignored))
     return PyLong_FromLong(suspended);
 }
 
+static PyObject *
+mod_invalidate(PyObject *m, PyObject *Py_UNUSED(ignored))
+{
+    invalidate_caches();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"note_use", (PyCFunction)(void (*)(void))mod_note_use, METH_FASTCALL,
+     "note_use(holder, stream, seq): task seq of stream uses holder (npurt.runtime.memory.note_use)"},
+    {"note_uses", (PyCFunction)(void (*)(void))mod_note_uses, METH_FASTCALL,
+     "note_uses(holders, stream, seq): note_use for each holder"},
+    {"prune_uses", (PyCFunction)mod_prune_uses, METH_O,
+     "prune_uses(uses): forget the entries whose work has retired"},
+    {"configure_allocations", (PyCFunction)(void (*)(void))mod_configure_allocations, METH_FASTCALL,
+     "configure_allocations(release, hooks): the Python free of an Allocation and the observers"},
+    {"invalidate", mod_invalidate, METH_NOARGS,
+     "forget the cached thread -> pool and device -> pool answers (a context was bound or died)"},
     {"suspend", mod_suspend, METH_NOARGS, "hold every Entry's fast path off (counted; resume() undoes one)"},
     {"resume", mod_resume, METH_NOARGS, "undo one suspend()"},
     {"suspended", mod_suspended, METH_NOARGS, "how many suspend() calls are in force"},
@@ -838,9 +1547,14 @@ PyInit__speedups(void)
     INTERN(str_memory, "memory");
     INTERN(str_active, "active");
     INTERN(str_device_by_physical, "device_by_physical");
+    INTERN(str_device, "device");
+    INTERN(str_dtype, "dtype");
+    INTERN(str_uses, "uses");
+    one_obj = PyLong_FromLong(1);
     zero_ret = PyLong_FromLong(0);
     if (PyType_Ready(&BlockType) < 0 || PyType_Ready(&BinType) < 0 || PyType_Ready(&PoolType) < 0
-        || PyType_Ready(&EntryType) < 0)
+        || PyType_Ready(&EntryType) < 0 || PyType_Ready(&AllocType) < 0
+        || PyType_Ready(&LockType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
@@ -848,6 +1562,8 @@ PyInit__speedups(void)
         || PyModule_AddObjectRef(m, "Bin", (PyObject *)&BinType) < 0
         || PyModule_AddObjectRef(m, "PoolBase", (PyObject *)&PoolType) < 0
         || PyModule_AddObjectRef(m, "Entry", (PyObject *)&EntryType) < 0
+        || PyModule_AddObjectRef(m, "Allocation", (PyObject *)&AllocType) < 0
+        || PyModule_AddObjectRef(m, "Lock", (PyObject *)&LockType) < 0
         || PyModule_AddIntConstant(m, "SIZE_CLASS", SIZE_CLASS) < 0
         || PyModule_AddIntConstant(m, "SMALL_REQUEST", SMALL_REQUEST) < 0) {
         Py_DECREF(m);

@@ -57,6 +57,7 @@ def test_kernels_binaries_and_launches_from_c(cann_home, tmp_path):
     assert "exception info: kernel trap_if, 16 bytes of arguments, binary callback called" in out
     assert "a Python kernel file from C: ok" in out
     assert "1 under a device limit of 1, 1 under a stream limit of 1" in out
+    assert "a synchronous D2D copy of a kernel's output in flight: ok" in out
     assert "a captured kernel task with new host args (aclmdlRITaskSetParams): ok" in out
     assert "task ids: memset" in out  # aclrtGetThreadLastTaskId names a <<<>>> launch's task
 
@@ -99,3 +100,39 @@ def test_aclnn_ops_are_tasks_with_ids_and_their_tensors_reach_the_data_dump(buil
         assert len(files) == 3 and all(f.startswith("Add.") for f in files), files
         out = next(dump_dir.rglob("Add.*.output.0.bin"))
         assert np.array_equal(np.fromfile(out, np.float32), [11, 22, 33, 44])
+
+
+# a checkout of hicann/runtime (a work tree or a git directory) for the runtime's own samples
+RUNTIME_REPO = os.environ.get("NPURT_TEST_RUNTIME_REPO", "/work/hicann-runtime")
+D2D_SYNC_SAMPLE = "example/1_basic_features/memory/5_d2d_sync_memory_copy"
+
+
+def export_sample(sample: str, into: str) -> str | None:
+    """Copy example/ (a sample uses the shared kernel_func/ and common/) out of RUNTIME_REPO
+    into `into`; the sample's directory, or None."""
+    if os.path.isdir(os.path.join(RUNTIME_REPO, sample)):
+        shutil.copytree(os.path.join(RUNTIME_REPO, "example"), os.path.join(into, "example"))
+        return os.path.join(into, sample)
+    if shutil.which("git") is None or not os.path.isdir(RUNTIME_REPO):
+        return None
+    archive = subprocess.run(["git", f"--git-dir={RUNTIME_REPO}", "archive", "HEAD", "example"],
+                             capture_output=True, timeout=120)
+    if archive.returncode != 0:
+        return None
+    subprocess.run(["tar", "-x", "-C", into], input=archive.stdout, check=True, timeout=120)
+    return os.path.join(into, sample)
+
+
+def test_the_runtime_s_d2d_sync_memory_copy_sample_passes_every_run(cann_home, tmp_path):
+    # its synchronous D2D aclrtMemcpy reads what the kernel it just launched writes: the copy
+    # waits (bounded) for that runnable writer, as the hardware's timing gives (docs/c-api.md)
+    where = export_sample(D2D_SYNC_SAMPLE, str(tmp_path))
+    if where is None:
+        pytest.skip(f"no hicann/runtime checkout with {D2D_SYNC_SAMPLE} at {RUNTIME_REPO} "
+                    "(set NPURT_TEST_RUNTIME_REPO to one)")
+    res = subprocess.run(["bash", "run.sh"], cwd=where, capture_output=True, text=True, env=_env(cann_home),
+                         timeout=600)
+    assert "[SUCCESS] Memory copy successfully" in res.stdout, res.stdout[-3000:] + res.stderr[-3000:]
+    for _ in range(4):  # built once; the program again, as a user reruns it
+        again = run(cann_home, os.path.join(where, "build", "main"))
+        assert again.returncode == 0 and "Destination data: 123" in again.stdout, again.stdout + again.stderr

@@ -383,6 +383,69 @@ def test_memory_is_freed_when_the_array_is_collected():
     assert npurt.memory_stats()["active_blocks"] == before
 
 
+@pytest.mark.parametrize("args, kwargs, shape, dtype", [
+    ((1024,), {}, (1024,), np.float32), ((1024, np.float32), {}, (1024,), np.float32),
+    (((2, 3),), {"dtype": "int8"}, (2, 3), np.int8), ((7, "float16"), {}, (7,), np.float16),
+    (((4, 5), np.dtype("int32")), {}, (4, 5), np.int32), ((16,), {"dtype": None, "device": None}, (16,), np.float32),
+    ((0,), {}, (0,), np.float32), ((2, 3), {}, (2, 3), np.float32)])
+def test_empty_made_again_has_numpys_layout_and_its_own_memory(args, kwargs, shape, dtype):
+    """The second call of a spelling finds its layout cached (the C accelerator's fast
+    path, where it runs): the same shape, dtype and C-contiguous strides, fresh memory."""
+    itemsize = np.dtype(dtype).itemsize
+    strides = tuple(itemsize * math.prod(max(n, 1) for n in shape[i + 1:]) for i in range(len(shape)))
+    made = [npurt.empty(*args, **kwargs) for _ in range(4)]
+    for x in made:
+        assert (x.shape, x.dtype, x.strides, x.device) == (shape, np.dtype(dtype), strides, 0)
+        assert type(x) is npurt.DeviceArray and x.ptr == x._mem.ptr
+    assert len({x.ptr for x in made}) == 4
+
+
+def test_empty_alternating_between_spellings_gives_each_its_own_layout():
+    spellings = [((8,), np.float32, (4,)), ((8, np.float16), np.float16, (2,)), (((2, 4),), np.float32, (16, 4)),
+                 (((2, 4), "int8"), np.int8, (4, 1)), ((8,), np.float32, (4,))]
+    for _ in range(3):
+        for args, dtype, strides in spellings:
+            x = npurt.empty(*args)
+            assert (x.dtype, x.strides, x.nbytes) == (np.dtype(dtype), strides, 8 * np.dtype(dtype).itemsize)
+
+
+def test_an_array_dropped_while_an_exception_propagates_is_freed_and_the_exception_kept():
+    before = npurt.memory_stats()["active_blocks"]
+    npurt.empty(1024)  # the layout and a block cached
+
+    def fails():
+        x = npurt.empty(1024)  # noqa: F841 - freed when the frame goes
+        raise KeyError("kept")
+
+    for _ in range(3):
+        with pytest.raises(KeyError, match="kept"):
+            fails()
+    gc.collect()
+    assert npurt.memory_stats()["active_blocks"] == before
+
+
+def test_a_listening_tool_sees_the_allocation_and_free_of_every_array():
+    from npurt.runtime import HOOKS
+    for _ in range(2):
+        npurt.empty(1024)  # the layout and a block cached: the fast path would serve them
+    seen = []
+
+    def observer(name, **fields):
+        if name in ("mem_alloc", "mem_free"):
+            seen.append((name, fields["addr"], fields["managed"]))
+
+    HOOKS.add(observer)
+    try:
+        x = npurt.empty(1024)
+        y = npurt.zeros(1024)
+        ptrs = (x.ptr, y.ptr)
+        del x, y
+    finally:
+        HOOKS.remove(observer)
+    assert seen == [("mem_alloc", ptrs[0], True), ("mem_alloc", ptrs[1], True),
+                    ("mem_free", ptrs[0], True), ("mem_free", ptrs[1], True)]
+
+
 def test_freeing_is_stream_ordered_for_a_pending_copy(rng):
     """An array dropped while a queued copy reads it is not reused until the copy ran."""
     s = npurt.Stream()

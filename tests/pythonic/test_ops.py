@@ -142,6 +142,20 @@ def test_gelu_equals_the_plain_numpy_formula_across_chunks(dev, rng, dtype):
                                rtol=TOL[dtype], atol=1e-6 if dtype == F32 else 1e-4)
 
 
+def test_float32_gelu_gives_the_bits_of_the_bench_plain_formula(dev, rng):
+    """gelu_ratio compares the same arithmetic: the kernel's result is bit-equal to the
+    bench's plain numpy formula (issue 28), across chunk boundaries."""
+    from npurt.apps.bench.metrics import plain_gelu as bench_gelu
+    n = 2 * K.CHUNK + 777
+    x = normal(rng, n, np.float32) * 4
+    px, po = dev.put(x), dev.empty(n, F32)
+    L.elementwise("gelu", po, px, None, n, F32, num_blocks=1)
+    want = np.empty_like(x)
+    with np.errstate(over="ignore"):
+        bench_gelu(x, want, np.empty(K.CHUNK, np.float32))
+    assert np.array_equal(dev.get(po, n, F32).view(np.int32), want.view(np.int32))
+
+
 @pytest.mark.parametrize("dtype", [F32, F16], ids=str)
 def test_gelu_in_place_gives_the_same_bits_as_into_another_buffer(dev, rng, dtype):
     n = K.CHUNK + 4096

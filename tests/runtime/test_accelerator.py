@@ -113,6 +113,43 @@ def test_every_face_allocates_the_same_addresses_codes_and_stats_with_and_withou
     assert with_c[5] != 0 and with_c[6][-1] == 0 and with_c[7] == 0  # -1 refused; policy 99, True as 1 served
 
 
+_ARRAYS = """
+import gc, json, numpy as np, npurt
+from npurt import runtime as rt
+out = []
+keep = [npurt.empty(1024) for _ in range(3)]
+base = keep[0].ptr
+for _ in range(3):
+    npurt.empty(1024, np.float32)  # made and dropped: the same block each time
+    x = npurt.empty((4, 256), "float32")
+    out.append([x.ptr - base, x.nbytes, list(x.strides)])
+    del x
+ys = [npurt.empty(n) for n in (0, 1, 300, 70000)]
+out.append([y.ptr - base for y in ys])
+del keep[1]
+out.append(npurt.empty(1024).ptr - base)
+st = rt.memory_stats()
+out.append({k: st[k] for k in ("allocated_bytes", "active_blocks", "num_allocs", "num_frees", "pool_hits")})
+del ys, keep
+gc.collect()
+st = rt.memory_stats()
+out.append({k: st[k] for k in ("allocated_bytes", "active_blocks", "num_allocs", "num_frees", "pool_hits")})
+print("RESULT", json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(not HAVE_C, reason="no C compiler: only the pure-Python pool runs")
+def test_pythonic_arrays_get_the_same_addresses_and_stats_with_and_without_the_accelerator():
+    results = []
+    for speedups in ("1", "0"):
+        code, text = run_isolated(_ARRAYS, env={"NPURT_SPEEDUPS": speedups})
+        assert code == 0, text
+        results.append(json.loads(next(line[7:] for line in text.splitlines() if line.startswith("RESULT "))))
+    with_c, without = results
+    assert with_c == without
+    assert with_c[-1]["allocated_bytes"] == 0 and with_c[-1]["num_allocs"] == with_c[-1]["num_frees"]
+
+
 def test_a_listening_tool_sees_every_malloc_and_free_of_the_facade(pyacl_device):
     seen = []
 
@@ -216,3 +253,188 @@ def test_fast_and_slow_paths_racing_from_threads_lose_and_duplicate_no_block(pya
     assert st["allocated_bytes"] == 0 and st["active_blocks"] == 0 and st["num_allocs"] == st["num_frees"]
     empty_cache()
     assert memory_stats()["reserved_bytes"] == 0  # every block came back, none twice
+
+
+def test_each_thread_allocates_on_its_own_current_device_and_follows_set_device(pyacl_device):
+    """The C entries remember each thread's context pool: a thread on device 1 beside one on
+    device 0 gets device 1's memory, and set_device moves a thread's next malloc at once."""
+    results, errors = {}, []
+
+    def on(device, key):
+        try:
+            assert acl.rt.set_device(device) == 0
+            ptrs = []
+            for _ in range(50):  # warm: the later ones are cached blocks (the fast path)
+                ptr, ret = acl.rt.malloc(4096, 0)
+                assert ret == 0
+                ptrs.append(ptr)
+                acl.rt.free(ptr)
+            results[key] = {rt.address.physical_device(p) for p in ptrs}
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=on, args=(d, d)) for d in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert results == {0: {0}, 1: {1}}
+    for device in (1, 0, 1):
+        assert acl.rt.set_device(device) == 0
+        ptr, ret = acl.rt.malloc(4096, 0)
+        assert ret == 0 and rt.address.physical_device(ptr) == device
+        assert acl.rt.free(ptr) == 0
+        rt.free(rt.malloc(4096))
+    acl.rt.reset_device(1)
+
+
+def test_a_malloc_after_the_context_died_is_refused_not_served_from_a_cache(pyacl_device):
+    for _ in range(3):  # cached blocks and the thread's pool remembered
+        acl.rt.free(acl.rt.malloc(4096, 0)[0])
+    ctx, ret = acl.rt.create_context(0)
+    assert ret == 0
+    acl.rt.free(acl.rt.malloc(4096, 0)[0])
+    assert acl.rt.destroy_context(ctx) == 0
+    ptr, ret = acl.rt.malloc(4096, 0)
+    assert ret != 0 and ptr == 0  # the thread's current context was destroyed
+    assert acl.rt.set_device(0) == 0
+    ptr, ret = acl.rt.malloc(4096, 0)
+    assert ret == 0 and acl.rt.free(ptr) == 0
+    assert acl.rt.reset_device_force(0) == 0
+    assert acl.rt.malloc(4096, 0)[1] != 0  # the device was reset
+    with pytest.raises(rt.NpuError):
+        rt.malloc(4096)
+    assert acl.rt.set_device(0) == 0
+
+
+def test_a_cached_block_is_answered_as_a_fresh_pair_each_time(pyacl_device):
+    first = acl.rt.malloc(4096, 0)
+    acl.rt.free(first[0])
+    again = acl.rt.malloc(4096, 0)
+    assert type(again) is tuple and again == first and again[1] == 0
+    acl.rt.free(again[0])
+
+
+def test_a_thread_whose_context_another_thread_destroyed_is_refused_its_next_malloc(pyacl_device):
+    """The device's pool outlives the context (other contexts share it, its bins stay warm),
+    so a remembered thread -> pool answer must die with the context."""
+    ctx, ret = acl.rt.create_context(0)
+    assert ret == 0
+    acl.rt.set_device(0)  # the main thread back on the default context
+    warmed, destroyed, answers = threading.Event(), threading.Event(), []
+
+    def worker():
+        acl.rt.set_context(ctx)
+        for _ in range(3):
+            acl.rt.free(acl.rt.malloc(4096, 0)[0])
+        warmed.set()
+        destroyed.wait(10)
+        answers.append(acl.rt.malloc(4096, 0))
+
+    t = threading.Thread(target=worker)
+    t.start()
+    assert warmed.wait(10)
+    acl.rt.free(acl.rt.malloc(4096, 0)[0])  # a cached 4 KiB block waits in the shared pool
+    acl.rt.free(acl.rt.malloc(4096, 0)[0])
+    assert acl.rt.destroy_context(ctx) == 0
+    destroyed.set()
+    t.join()
+    (ptr, ret), = answers
+    assert ret != 0 and ptr == 0
+
+
+# ---------------------------------------------------------------- the uses of a block
+class _Retiring:
+    """A stand-in stream: its work up to `completed_seq` has retired."""
+
+    def __init__(self, done: int):
+        self.completed_seq = done
+
+
+def _python_uses():
+    import importlib
+    src = importlib.import_module("npurt.runtime.memory")
+    ns: dict = {}
+    text = open(src.__file__).read()
+    start, end = text.index("def note_use("), text.index("if SPEEDUPS is not None:  # the same three in C")
+    exec(compile(text[start:end], src.__file__, "exec"), ns)  # the Python definitions themselves
+    return ns["note_use"], ns["note_uses"], ns["prune_uses"]
+
+
+USE_KINDS = [("python", _python_uses())] + (
+    [("C", (accel.SPEEDUPS.note_use, accel.SPEEDUPS.note_uses, accel.SPEEDUPS.prune_uses))] if HAVE_C else [])
+
+
+@pytest.mark.parametrize("kind, fns", USE_KINDS, ids=[k for k, _ in USE_KINDS])
+@pytest.mark.parametrize("block_kind", BLOCK_KINDS)
+def test_a_block_remembers_the_last_use_per_stream_and_forgets_retired_ones_as_it_grows(kind, fns, block_kind):
+    note_use, note_uses, prune_uses = fns
+    (b,) = _blocks(block_kind, 1)
+    busy, done = _Retiring(0), [_Retiring(10) for _ in range(6)]
+    note_use(None, busy, 1)  # pageable host memory: nothing to hold
+    note_use(b, busy, 1)
+    note_use(b, busy, 2)
+    assert b.uses == {busy: 2}
+    for s in done:
+        note_use(b, s, 5)
+    assert len(b.uses) == 7
+    note_use(b, _Retiring(0), 1)  # the 8th entry: the retired ones are forgotten
+    assert set(b.uses) == {busy} | {s for s in b.uses if s.completed_seq == 0} and len(b.uses) == 2
+    note_uses([b, None, b], busy, 3)
+    assert b.uses[busy] == 3
+    late = _Retiring(3)
+    b.uses[late] = 3
+    prune_uses(b.uses)
+    assert late not in b.uses and busy in b.uses
+
+
+@pytest.mark.parametrize("kind, fns", USE_KINDS, ids=[k for k, _ in USE_KINDS])
+def test_a_pinned_range_records_its_uses_as_a_block_does(kind, fns):
+    note_use = fns[0]
+
+    class Pinned:
+        uses = None
+
+    p, s = Pinned(), _Retiring(0)
+    note_use(p, s, 4)
+    assert p.uses == {s: 4}
+
+
+LOCK_KINDS = [threading.Lock] + ([accel.SPEEDUPS.Lock] if HAVE_C else [])
+
+
+@pytest.mark.parametrize("make", LOCK_KINDS)
+def test_a_streams_enqueue_lock_behaves_as_threading_lock(make):
+    lock = make()
+    assert lock.acquire() is True and lock.locked()
+    assert lock.acquire(False) is False and lock.acquire(timeout=0.01) is False
+    lock.release()
+    assert not lock.locked()
+    with pytest.raises(RuntimeError):
+        lock.release()
+    with pytest.raises(ValueError):
+        lock.acquire(False, 1.0)
+    count = [0]
+
+    def add():
+        for _ in range(20_000):
+            with lock:
+                count[0] += 1
+
+    threads = [threading.Thread(target=add) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert count[0] == 60_000 and not lock.locked()
+
+
+@pytest.mark.skipif(not HAVE_C, reason="no C compiler: threading.Lock is the enqueue lock")
+def test_a_stream_adds_no_object_for_the_collector_to_walk_with_its_enqueue_lock(pyacl_device):
+    import gc
+    s = rt.create_stream()
+    try:
+        assert type(s.enq_lock) is accel.SPEEDUPS.Lock and not gc.is_tracked(s.enq_lock)
+    finally:
+        rt.destroy_stream(s)

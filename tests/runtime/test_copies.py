@@ -3,6 +3,8 @@ bounds, memcpy2d, memset (issue 2, scope 5), plus the constraints of their async
 from __future__ import annotations
 
 import ctypes
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -10,6 +12,8 @@ import pytest
 import npurt
 
 from npurt.runtime import constants as C
+from npurt.runtime import memops
+from npurt.runtime.kernel import GM, kernel, launch
 from npurt.runtime.errors import (AddressUnalignedError, FeatureNotSupportedError,
                                   InvalidValueError)
 
@@ -65,6 +69,153 @@ def test_memcpy_device_to_device(rt):
     b = rt.malloc(5000)
     rt.memcpy(b, 5000, a, 5000, D2D)
     assert np.array_equal(_download(rt, b, 5000), data)
+
+
+# ------------------------------------------- a synchronous copy and the writers in flight
+# hicann/runtime's example/1_basic_features/memory/5_d2d_sync_memory_copy launches a kernel and
+# at once copies its output: on hardware the kernel is done before the driver copy reads. The
+# copy waits (bounded) for runnable writers of its source (memops.await_writers)
+@kernel
+def _fill(ctx, out: GM, n: np.int32, value: np.int32):
+    ctx.gm(out, np.uint8, n, "w")[:] = value
+
+
+@kernel
+def _slow(ctx, other: GM):  # keeps what is queued behind it in flight; gates nothing
+    time.sleep(0.05)
+
+
+RELEASE: dict[int, threading.Event] = {}
+
+
+@kernel
+def _held(ctx, out: GM, key: np.int32):  # runs until the test releases it: endless for a copy
+    RELEASE[int(key)].wait(120)
+
+
+def _held_key() -> int:
+    key = len(RELEASE)
+    RELEASE[key] = threading.Event()
+    return key
+
+
+def _copy_returns(rt, *args) -> bool:
+    """rt.memcpy(*args) in a thread of the caller's context; True if it returned (without
+    an error) within 60 s."""
+    ctx, done = rt.get_context(), []
+
+    def copy():
+        rt.set_context(ctx)
+        rt.memcpy(*args)
+        done.append(True)
+
+    t = threading.Thread(target=copy, daemon=True)
+    t.start()
+    t.join(60)
+    return done == [True]
+
+
+@pytest.fixture
+def patient(monkeypatch):
+    """Bounds too long to reach in a test: a copy that waited for what it must not would hang."""
+    monkeypatch.setattr(memops, "WRITER_STALL_S", 3600.0)
+    monkeypatch.setattr(memops, "WRITER_CAP_S", 3600.0)
+
+
+@pytest.mark.parametrize("kind", [D2D, D2H])
+def test_a_synchronous_copy_waits_for_a_runnable_kernel_still_writing_its_source(rt, kind):
+    src, other = rt.malloc(4096), rt.malloc(4096)
+    rt.memset(src, 4096, 0, 4096)
+    dst = rt.malloc(4096) if kind == D2D else rt.malloc_host(4096)
+    s = rt.create_stream()
+    launch(_slow, 1, (other,), s)
+    launch(_fill, 1, (src, 4096, 7), s)
+    rt.memcpy(dst, 4096, src, 4096, kind)
+    got = _download(rt, dst, 4096) if kind == D2D else \
+        np.ctypeslib.as_array((ctypes.c_uint8 * 4096).from_address(dst))
+    assert (got == 7).all()
+    rt.synchronize_stream(s)
+
+
+def test_a_synchronous_copy_waits_for_a_queued_copy_into_its_source(rt):
+    data = _random(4096)
+    host = rt.malloc_host(4096)
+    np.ctypeslib.as_array((ctypes.c_uint8 * 4096).from_address(host))[:] = data
+    src, dst, other = rt.malloc(4096), rt.malloc(4096), rt.malloc(4096)
+    s = rt.create_stream()
+    launch(_slow, 1, (other,), s)
+    rt.memcpy_async(src, 4096, host, 4096, H2D, s)
+    rt.memcpy(dst, 4096, src, 4096, D2D)
+    assert (_download(rt, dst, 4096) == data).all()
+
+
+def test_a_synchronous_copy_does_not_wait_for_readers_of_its_source_nor_writers_of_its_destination(
+        rt, patient):
+    src, dst, spare, other = (rt.malloc(4096) for _ in range(4))
+    rt.memset(src, 4096, 5, 4096)
+    s, key = rt.create_stream(), _held_key()
+    launch(_held, 1, (other, key), s)
+    rt.memcpy_async(spare, 4096, src, 4096, D2D, s)  # reads the source
+    rt.memset_async(dst, 4096, 9, 4096, s)           # writes the destination
+    assert _copy_returns(rt, dst, 4096, src, 4096, D2D)
+    RELEASE[key].set()
+    rt.synchronize_stream(s)
+    assert (_download(rt, dst, 4096) == 9).all()  # the queued set landed after the copy
+
+
+@pytest.mark.parametrize("gate", ["host function", "event wait", "notify wait"])
+def test_a_synchronous_copy_does_not_wait_for_a_writer_behind_a_gate(rt, patient, gate):
+    src, dst = rt.malloc(4096), rt.malloc(4096)
+    rt.memset(src, 4096, 0, 4096)
+    s, other = rt.create_stream(), rt.create_stream()
+    if gate == "host function":
+        opened = threading.Event()
+        rt.launch_host_func(s, opened.wait, 120)
+        release = opened.set
+    elif gate == "event wait":  # the record it waits for is queued behind a kernel still running
+        key = _held_key()
+        launch(_held, 1, (rt.malloc(64), key), other)
+        ev = rt.create_event()
+        rt.record_event(ev, other)
+        rt.stream_wait_event(s, ev)
+        release = RELEASE[key].set
+    else:
+        n = rt.create_notify()
+        rt.wait_and_reset_notify(n, s, 0)
+        release = lambda: rt.record_notify(n, other)  # noqa: E731
+    launch(_fill, 1, (src, 4096, 7), s)
+    assert _copy_returns(rt, dst, 4096, src, 4096, D2D)
+    assert (_download(rt, dst, 4096) == 0).all()  # it read what was there: the program's race
+    release()
+    rt.synchronize_device()
+    assert (_download(rt, src, 4096) == 7).all()
+
+
+def test_an_endless_writer_does_not_hang_a_synchronous_copy(rt, monkeypatch):
+    monkeypatch.setattr(memops, "WRITER_STALL_S", 0.2)
+    src, dst = rt.malloc(4096), rt.malloc(4096)
+    rt.memset(src, 4096, 3, 4096)
+    s, key = rt.create_stream(), _held_key()
+    launch(_held, 1, (src, key), s)  # running, and never done while the copy waits
+    assert _copy_returns(rt, dst, 4096, src, 4096, D2D)
+    RELEASE[key].set()
+    rt.synchronize_stream(s)
+    assert (_download(rt, dst, 4096) == 3).all()
+
+
+def test_a_synchronous_copy_inside_a_host_function_does_not_wait_for_its_own_stream(rt, patient):
+    src, dst = rt.malloc(4096), rt.malloc(4096)
+    s = rt.create_stream()
+    done, ctx = [], rt.get_context()
+
+    def copy():
+        rt.set_context(ctx)
+        done.append(rt.memcpy(dst, 4096, src, 4096, D2D))
+
+    rt.launch_host_func(s, copy)
+    launch(_fill, 1, (src, 4096, 3), s)  # cannot run before the host function returns
+    rt.synchronize_stream(s)
+    assert done == [None] and (_download(rt, src, 4096) == 3).all()
 
 
 @pytest.mark.parametrize("direction", ["H2H", "H2D", "D2H", "D2D"])

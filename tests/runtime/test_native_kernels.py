@@ -13,11 +13,15 @@ import ctypes
 import os
 import shutil
 import subprocess
+import threading
+import time
 
 import numpy as np
 import pytest
 
 from npurt.runtime import constants as C
+from npurt.runtime import memops
+from npurt.runtime.kernel import GM, kernel
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 TOOLCHAIN = os.path.join(HERE, os.pardir, "src", "npurt", "capi", "ascendc")
@@ -325,3 +329,54 @@ def test_the_pythonic_launch_takes_a_native_kernel_and_device_arrays(rt, binary)
     z = npurt.empty(512, np.float32)
     npurt.launch(rt.binary_get_function(binary, "ew_float"), 2, x, y, z, 512, 128, 2, 0.0)  # op 2: Mul
     np.testing.assert_array_equal(npurt.asnumpy(z), np.arange(512) * 2)
+
+
+# a synchronous copy waits (bounded) for the runnable writers of its source (memops.await_writers):
+# a native kernel writes through its pointers, except its pointers to const
+@kernel
+def _slow(ctx, other: GM):  # keeps the launch behind it in flight
+    time.sleep(0.05)
+
+
+_RELEASE = threading.Event()
+
+
+@kernel
+def _held(ctx, other: GM):  # runs until the test releases it
+    _RELEASE.wait(120)
+
+
+def test_a_synchronous_copy_waits_for_a_native_kernel_writing_its_source(rt, binary):
+    x = np.linspace(-3, 3, 100).astype(np.float32)
+    px, py, other = to_device(rt, x), rt.malloc(200), rt.malloc(64)
+    s = rt.create_stream()
+    rt.launch(_slow, 1, (other,), s)
+    rt.launch(rt.binary_get_function(binary, "cast_to_half"), 1, (px, py, 100), s)
+    out = np.empty(100, np.float16)
+    rt.memcpy(out.ctypes.data, 200, py, 200, C.ACL_MEMCPY_DEVICE_TO_HOST)  # no synchronize first
+    assert np.array_equal(out, x.astype(np.float16))
+    rt.synchronize_stream(s)
+
+
+def test_a_synchronous_copy_does_not_wait_for_a_native_kernel_reading_its_source_through_const(
+        rt, binary, monkeypatch):
+    monkeypatch.setattr(memops, "WRITER_STALL_S", 3600.0)  # a wrong wait would hang
+    monkeypatch.setattr(memops, "WRITER_CAP_S", 3600.0)
+    px, py = to_device(rt, np.ones(100, np.float32)), rt.malloc(200)
+    other, dst = rt.malloc(64), rt.malloc(400)
+    s, ctx, done = rt.create_stream(), rt.get_context(), []
+    _RELEASE.clear()
+    rt.launch(_held, 1, (other,), s)
+    rt.launch(rt.binary_get_function(binary, "cast_to_half"), 1, (px, py, 100), s)  # x is `const float *`
+
+    def copy():
+        rt.set_context(ctx)
+        rt.memcpy(dst, 400, px, 400, C.ACL_MEMCPY_DEVICE_TO_DEVICE)
+        done.append(True)
+
+    t = threading.Thread(target=copy, daemon=True)
+    t.start()
+    t.join(60)
+    _RELEASE.set()
+    rt.synchronize_stream(s)
+    assert done == [True]

@@ -341,3 +341,142 @@ def test_random_programs_of_streams_and_events_respect_every_dependency(rt):
     for t, before in deps.items():
         for b in before:
             assert position[b] < position[t], f"task {t} ran before task {b} it depends on"
+
+
+# ---------------------------------------------------------------- hand-offs (issue 28, item 5)
+class _Runs:
+    """An observer: which thread started each task, and an event per stream that is set
+    when a memset of that stream finishes."""
+
+    def __init__(self):
+        self.started: list = []
+        self.finished: dict = {}
+
+    def __call__(self, name, task=None, **_fields):
+        if task is None:
+            return
+        if name == "task_started":
+            self.started.append((task.stream, task.kind, threading.current_thread()))
+        elif name == "task_finished" and task.kind == "memset_async":
+            self.finished.setdefault(task.stream, threading.Event()).set()
+
+    def done(self, stream) -> threading.Event:
+        return self.finished.setdefault(stream, threading.Event())
+
+    def threads(self, stream, kind) -> list:
+        return [th for s, k, th in self.started if s is stream and k == kind]
+
+
+@pytest.fixture
+def runs(rt):
+    """The observer, listening; these tests gate a producer stream, so they need enqueues that
+    return before the work runs (launch blocking waits for each: they are skipped there)."""
+    if rt.current_device().runtime.settings.launch_blocking:
+        pytest.skip("NPURT_LAUNCH_BLOCKING waits for each enqueue: a gated producer cannot be enqueued")
+    observer = _Runs()
+    HOOKS.add(observer)
+    yield observer
+    HOOKS.remove(observer)
+
+
+def _count_wakes(monkeypatch, scheduler) -> list:
+    """Count the worker wake-ups `scheduler` asks for from now on."""
+    calls = []
+    real = scheduler._wake
+    monkeypatch.setattr(scheduler, "_wake", lambda: (calls.append(1), real())[1])
+    return calls
+
+
+def _parked(stream) -> None:
+    """Wait until `stream` is parked (on what its head task waits for)."""
+    deadline = time.monotonic() + 30
+    while stream.state != "parked":
+        assert time.monotonic() < deadline, f"{stream!r} never parked"
+        time.sleep(0.001)
+
+
+def _producer(rt, gate, then_hold=None):
+    """A stream that records an event once `gate` opens; after the record it runs a host
+    function waiting for `then_hold` if given (its worker stays busy), else it parks on a
+    never-recorded event (its worker is free at once). Returns (stream, event, release)."""
+    p, ev = rt.create_stream(), rt.create_event()
+    never = rt.create_event(C.ACL_EVENT_SYNC)
+    rt.launch_host_func(p, gate.wait, 30)
+    rt.record_event(ev, p)
+    if then_hold is not None:
+        rt.launch_host_func(p, then_hold.wait, 30)
+    else:
+        rt.stream_wait_event(p, never)
+    return p, ev, lambda: rt.record_event(never, None)
+
+
+def _consumer(rt, ev):
+    """A stream that waits for `ev`, then runs a small memset."""
+    c = rt.create_stream()
+    rt.stream_wait_event(c, ev)
+    rt.memset_async(rt.malloc(64), 64, 1, 64, c)
+    return c
+
+
+def test_a_host_thread_waiting_for_a_parked_stream_runs_it_and_no_worker_is_woken(rt, gate, runs, monkeypatch):
+    """The consumer stream waits on an event while the host synchronizes it: when the
+    producer's record unparks it, the waiting host thread takes it (it would only wait for a
+    woken worker otherwise), and no worker is woken for a ticket the host claims."""
+    hold = threading.Event()
+    try:
+        p, ev, release = _producer(rt, gate, then_hold=hold)
+        c = _consumer(rt, ev)
+        wakes = _count_wakes(monkeypatch, rt.current_device().scheduler)
+
+        def open_gate_once_the_host_waits():
+            while c.takers == 0:
+                time.sleep(0.001)
+            gate.set()
+
+        opener = threading.Thread(target=open_gate_once_the_host_waits)
+        opener.start()
+        rt.synchronize_stream(c)
+        opener.join(10)
+        assert runs.threads(c, "memset_async") == [threading.current_thread()]
+        assert wakes == []
+    finally:
+        hold.set()
+        release()
+
+
+def test_a_worker_whose_stream_parks_after_an_unpark_runs_the_unparked_stream_itself(rt, gate, runs, monkeypatch):
+    """The record that unparks the consumer is the producer's last runnable task (it parks
+    next): the producer's worker goes on with the consumer itself, a hand-off with no
+    thread switch, and wakes nobody."""
+    p, ev, release = _producer(rt, gate)
+    try:
+        c = _consumer(rt, ev)
+        _parked(c)
+        wakes = _count_wakes(monkeypatch, rt.current_device().scheduler)
+        gate.set()
+        assert runs.done(c).wait(30)
+        (recorder,) = runs.threads(p, "record_event")
+        assert runs.threads(c, "memset_async") == [recorder]
+        assert recorder is not threading.current_thread()
+        assert wakes == []
+        rt.synchronize_stream(c)
+    finally:
+        release()
+
+
+def test_a_worker_announces_a_stream_it_unparked_before_it_runs_real_work(rt, gate, runs, monkeypatch):
+    """The producer's next task after the record is a long one: its worker wakes another
+    for the consumer before starting it, so the consumer runs meanwhile."""
+    hold = threading.Event()
+    try:
+        p, ev, release = _producer(rt, gate, then_hold=hold)
+        c = _consumer(rt, ev)
+        _parked(c)
+        wakes = _count_wakes(monkeypatch, rt.current_device().scheduler)
+        gate.set()
+        assert runs.done(c).wait(30), "the consumer waited for the producer's long task"
+        assert not hold.is_set()
+        assert len(wakes) >= 1
+    finally:
+        hold.set()
+        release()

@@ -176,3 +176,42 @@ def test_a_thread_setting_the_device_while_another_thread_resets_it_gets_a_fresh
     finally:
         RUNTIME.release_hooks.remove(slow_release)
     assert outcome == [True]
+
+
+def test_a_device_shutdown_waits_for_a_worker_being_started(rt, monkeypatch):
+    # aclFinalize returned 500000 under load: the scheduler listed a worker another thread was
+    # starting (the watchdog replacing a worker stuck in a timed-out native kernel) and joined
+    # its thread before thread.start() had run: RuntimeError "cannot join thread before it is
+    # started". Here a worker's start is held until the shutdown has begun
+    from npurt.runtime import scheduler as scheduler_module
+    sched = rt.get_context().device.scheduler
+    starting, go = threading.Event(), threading.Event()
+
+    class SlowStart(threading.Thread):
+        def start(self):
+            if self.name.startswith("npurt-dev"):  # a worker of the runtime, not a thread of the test
+                starting.set()
+                go.wait(30)
+            super().start()
+
+    monkeypatch.setattr(scheduler_module.threading, "Thread", SlowStart)
+    monkeypatch.setattr(sched, "nworkers", len(sched.workers) + 1)
+    starter = threading.Thread(target=sched._start_worker)
+    starter.start()
+    assert starting.wait(30)
+    outcome = []
+
+    def shut_down():
+        try:
+            sched.shutdown()
+            outcome.append("done")
+        except Exception as exc:  # noqa: BLE001 - the outcome is what the test checks
+            outcome.append(exc)
+
+    closer = threading.Thread(target=shut_down)
+    closer.start()
+    closer.join(0.5)  # it waits for the start in progress (before the fix it raised at once)
+    go.set()
+    starter.join(30)
+    closer.join(30)
+    assert outcome == ["done"]

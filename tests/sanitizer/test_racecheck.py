@@ -65,7 +65,9 @@ def _fill_sevens(ctx, out: GM, n: np.int32):
 @pytest.mark.parametrize("kind", [D2H, D2D])
 def test_a_synchronous_copy_from_memory_a_kernel_on_a_stream_still_writes_is_a_race(rt, san, kind):
     # the copy follows two launches with no host access between them: it is ordered after
-    # neither kernel (issue 24, item 9: the second launch's kernel was missed)
+    # neither kernel (issue 24, item 9: the second launch's kernel was missed). The copy waits
+    # for the runnable kernels writing its source (memops.await_writers, the hardware's timing),
+    # unobserved: still a race
     src, other = rt.malloc(4096), rt.malloc(4096)
     dst = rt.malloc_host(4096) if kind == D2H else rt.malloc(4096)
     for p in (src, other) + ((dst,) if kind == D2D else ()):

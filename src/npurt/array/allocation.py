@@ -6,6 +6,12 @@ each operator's result), so it is a plain function that fills the record's slots
 (no `type.__call__` and `__init__` frames) and calls the device's pool directly (its C
 fast path with the accelerator); a listening tool (HOOKS.active: sanitizer, profiler)
 takes the runtime's `malloc_on` / `free` instead, which report to it.
+
+With the C accelerator (npurt.runtime.accel, `rt.allocation_record`) the record is `npurt._speedups.Allocation` and
+`allocate` a C entry: a cached block is taken and the record made without a Python frame,
+and the record's dealloc frees the block through the pool's C fast path; everything else
+(a listening tool, a cache miss, a block that queued work still uses) goes through the
+Python functions below, which do the same for both records.
 """
 from __future__ import annotations
 
@@ -29,19 +35,29 @@ class Allocation:
         self.block = memory.live.get(ptr)
 
     def __del__(self) -> None:
-        # Free only the allocation we made: after a device reset or a finalize (which empty
-        # the live table) and a new init the same address may belong to someone else; the
-        # pool's Block objects are new then, so identity tells.
-        try:
-            memory = self.device.memory
-            if memory.live.get(self.ptr) is self.block:
-                if HOOKS.active:
-                    rt.free(self.ptr, managed=True)
-                else:
-                    memory.free(self.ptr)
-        except Exception:  # noqa: BLE001 - interpreter shutdown, or a runtime torn down
-            pass
+        release(self.ptr, self.device, self.block)
 
+
+def release(ptr: int, device, block) -> None:
+    """Free an allocation's memory when its record is collected (the C record's dealloc
+    calls this for what its fast path does not free)."""
+    # Free only the allocation we made: after a device reset or a finalize (which empty
+    # the live table) and a new init the same address may belong to someone else; the
+    # pool's Block objects are new then, so identity tells.
+    try:
+        memory = device.memory
+        if memory.live.get(ptr) is block:
+            if HOOKS.active:
+                rt.free(ptr, managed=True)
+            else:
+                memory.free(ptr)
+    except Exception:  # noqa: BLE001 - interpreter shutdown, or a runtime torn down
+        pass
+
+
+_c_record = rt.allocation_record(release)
+if _c_record is not None:
+    Allocation = _c_record  # noqa: F811 - the same record, in C
 
 _new_record = Allocation.__new__
 
@@ -59,3 +75,6 @@ def allocate(nbytes: int, device) -> Allocation:
     mem.nbytes = nbytes
     mem.block = memory.live.get(ptr)
     return mem
+
+
+allocate = rt.fast_entry("allocate", allocate)

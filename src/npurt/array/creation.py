@@ -15,6 +15,7 @@ import numpy as np
 from ..exceptions import InvalidValueError
 from .. import runtime as rt
 from .core import DeviceArray, _rt_stream, as_dtype
+from .layout import LAYOUTS
 from .dlpack import KDL_CPU
 
 
@@ -75,6 +76,10 @@ def empty(*size, dtype=None, device=None) -> DeviceArray:
     shape, dtype, device = _size("empty", size, dtype, device)
     return DeviceArray(shape, "float32" if dtype is None else dtype, device)
 
+
+
+# with the C accelerator: the hot forms above without a Python frame (npurt.runtime.entries)
+empty = rt.fast_entry("empty", empty, (DeviceArray, LAYOUTS, np.dtype, "float32"))
 
 def empty_like(a: DeviceArray, dtype=None, device=None) -> DeviceArray:
     return DeviceArray(a.shape, a.dtype if dtype is None else dtype, a.device if device is None else device)

@@ -57,9 +57,16 @@ class ElementwiseTask(Task):
         self.cheap = cheap_bytes(total)
 
     def run(self) -> None:
-        d, view = self.dtype, address.view
-        args = [view(x[0], x[2]).view(d).reshape(x[1]) if type(x) is tuple else x for x in self.operands]
-        self.ufunc(*args, out=view(self.out, self.nbytes).view(d).reshape(self.shape))
+        d, view = self.dtype, address.typed_view
+        args = []
+        for x in self.operands:
+            if type(x) is tuple:  # a typed view of its bytes is already the array a 1-D operand is
+                v = view(x[0], x[2], d)
+                args.append(v if len(x[1]) == 1 else v.reshape(x[1]))
+            else:
+                args.append(x)
+        out = view(self.out, self.nbytes, d)
+        self.ufunc(*args, out=out if len(self.shape) == 1 else out.reshape(self.shape))
 
     def accesses(self) -> tuple:
         reads = tuple((x[0], x[2], "r") for x in self.operands if type(x) is tuple)

@@ -37,6 +37,8 @@ class DeviceBackend(Protocol):
         """Host-visible uint8 view of [va, va + nbytes) (the caller has checked the range)."""
     def copy_within(self, dst: int, src: int, nbytes: int) -> None:
         """Copy nbytes between two checked ranges of this device (PagedDevice: via view)."""
+    def typed_view(self, va: int, nbytes: int, dtype) -> np.ndarray:
+        """view(va, nbytes).view(dtype) (PagedDevice: exactly that)."""
     def host_buffer(self) -> np.ndarray | None:
         """The whole memory as one uint8 host array (index 0 is va_base), or None."""
     def reset(self) -> None:

@@ -9,6 +9,8 @@ running out therefore behave alike on every driver; only what stands behind an a
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .hbm import PageAllocator
 
 
@@ -31,6 +33,10 @@ class PagedDevice:
         has checked the ranges; they may overlap): through two views, unless the driver has
         a shorter way."""
         self.view(dst, nbytes)[:] = self.view(src, nbytes)
+
+    def typed_view(self, va: int, nbytes: int, dtype) -> np.ndarray:
+        """`view(va, nbytes).view(dtype)`, unless the driver has a shorter way."""
+        return self.view(va, nbytes).view(dtype)
 
     @property
     def usable(self) -> int:

@@ -98,6 +98,7 @@ class SimulatedDevice(PagedDevice):
         self._gap = None
         self._window_lock = threading.Lock()
         self._half = half
+        self._typed: dict = {}  # dtype -> the memory as one array of it (typed_view)
         self.uuid = bytes((physical_id * 37 + i * 11) & 0xFF for i in range(16))
 
     def _hold_window_space(self, region: int, half: int, window_size: int) -> tuple[int, int] | None:
@@ -164,6 +165,21 @@ class SimulatedDevice(PagedDevice):
             mem[d:d + nbytes] = mem[s:s + nbytes]
         else:
             self.view(dst, nbytes)[:] = self.view(src, nbytes)
+
+    def typed_view(self, va: int, nbytes: int, dtype) -> np.ndarray:
+        """`view(va, nbytes).view(dtype)` as one slice of the memory viewed as `dtype` (made
+        once per dtype): one array made instead of two, for kernels' operands (an address of
+        the VMM window, or one not a multiple of the item size from the base, takes view)."""
+        offset = va - self.va_base
+        size = dtype.itemsize
+        if offset < self._half and not offset % size:
+            typed = self._typed.get(dtype)
+            if typed is None:
+                mem = self.arena.mem
+                typed = self._typed[dtype] = mem[:len(mem) - len(mem) % size].view(dtype)
+            i = offset // size
+            return typed[i:i + nbytes // size]
+        return self.view(va, nbytes).view(dtype)
 
     def vmm_host(self, va: int) -> int:
         """The host address behind device address `va` of the VMM window."""

@@ -141,6 +141,11 @@ def gelu_into(dst: np.ndarray, src: np.ndarray) -> None:
     direct = not wide and dst.dtype == cd and not np.may_share_memory(dst, src)
     xw = np.empty(min(n, CHUNK), cd) if wide else None      # x widened to float32
     tw = None if direct else np.empty(min(n, CHUNK), cd)    # the result before it goes to dst
+    # the constants as scalars of the compute dtype and the ufuncs called positionally: the
+    # same values numpy makes of the Python floats (NEP 50), so the same bits, with 1.5 µs
+    # less Python per chunk (issue 28: a launch is compared with the plain formula)
+    cubic, scale, one = cd.type(0.044715), cd.type(-_GELU_C), cd.type(1.0)
+    mul, add, div, exp = np.multiply, np.add, np.divide, np.exp
     with np.errstate(over="ignore"):  # exp overflow for very negative x gives the right 0
         for s in range(0, n, CHUNK):
             e = min(s + CHUNK, n)
@@ -150,14 +155,14 @@ def gelu_into(dst: np.ndarray, src: np.ndarray) -> None:
             else:
                 v = src[s:e]
             t = dst[s:e] if direct else tw[:e - s]
-            np.multiply(v, v, out=t)
-            t *= 0.044715
-            t += 1.0
-            t *= v
-            t *= -_GELU_C
-            np.exp(t, out=t)
-            t += 1.0
-            np.divide(v, t, out=t)
+            mul(v, v, t)
+            mul(t, cubic, t)
+            add(t, one, t)
+            mul(t, v, t)
+            mul(t, scale, t)
+            exp(t, t)
+            add(t, one, t)
+            div(v, t, t)
             if not direct:
                 np.copyto(dst[s:e], t, casting="unsafe")
 

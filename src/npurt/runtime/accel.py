@@ -10,7 +10,14 @@ behaviour, the same tests):
 | `BlockBase` | a block record as a C struct, linked into its bin | a class with `__slots__` |
 | `Bin` | the free blocks of one size, an intrusive list: O(1) take, give back, claim | a dict used as an ordered set |
 | `PoolBase` | DeviceMemory's base: counters as C fields, the small bins as a C array, malloc/free's cached-block case in C | nothing (memory.py's Python fast path) |
-| `Entry` | the runtime's and the facades' malloc/free as C callables (see `npurt.runtime.api.memory.fast_entry`) | the Python functions themselves |
+| `Entry` | the runtime's and the facades' malloc/free, the Pythonic `allocate` and `npurt.empty` as C callables (see `npurt.runtime.entries`) | the Python functions themselves |
+| `Allocation` | the Pythonic allocation record in C; its dealloc frees through the pool's fast path (`entries.allocation_record`) | the Python record with `__del__` (npurt.array.allocation) |
+| `note_use`, `note_uses`, `prune_uses` | memory.py's use records of blocks, in C | memory.py's functions |
+| `Lock` | threading.Lock not tracked by the garbage collector (a stream's enqueue lock) | threading.Lock |
+
+The C entries cache the calling thread's context pool and each device's pool; `invalidate`
+forgets them and is called wherever the answer can change (context.bind and retire: a
+context bound, destroyed, reset or released; finalize; a fork's child).
 
 The Python pool stays the slow path and the tools' view: every block is a Python-visible
 object in the same tables (`live`, the bins, the segment index) whichever implementation
@@ -151,6 +158,17 @@ if SPEEDUPS is not None:
     BlockBase, Bin, PoolBase = SPEEDUPS.BlockBase, SPEEDUPS.Bin, SPEEDUPS.PoolBase
 else:
     BlockBase, Bin, PoolBase = _PyBlockBase, _PyBin, _PyPoolBase
+
+
+def _no_caches() -> None:
+    """Without the extension there is nothing to forget."""
+
+
+invalidate = SPEEDUPS.invalidate if SPEEDUPS is not None else _no_caches
+"""Forget what the C entries cache (the calling thread's context pool, each device's pool):
+called whenever that can change (a context bound or dead, the devices forgotten)."""
+if SPEEDUPS is not None:
+    os.register_at_fork(after_in_child=invalidate)  # the parent's pools are not the child's
 
 
 def suspend() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from .accel import invalidate as _forget_cached_pools
 from .errors import ContextError
 
 if TYPE_CHECKING:
@@ -90,6 +91,14 @@ def peek_context() -> Context | None:
 
 def bind(ctx: Context | None) -> None:
     _thread.context = ctx
+    _forget_cached_pools()  # the C entries cache each thread's context pool
+
+
+def retire(ctx: Context) -> None:
+    """Mark a context dead (destroyed, its device reset or released, the process forked):
+    every later use is refused; the C entries forget its pool."""
+    ctx.alive = False
+    _forget_cached_pools()
 
 
 # ---------------------------------------------------------------- the current stream

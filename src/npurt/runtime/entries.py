@@ -10,6 +10,8 @@ for everything else; without it, `slow` itself. The kinds:
 | `free` | `npurt.runtime.free(ptr, managed=False)` (and aclrtFree) | a live small block of a visible device with no unfinished use |
 | `acl_malloc` | `acl.rt.malloc(size, policy)`: `(ptr, ret)` | as malloc, returning `(ptr, 0)` |
 | `acl_free` | `acl.rt.free(dev_ptr)`: `ret` | as free, returning 0 |
+| `allocate` | `npurt.array.allocation.allocate(nbytes, device)`: an Allocation record | a cached block of the device's pool, no listening tool |
+| `empty` | `npurt.empty(*size, dtype=None, device=None)`: a DeviceArray | `empty(n or shape[, dtype])` on the current device with a cached layout and block |
 
 The entry decides before it changes anything, so whatever it hands to `slow` (a listening
 tool: HOOKS.active; armed fault injection: `accel.suspend`; no live context; an argument to
@@ -26,22 +28,36 @@ from .context import PER_THREAD
 from .observers import HOOKS
 from .runtime import RUNTIME
 
-KINDS = ("malloc", "free", "acl_malloc", "acl_free")
+KINDS = ("malloc", "free", "acl_malloc", "acl_free", "allocate", "empty")
 
 
-def fast_entry(kind: str, slow):
+def fast_entry(kind: str, slow, extra: tuple | None = None):
     """The C entry point of `kind` standing for the Python function `slow` (see the module
-    docstring); `slow` itself without the accelerator."""
+    docstring); `slow` itself without the accelerator. `extra`: what the kind needs besides
+    the runtime (for `empty`: the array type, its layout cache, numpy.dtype, the default
+    dtype)."""
     if kind not in KINDS:
         raise ValueError(f"fast_entry kind {kind!r}: one of {', '.join(KINDS)}")
     if accel.SPEEDUPS is None:
         return slow
-    entry = accel.SPEEDUPS.Entry(kind, slow, PER_THREAD, HOOKS, RUNTIME, VA_BASE)
+    args = (kind, slow, PER_THREAD, HOOKS, RUNTIME, VA_BASE) + (() if extra is None else (extra,))
+    entry = accel.SPEEDUPS.Entry(*args)
     functools.update_wrapper(entry, slow)  # __name__, __doc__, __module__, __qualname__, __wrapped__
     for attr in ("__signature__", "parse_format", "pyacl_parsing"):
         if hasattr(slow, attr):
             setattr(entry, attr, getattr(slow, attr))
     return entry
+
+
+def allocation_record(release):
+    """The C accelerator's allocation record type (npurt._speedups.Allocation: slots ptr,
+    nbytes, device, block), whose dealloc frees a block the fast path took through the
+    pool's C fast path and calls `release(ptr, device, block)` for everything else; None
+    without the accelerator (the caller keeps its Python record)."""
+    if accel.SPEEDUPS is None:
+        return None
+    accel.SPEEDUPS.configure_allocations(release, HOOKS)
+    return accel.SPEEDUPS.Allocation
 
 
 def is_fast_entry(obj) -> bool:

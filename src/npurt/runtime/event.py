@@ -279,6 +279,7 @@ class RecordTask(Task):
     __slots__ = ("event", "rec")
     kind = "record_event"
     cheap = True  # a timestamp and the watchers it fires (inline.py)
+    trivial = True
 
     def __init__(self, event: Event, rec: Record):
         self.event, self.rec = event, rec
@@ -297,6 +298,7 @@ class WaitTask(Task):
     __slots__ = ("event", "rec", "stale", "timeout_s", "timed_out")
     kind = "stream_wait_event"
     may_block = True
+    trivial = True  # by the time it runs, what it waited for has happened
 
     def __init__(self, event: Event, rec: Record | None, timeout_s: float = 0, stale: Record | None = None):
         self.event, self.rec, self.stale = event, rec, stale  # rec None: the next record (not `stale`)
@@ -317,6 +319,17 @@ class WaitTask(Task):
         if rec.stream.completed_seq >= rec.seq:
             return None
         return self._armed(StreamProgress(rec.stream, rec.seq))
+
+    def gated(self) -> bool:
+        # until the record it waits for has run (the event is not recorded before that)
+        if self.timed_out:
+            return False
+        rec = self.rec
+        if rec is None:
+            rec = self.event.record
+            if rec is None or rec is self.stale:
+                return True
+        return rec.stream.completed_seq < rec.seq
 
     def _armed(self, blocker):
         """Arm the op wait timeout: if the stream is still parked on `blocker` when it
@@ -363,6 +376,7 @@ class ResetEventTask(Task):
 
     __slots__ = ("event",)
     kind = "reset_event"
+    trivial = True
 
     def __init__(self, event: Event):
         self.event = event

@@ -15,6 +15,24 @@ call site (MemcpyKindWarning) and a memcpy_kind observer event. memcpy_async wit
 host memory only allows the kinds the runtime allows for it (else 107000).
 NPURT_MEMCPY_KIND=strict refuses every contradicting kind instead.
 
+A synchronous copy first waits, briefly, for the tasks in flight that write its source
+(await_writers). The real one waits for no stream: aclrtMemcpyImpl
+(src/acl/aclrt_impl/memory.cpp) calls ApiImpl::MemCopySync (src/runtime/api/impl/api_impl.cc),
+a driver copy (NpuDriver::MemCopySync, src/runtime/driver/npu_driver_mem.cc). A program that
+launches a kernel and at once copies its output (hicann/runtime's
+example/1_basic_features/memory/5_d2d_sync_memory_copy) passes on hardware by timing: the
+kernel starts within microseconds and is done before the driver reads. npurt's launch is
+slower, so the copy would read what was there before. The wait models that timing, not an
+ordering: only writers of the source range (a kernel whose pointer argument points into the
+source allocation, a queued copy or set whose destination overlaps it; not readers, not
+tasks using only the destination), only those that can run now (running, or nothing gated
+ahead of them on their stream: no event or notify wait not yet satisfied, host function,
+callback or anything else waiting for the host: Task.gated), and only while their stream
+makes progress (WRITER_STALL_S without a task retiring or starting) up to WRITER_CAP_S in
+all; then the copy proceeds as it would have. It is unobserved (no host_wait event), so the
+sanitizer still reports the race. With nothing in flight on the source allocation the check
+is one attribute test.
+
 Copies are single numpy copies over byte views, which run at memory bandwidth and release
 the GIL.
 """
@@ -23,7 +41,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from time import perf_counter_ns
+from time import monotonic, perf_counter_ns
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,6 +52,7 @@ from . import constants as C
 from .errors import (AddressUnalignedError, FeatureNotSupportedError, InvalidValueError, MemcpyKindWarning,
                      ParamInvalidError, as_int)
 from .context import current_context
+from .interrupts import held
 from . import graph
 from .observers import HOOKS
 from .stream import Stream
@@ -173,6 +192,75 @@ def _check_null(*addrs) -> None:
 
 
 # ---------------------------------------------------------------- synchronous
+WRITER_STALL_S = 1.0  # a writer's stream that neither retires nor starts a task for this long is stuck
+WRITER_CAP_S = 2.0    # the most one synchronous copy waits for writers of its source, in all
+
+
+def await_writers(span: Span, nbytes: int) -> None:
+    """Wait, unobserved and bounded, for the runnable tasks in flight that write
+    [span.addr, span.addr + nbytes) (see the module docstring), then return."""
+    block = span.block
+    uses = block.uses
+    lo, hi = span.addr, span.addr + nbytes
+    give_up = None
+    for stream, last in list(uses.items()):
+        if not isinstance(stream, Stream) or stream.completed_seq >= last:
+            continue  # a graph's hold (it runs no tasks), or done
+        if stream.scheduler.controlled is not None:
+            continue  # a controlled schedule (tests): its device moves only when polled
+        seq = _runnable_writer(stream, last, block, lo, hi)
+        if seq:
+            if give_up is None:
+                give_up = monotonic() + WRITER_CAP_S
+            _await_retired(stream, seq, give_up)
+
+
+def _runnable_writer(stream: Stream, last: int, block, lo: int, hi: int) -> int:
+    """The sequence number of the last task up to `last` of `stream` that writes [lo, hi)
+    of `block` and can run now (running, or nothing gated ahead of it); 0 if none."""
+    current = stream.current
+    done, dropped = stream.completed_seq, stream.dropped_upto
+    found = 0
+    for task in tuple(stream.queue):  # a snapshot (one C call: no enqueue can interleave)
+        seq = task.seq
+        if seq > last:
+            break
+        if seq <= done or seq <= dropped:
+            continue  # retired, or dropped: it writes nothing
+        gated = task.gated()
+        if task.writes(block, lo, hi):
+            if gated and task is not current:
+                break
+            found = seq
+        if gated:
+            break  # what is queued behind it waits for something the copy must not wait for
+    return found
+
+
+def _await_retired(stream: Stream, seq: int, give_up: float) -> None:
+    """Wait until task `seq` of `stream` retired, the stream stalls (WRITER_STALL_S with no
+    task retiring or starting) or `give_up` passes. Not a synchronize: nothing is observed,
+    nothing runs inline, nothing is raised."""
+    cond = stream.cond
+    progress = (stream.completed_seq, stream.current)
+    stall = min(monotonic() + WRITER_STALL_S, give_up)
+    while stream.completed_seq < seq and stream.dropped_upto < seq:
+        now = monotonic()
+        if now >= stall:
+            return
+        with held(cond):
+            stream.waiters += 1  # notify_retired wakes us (it tests waiters after the store)
+            try:
+                if stream.completed_seq < seq:
+                    cond.wait(min(stall - now, 0.05))  # a slice: `current` changes notify nobody
+            finally:
+                stream.waiters -= 1
+        now_progress = (stream.completed_seq, stream.current)
+        if now_progress != progress:
+            progress = now_progress
+            stall = min(monotonic() + WRITER_STALL_S, give_up)
+
+
 def memcpy(rt: "Runtime", dst, dest_max, src, count, kind) -> None:
     """Immediate copy in the calling thread (no implicit stream synchronization)."""
     if count == 0 and type(count) is int:
@@ -185,6 +273,8 @@ def memcpy(rt: "Runtime", dst, dest_max, src, count, kind) -> None:
     runner = current_context().device if d.device is not None and s.device is not None else None
     direction = check_kind(rt, kind, d, s, "memcpy", count, executor=runner)
     if count and d.addr != s.addr:  # MemCopySync: the same address is a no-op
+        if s.block is not None and s.block.uses:
+            await_writers(s, count)
         if HOOKS.active:
             HOOKS.emit("host_access", addr=s.addr, nbytes=count, mode="r", what="memcpy")
             HOOKS.emit("host_access", addr=d.addr, nbytes=count, mode="w", what="memcpy")
@@ -206,6 +296,8 @@ def memcpy2d(rt: "Runtime", dst, dpitch, src, spitch, width, height, kind, strea
     d, s, direction, (dpitch, spitch, width, height) = _check_2d(
         rt, dst, dpitch, src, spitch, width, height, kind, allowed, stream)
     if stream is None:
+        if width and height and s.block is not None and s.block.uses:
+            await_writers(s, spitch * (height - 1) + width)
         if HOOKS.active:
             if width and height:
                 HOOKS.emit("host_access", addr=s.addr, nbytes=spitch * (height - 1) + width, mode="r",

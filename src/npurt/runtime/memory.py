@@ -156,6 +156,11 @@ def prune_uses(uses: dict) -> None:
             del uses[stream]
 
 
+if SPEEDUPS is not None:  # the same three in C: a Python frame less per holder of every enqueue
+    note_use, note_uses, prune_uses = (  # noqa: F811
+        SPEEDUPS.note_use, SPEEDUPS.note_uses, SPEEDUPS.prune_uses)
+
+
 def uses_pending(uses: dict | None) -> bool:
     """True while a task recorded in `uses` (stream -> sequence number) has not retired;
     clears `uses` once none is left."""

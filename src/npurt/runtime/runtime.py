@@ -18,7 +18,7 @@ from ..driver.shared import SharedDeviceError
 from . import address
 from . import constants as C
 from .config import Settings
-from .context import Context, bind
+from .context import Context, bind, retire
 from .device import Device
 from .faults import FAULTS
 from .forking import on_fork_child
@@ -249,7 +249,7 @@ class Runtime:
         for event in self.events.values():
             event.destroyed = True
         for ctx in self.contexts.values():
-            ctx.alive = False
+            retire(ctx)
         for device in self.devices:
             if device is not None:
                 device.scheduler.stopping = True
@@ -324,7 +324,7 @@ class Runtime:
                 log.exception("npurt: a release hook failed during %s", reason)
         self._drain(device, reason, deadline)
         for ctx in list(device.contexts):
-            ctx.alive = False
+            retire(ctx)
             for stream in [ctx.default_stream, *ctx.streams]:
                 if not stream.destroyed:
                     device.release_stream(stream)

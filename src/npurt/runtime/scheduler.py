@@ -124,6 +124,7 @@ class HostToken:
 
     __slots__ = ("ident",)
     worker = False
+    owed = None  # a host thread defers no wake-ups (see Worker.owed)
 
     def __init__(self) -> None:
         self.ident = threading.get_ident()
@@ -143,7 +144,7 @@ def on_worker() -> bool:
 
 
 class Worker:
-    __slots__ = ("wake", "thread", "ran", "retired", "spare")
+    __slots__ = ("wake", "thread", "ran", "retired", "spare", "owed")
     worker = True
 
     def __init__(self, spare: bool = False) -> None:
@@ -152,6 +153,9 @@ class Worker:
         self.ran = 0         # streams taken: progress, for the stall check
         self.retired = False  # stuck in an aborted task: leaves the pool when it returns
         self.spare = spare
+        # streams this worker unparked and has not yet announced (wake_for): a hand-off folded
+        # into the retirement that caused it. None: the worker is not running a stream now
+        self.owed: list | None = None
 
 
 class Scheduler:
@@ -207,12 +211,18 @@ class Scheduler:
         self.wake_for(s)
 
     def wake_for(self, s: "Stream") -> None:
-        """`s` became READY: tell host threads waiting for it (they may run it inline) and
-        wake a worker."""
+        """`s` became READY: tell host threads waiting for it (they may run it inline) and,
+        unless one of them will take the stream (a *taker*: an untimed synchronize, which
+        claims the ticket and runs the work itself), wake a worker. Waking one for a ticket a
+        taker claims first costs a thread switch and a GIL contest for nothing; a taker that
+        leaves without claiming wakes a worker itself (Stream.synchronize)."""
         if s.waiters:
+            taken = s.takers and not _host_code_next(s)
             cond = s._cond
             with held(cond):
                 cond.notify_all()
+            if taken:
+                return
         self._wake()
 
     def _wake(self) -> None:
@@ -282,8 +292,9 @@ class Scheduler:
                     if s is not None:
                         break
                 if s is not None:
-                    me.ran += 1
-                    self.run_stream(s, me, budget=WORKER_BUDGET)
+                    while s is not None:  # (a stream this worker unparked: it takes it over directly)
+                        me.ran += 1
+                        s = self._run_owned(s, me)
                 elif me.spare and len(self.workers) > self.nworkers:
                     self.retire_worker(me)  # nothing left to do for a spare
                 else:
@@ -292,6 +303,45 @@ class Scheduler:
                 if s is not None:
                     self.release(s, me)
                 log.exception("npurt: a scheduler worker hit an unexpected error; it goes on")
+
+    def _run_owned(self, s: "Stream", me: Worker):
+        """Run `s`, which `me` owns, for a while; then settle the wake-ups it owes. Returns a
+        stream it unparked and has just claimed, to run next (no thread switch), or None."""
+        me.owed = []
+        try:
+            self.run_stream(s, me, budget=WORKER_BUDGET)
+        except BaseException:
+            self._pay(me)
+            me.owed = None
+            raise
+        return self._settle(me)
+
+    def _pay(self, me: Worker) -> None:
+        """Announce the streams `me` unparked and kept quiet about (see unpark): it is about to
+        run real work, so they must not wait for it."""
+        owed = me.owed
+        if owed:
+            me.owed = []
+            for s in owed:
+                s.scheduler.wake_for(s)  # (a stream of another device: its own scheduler)
+
+    def _settle(self, me: Worker):
+        """`me` has let go of its stream. Of the streams it unparked meanwhile, claim the first
+        of this device that is still READY (its ticket unused) and announce the others.
+        Returns the claimed stream or None."""
+        owed, me.owed = me.owed, None
+        take = None
+        for s in owed or ():
+            if take is None and s.scheduler is self:  # (another device's stream: its own workers)
+                t = s.ticket
+                if t:  # claim: the test and the stores are one atomic step (see the module doc)
+                    del t[0]
+                    s.runner = me
+                    s.state = RUNNING
+                    take = s
+                    continue
+            s.scheduler.wake_for(s)
+        return take
 
     def _sleep(self, me: Worker) -> None:
         idle = self.idle
@@ -331,8 +381,12 @@ class Scheduler:
         self._wake()
 
     def shutdown(self) -> None:
-        self.stopping = True
-        workers = list(self.workers)
+        # under the start lock: a worker another thread is starting (listed before its
+        # thread.start() returns) is started before we list it, and none starts after;
+        # joining one not yet started raised RuntimeError (aclFinalize gave 500000)
+        with self._start_lock:
+            self.stopping = True
+            workers = list(self.workers)
         for worker in workers:
             try:
                 worker.wake.release()
@@ -352,6 +406,9 @@ class Scheduler:
         task `until` has retired. On return, and when it raises, `me` no longer owns `s`."""
         queue = s.queue
         started = parking = None  # a task whose run() began and is not retired; a blocker being parked on
+        # a worker's own run (not one nested in a task it runs) folds the hand-offs it causes
+        # into its retirements (see unpark); never while real work runs
+        defer = me.owed is not None
         try:
             while True:
                 if not queue:
@@ -394,6 +451,10 @@ class Scheduler:
                             return
                         parking = None
                         continue  # satisfied while registering: ask the task again
+                if defer and not task.trivial:  # real work next: announce the streams we unparked,
+                    if me.owed:                    # and defer nothing while it runs
+                        self._pay(me)
+                    me.owed = None
                 started = task
                 s.current = task
                 if HOOKS.active:
@@ -410,6 +471,8 @@ class Scheduler:
                     error = task_error(task, exc)  # SystemExit & co. from task code: a worker goes on
                 else:
                     error = None
+                if defer:
+                    me.owed = me.owed or []
                 s.current = None
                 if s.runner is not me:  # aborted while it ran: the watchdog retired it and handed s on
                     return
@@ -482,7 +545,16 @@ class Scheduler:
             s.ticket = t
             s.state = READY
             self.ready[s.priority].append(t)
-        self.wake_for(s)
+        token = TLS.token
+        owed = token.owed if token is not None else None
+        if owed is not None:
+            # a worker retiring a task (an event record, a stream's progress) unparked `s`: it
+            # tells nobody yet. If its own stream parks or empties next, it takes `s` over
+            # itself (_settle), the hand-off without a thread switch; before it runs real work
+            # it announces `s` as usual (_pay)
+            owed.append(s)
+        else:
+            self.wake_for(s)
         return True
 
     def unpark_any(self, s: "Stream") -> None:
@@ -514,6 +586,15 @@ class Scheduler:
             else:
                 return None
         return None
+
+
+def _host_code_next(s: "Stream") -> bool:
+    """Whether the next task of READY `s` is a host function: that is for a runtime thread
+    to run (aclrtLaunchHostFunc), so a taker's claim of it is not counted on."""
+    try:
+        return s.queue[0].kind == "host_func"
+    except IndexError:  # claimed and run meanwhile
+        return False
 
 
 def task_error(task: "Task", exc: BaseException) -> TaskError:

@@ -31,6 +31,8 @@ class Task:
     batchable = False  # a graph replay may run it inside one batch task (run() needs no stream state)
     cheap = False      # may run in the enqueuing thread on an idle stream (inline.py): never waits
     #                    for the host and takes microseconds; classes that can be set it per task
+    trivial = False    # run() is bookkeeping (an event record or wait, a marker): a worker that
+    #                    unparked another stream may run it before announcing that (scheduler.py)
 
     def blocker(self):
         """A blocker if the task cannot run yet, else None (only asked when may_block).
@@ -48,6 +50,22 @@ class Task:
         (width, pitch): rows of `width` bytes every `pitch` bytes from addr, nbytes the span.
         Kernels report their views as they run (mem_access) instead."""
         return ()
+
+    def gated(self) -> bool:
+        """True if the task may wait for something outside its stream's order before it can
+        run or finish (an event or notify not yet recorded, the host, a report thread): no
+        side effects, unlike blocker(). A synchronous copy does not wait for the work queued
+        behind such a task (memops.await_writers)."""
+        return self.may_block
+
+    def writes(self, block, lo: int, hi: int) -> bool:
+        """True if the task, when it runs, may write a byte of [lo, hi) of `block` (the
+        allocation holding it): by default, what accesses() says it writes."""
+        for access in self.accesses():
+            addr, nbytes, mode = access[0], access[1], access[2]
+            if "w" in mode and addr < hi and lo < addr + nbytes:
+                return True
+        return False
 
     def describe(self) -> str:
         return self.kind
@@ -113,10 +131,10 @@ class ArrayCopyTask(Task):
 
     def run(self) -> None:
         host = self.arr.reshape(-1).view(np.uint8)
-        if self.direction == "H2D":
-            np.copyto(address.view(self.dev, self.n), host)
+        if self.direction == "H2D":  # (slice assignment: np.copyto's copy without its parsing)
+            address.view(self.dev, self.n)[:] = host
         else:
-            np.copyto(host, address.view(self.dev, self.n))
+            host[:] = address.view(self.dev, self.n)
 
     @property
     def keep(self) -> np.ndarray:
@@ -222,6 +240,9 @@ class HostFuncTask(Task):
     def run(self) -> None:
         self.fn(*self.args)
 
+    def gated(self) -> bool:
+        return True  # a host function may wait for the host (a threading.Event, a sleep, I/O)
+
     def describe(self) -> str:
         return f"host function {self.name}"
 
@@ -234,6 +255,7 @@ class NopTask(Task):
 
     __slots__ = ()
     kind = "nop"
+    trivial = True
 
     def run(self) -> None:
         pass

@@ -13,7 +13,7 @@ import torch
 
 from ..runtime import INLINE_MAX_BYTES, RUNTIME
 from .fallback import Call
-from .optask import OpTask, current_stream
+from .optask import OpTask, OutOpTask, current_stream
 from .refs import ref_on
 from .plan import CPU_KEYSET, FUNCTIONAL, INPLACE, META, SYNC_PATH, VIEW, Plan, plan_of, scalar_key
 from .storage import INFOS, ITEMSIZE, alloc, block_of, info, itemsize
@@ -168,7 +168,7 @@ def hot_kernel(plan: Plan, arity: int, general):
     which also fills the cache this path reads. tests/torch/test_torch_hotpath.py holds the
     two to each other and to CPU torch."""
     hot = HOT.setdefault(plan, {})
-    name, run_out, single_out = plan.name, plan.run_out, plan.out_op[1][0]
+    name, run_one_out = plan.name, plan.run_one_out
     infos, meta = INFOS, META
 
     def learn(key: tuple, meta_key: tuple) -> None:
@@ -190,7 +190,7 @@ def hot_kernel(plan: Plan, arity: int, general):
         if base is None:
             base = inf.view_of(dt)
         r = (base, shape, stride, (ptr - inf.va_base) // size, ptr, size)
-        task = OpTask(run_out, hargs, {single_out: r}, name, list(hargs), [r])
+        task = OutOpTask(run_one_out, hargs, None, name, list(hargs), [r])
         task.cheap = _cheap(blocks)
         stream.enqueue(task, holders=blocks)
         return out

@@ -60,6 +60,18 @@ class OpTask(Task):
                 "bytes_written": sum(n for _, n, m in acc if "w" in m)}
 
 
+class OutOpTask(OpTask):
+    """The fast kernels' task: an op with one out tensor (`writes[0]`), every argument a ref it
+    only reads; `fn` is the plan's `run_one_out`. The same task for tools (reads, writes,
+    accesses), with the host views made straight from the refs."""
+
+    __slots__ = ()
+
+    def run(self) -> None:
+        out = self.writes[0]
+        self.fn([read_view(a) for a in self.args], write_view(out), out[1], out[2])
+
+
 def _host(a, writes):
     t = type(a)
     if t is tuple:

@@ -106,17 +106,12 @@ class Plan:
         kernels use their out as scratch of another size; the out's storage is exactly the
         tensor's bytes, so that fails to resize, and then (from then on) the functional op
         runs and its results are copied."""
-        out_op, names = self.out_op
+        names = self.out_op[1]
         outs = [o for n in names for o in flatten(kwargs[n])]
         if self.out_safe:
             meta = [None if o is None else (o.shape, o.stride(), o.storage_offset()) for o in outs]
-            try:
-                out_op(*args, **kwargs)
+            if self._out_kernel(args, kwargs):
                 return
-            except RuntimeError as exc:
-                if "not resizable" not in str(exc):
-                    raise
-                self.out_safe = False
             for o, m in zip(outs, meta):  # the failed resize left its new sizes behind
                 if o is not None:
                     o.as_strided_(*m)
@@ -130,6 +125,29 @@ class Plan:
                 raise RuntimeError(f"{self.name}: its meta kernel promised an output of shape {tuple(o.shape)}, "
                                    f"the CPU kernel made {tuple(x.shape)} (an npurt.torch gap: please report it)")
             o.copy_(x)
+
+    def _out_kernel(self, args, kwargs) -> bool:
+        """The `.out` kernel; False if it wanted to resize an out (from then on `out_safe` is
+        False: the functional op runs instead)."""
+        try:
+            self.out_op[0](*args, **kwargs)
+            return True
+        except RuntimeError as exc:
+            if "not resizable" not in str(exc):
+                raise
+            self.out_safe = False
+            return False
+
+    def run_one_out(self, args: list, out, shape, stride) -> None:
+        """`_run_out` for an op with one out: `out` a host view of storage offset 0 laid out
+        as (`shape`, `stride`), what the meta kernel said (the fast kernels' task, which knows
+        the layout and so need not read it back)."""
+        kwargs = {self.out_op[1][0]: out}
+        if self.out_safe:
+            if self._out_kernel(args, kwargs):
+                return
+            out.as_strided_(shape, stride, 0)  # the failed resize left its new sizes behind
+        self._run_out(*args, **kwargs)
 
 
 

@@ -95,6 +95,18 @@ int main(int argc, char **argv)
     CHECK(aclrtSynchronizeStream(stream));
     if (expect_sum("<<<>>> launch with a stream-ordered free", dz, x, y)) return 1;
 
+    // hicann/runtime's 5_d2d_sync_memory_copy: a synchronous D2D copy of what a kernel just
+    // launched on a stream writes, with no synchronize between them. The hardware's kernel is
+    // done before the driver copy reads; npurt's copy waits (bounded) for the runnable writer
+    int32_t *dw;
+    CHECK(aclrtMalloc(reinterpret_cast<void **>(&dw), bytes, ACL_MEM_MALLOC_HUGE_FIRST));
+    CHECK(aclrtMemset(dz, bytes, 0, bytes));
+    CHECK(launch_iadd(4, stream, dx, dy, dz, n));
+    CHECK(aclrtMemcpy(dw, bytes, dz, bytes, ACL_MEMCPY_DEVICE_TO_DEVICE));
+    if (expect_sum("a synchronous D2D copy of a kernel's output in flight", dw, x, y)) return 1;
+    CHECK(aclrtSynchronizeStream(stream));
+    CHECK(aclrtFree(dw));
+
     // a <<<>>> launch with a freed pointer is refused at the launch
     EXPECT(launch_iadd(1, stream, dx, tmp, dz, n) == ACL_ERROR_INVALID_PARAM, "freed pointer accepted");
     std::printf("freed pointer refused: %s\n", aclGetRecentErrMsg());

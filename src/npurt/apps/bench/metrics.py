@@ -379,11 +379,12 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
         frac = m / n
         threads = _overlap_with_threads(host_array(host, B * batches, np.float32), n, m, batches,
                                         p.overlap_repeats)
+        switches = switches_per_batch(lambda: pipeline(copy_h, one, m), batches, p.overlap_repeats)
         gelu = _gelu_ratio(s, d_in[0], d_out[0], m, p.overlap_repeats, p.warmup)
         idle, handoff = compute_idle(lambda: pipeline(copy_h, one, m), RUNTIME.streams.get(copy_h),
                                       RUNTIME.streams.get(one), p.overlap_repeats)
         return {"overlap_compute_idle_pct": idle, "overlap_handoff_us": handoff,
-                "overlap_speedup": res.ratio, "overlap_threads_limit": threads,
+                "overlap_speedup": res.ratio, **threads, "overlap_switches_per_batch": switches,
                 "overlap_one_stream_ms": res.reference_s.scaled(1e3),
                 "overlap_two_streams_ms": res.subject_s.scaled(1e3), "overlap_copies_ms": copies.scaled(1e3),
                 "overlap_kernels_ms": kernels.scaled(1e3), "overlap_ideal": Stat(ideal, ideal, ideal, 1),
@@ -437,30 +438,110 @@ def _gelu_ratio(s: Session, d_in: int, d_out: int, m: int, repeats: int, warmup:
     return Stat(1 / speed.median, 1 / speed.hi, 1 / speed.lo, speed.n)
 
 
-def _overlap_with_threads(src: np.ndarray, n: int, m: int, batches: int, repeats: int) -> Stat:
+def _overlap_with_threads(src: np.ndarray, n: int, m: int, batches: int, repeats: int) -> dict[str, Stat]:
     """The machine's own limit for this work mix: the same copies (np.copyto) and the same
     gelu kernel body npurt runs (npurt.ops.kernels.gelu_into), on two plain Python threads
-    against one, no runtime involved."""
+    against one, no runtime involved.
+
+    `overlap_threads_limit` runs them as the streams do: a ring of OVERLAP_BUFFERS buffers,
+    kernel i reads what copy i wrote and starts once it is done, copy i reuses the buffer
+    kernel i - OVERLAP_BUFFERS read and starts once that is done (a threading.Event per
+    hand-off). Against one thread doing copy i, kernel i in turn, no pipeline of N batches
+    can beat about 2N / (N + 1) when the stages are balanced (the first kernel waits for the
+    first copy, the last copy waits for nothing), so this, not the unordered figure, is what
+    the streams can reach. `overlap_threads_unordered` is the older figure: the copies on one
+    thread and the kernels on another, with no order between them (N / (N + 1) above what a
+    pipeline can do). `overlap_threads_switches_per_batch`: the process's voluntary context
+    switches per batch in the two-thread pipeline (Linux; the hand-offs a futex costs)."""
     import threading
-    dst = np.empty(n, np.float32)
+    ring = [np.empty(n, np.float32) for _ in range(OVERLAP_BUFFERS)]
+    outs = [np.empty(m, np.float32) for _ in range(OVERLAP_BUFFERS)]
     x = np.random.default_rng().random(n, dtype=np.float32)
     y = np.empty_like(x)
+    dst = ring[0]
 
-    def copies() -> None:
+    def copy(i: int) -> None:
+        np.copyto(ring[i % OVERLAP_BUFFERS], src[i * n:(i + 1) * n])
+
+    def kernel(i: int) -> None:
+        gelu_into(outs[i % OVERLAP_BUFFERS], ring[i % OVERLAP_BUFFERS][:m])
+
+    def one_thread() -> None:
+        for i in range(batches):
+            copy(i)
+            kernel(i)
+
+    def two_threads() -> None:
+        ready = [threading.Event() for _ in range(batches)]
+        done = [threading.Event() for _ in range(batches)]
+
+        def copies() -> None:
+            for i in range(batches):
+                if i >= OVERLAP_BUFFERS:
+                    done[i - OVERLAP_BUFFERS].wait()
+                copy(i)
+                ready[i].set()
+
+        th = threading.Thread(target=copies)
+        th.start()
+        for i in range(batches):
+            ready[i].wait()
+            kernel(i)
+            done[i].set()
+        th.join()
+
+    def unordered_copies() -> None:
         for i in range(batches):
             np.copyto(dst, src[i * n:(i + 1) * n])
 
-    def kernels() -> None:
+    def unordered_kernels() -> None:
         for _ in range(batches):
             gelu_into(y[:m], x[:m])
 
-    def both() -> None:
-        th = threading.Thread(target=copies)
+    def unordered_both() -> None:
+        th = threading.Thread(target=unordered_copies)
         th.start()
-        kernels()
+        unordered_kernels()
         th.join()
 
-    return paired(lambda: (copies(), kernels()), both, repeats, 1).ratio
+    limit = paired(one_thread, two_threads, repeats, 1).ratio
+    unordered = paired(lambda: (unordered_copies(), unordered_kernels()), unordered_both, repeats, 1).ratio
+    return {"overlap_threads_limit": limit, "overlap_threads_unordered": unordered,
+            "overlap_threads_switches_per_batch": switches_per_batch(two_threads, batches, repeats)}
+
+
+def switches_per_batch(run, batches: int, repeats: int) -> Stat:
+    """The voluntary context switches of all of this process's threads during run(), per
+    batch (each is a thread that blocked: a futex wait for a wake-up or for the GIL); NaN
+    where /proc does not say."""
+    counts = []
+    for _ in range(repeats):
+        before = voluntary_switches()
+        run()
+        after = voluntary_switches()
+        if before is None or after is None:
+            return Stat(float("nan"), float("nan"), float("nan"), 0)
+        counts.append((after - before) / batches)
+    return Stat.of(counts)
+
+
+def voluntary_switches() -> int | None:
+    """The sum of voluntary_ctxt_switches over this process's threads (Linux /proc), or None."""
+    total = 0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches"):
+                        total += int(line.split()[1])
+                        break
+        except OSError:  # the thread ended meanwhile
+            continue
+    return total
 
 
 # ================================================================ many streams, memory per task

@@ -7,7 +7,7 @@ made here and bound to the calling thread, as aclrtCreateContext does.
 from __future__ import annotations
 
 from .. import constants as C
-from ..context import Context, bind, current_context, peek_context
+from ..context import Context, bind, current_context, peek_context, retire
 from ..errors import ContextError, InvalidHandleError, InvalidValueError, NpuError
 from ..runtime import RUNTIME
 from .devices import _check_sys_param
@@ -41,7 +41,7 @@ def destroy_context(ctx: Context) -> None:
         except NpuError:
             stream.abort()
         device.release_stream(stream)
-    ctx.alive = False
+    retire(ctx)
     with device.lock:
         device.contexts.discard(ctx)
     rt.contexts.remove(ctx.handle)

@@ -125,6 +125,8 @@ def enqueue_launch(func: KernelFunction, num_blocks: int, stream, values, *, arg
     task = KernelTask(func, num_blocks, values, args_ptr, offset, timeout_ns)
     if cfg:
         task.attrs = attrs
+    if blocks:
+        task.holders = blocks
     if func.inline_ok and num_blocks == 1 and extents is not None and sum(extents) <= INLINE_BYTES:
         task.cheap = True
     return stream.enqueue(task, holders=blocks)

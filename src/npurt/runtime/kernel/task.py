@@ -32,7 +32,7 @@ class KernelTask(Task):
     """One kernel launch: `num_blocks` instances of `func` over the device's AI cores."""
 
     __slots__ = ("func", "num_blocks", "values", "args_ptr", "offset", "timeout_ns", "threads", "aborted",
-                 "cheap", "attrs")
+                 "cheap", "attrs", "holders")
     kind = "kernel"
     error_code = C.ACL_ERROR_RT_AICORE_EXCEPTION
 
@@ -44,6 +44,7 @@ class KernelTask(Task):
         self.aborted = False
         self.cheap = False  # set by enqueue_launch for a small built-in launch (inline.py)
         self.attrs = None  # the launch config's {attr id: value} (parse_cfg), None without one
+        self.holders = ()  # the allocations its pointer arguments point into (set by enqueue_launch)
 
     def describe(self) -> str:
         return f"kernel {self.func.name} ({self.num_blocks} block{'s' if self.num_blocks != 1 else ''})"
@@ -61,6 +62,23 @@ class KernelTask(Task):
     def accesses(self) -> tuple:
         # the packed args launch_kernel reads from device memory; the views report themselves
         return ((self.args_ptr, self.func.args_size, "r"),) if self.values is None else ()
+
+    def writes(self, block, lo: int, hi: int) -> bool:
+        # a kernel's views report themselves only as they run: before that, each allocation
+        # a pointer argument points into counts as written (as the sanitizer counts it),
+        # except through a native kernel's pointers to const (native.py: kind R, "r")
+        modes = getattr(self.func, "pointer_modes", None)
+        values = self.values
+        if modes is not None and values is not None:
+            start, end = block.addr, block.addr + block.size
+            for slot, mode in zip(self.func.gm_slots, modes):
+                if mode != "r" and start <= values[slot] < end:
+                    return True
+            return False
+        for holder in self.holders:
+            if holder is block:
+                return True
+        return False
 
     def run(self) -> None:
         func = self.func
