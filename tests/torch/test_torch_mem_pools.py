@@ -188,3 +188,15 @@ def test_an_allocation_out_of_memory_falls_back_to_a_use_on_oom_pools_cached_blo
         with torch.npu.use_mem_pool(keep):
             torch.empty(50 * MB, dtype=torch.uint8, device=npu)
     del c, keep, spare
+
+
+def test_a_mem_pool_short_of_the_fraction_gets_the_devices_cached_segments_back_first(npu, limited):
+    limited(48 * MB)
+    a = torch.empty(40 * MB, dtype=torch.uint8, device=npu)
+    del a
+    torch.npu.synchronize()                                       # 40 MiB cached in the device's pool
+    pool = torch.npu.MemPool()
+    with torch.npu.use_mem_pool(pool):
+        b = torch.empty(40 * MB, dtype=torch.uint8, device=npu)   # fits once that cache is given back
+    assert b.numel() == 40 * MB
+    del b, pool

@@ -468,7 +468,7 @@ class DeviceMemory(PoolBase):
             if block is None:
                 block = self._new_segment(pool, bsize)
             if block is None:  # give every cached segment back to the driver, then retry
-                self.empty_cache()
+                self._release_cached()
                 block = self._new_segment(pool, bsize)
             if block is None and pool.page == HUGE_PAGE and parse_policy(policy, bsize)[0] == "huge_first":
                 pool = self.pools[NORMAL_PAGE]  # HUGE_FIRST falls back to normal pages
@@ -555,7 +555,7 @@ class DeviceMemory(PoolBase):
                     self._collect_garbage(pool, gc_limit)
                 block = self._new_segment(pool, bsize, segment)
             if block is None:
-                self.empty_cache()
+                self._release_cached()
                 block = self._new_segment(pool, bsize, segment)
             if block is None:
                 self.num_ooms += 1
@@ -766,11 +766,23 @@ class DeviceMemory(PoolBase):
         for child in list(self.children):
             if not child.keep_cache:
                 child.empty_cache()
+        self._release_own_cache()
+
+    def _release_own_cache(self) -> None:
         with self.lock:
             self.collect_pending()
             for pool in self.pools.values():
                 self._coalesce(pool, release_empty=True)
             # empty bins stay: a concurrent fast-path push may hold a reference to one
+
+    def _release_cached(self) -> None:
+        """Before an out-of-memory error: every cached segment goes back, and for a child pool
+        the device's own too, whose segments take the same memory and count against the same
+        fraction (torch's release_cached_blocks while a MemPool allocates). Not the other
+        children's: their locks may be held by threads waiting here."""
+        self.empty_cache()
+        if self.parent is not None:
+            self.parent._release_own_cache()
 
     def release_all(self, reason: str) -> list[Block]:
         """Device reset: forget every block and segment; returns the blocks that were live.
