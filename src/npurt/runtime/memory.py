@@ -308,10 +308,7 @@ class DeviceMemory(PoolBase):
         self.no_split = False     # a torch MemPool(no_split=True): every block keeps its whole segment
         self.keep_cache = False   # a child pool whose owner still uses it: the device's empty_cache leaves it
         self.parent = None        # a child pool: the device's DeviceMemory (vmm.reserved_pool)
-        # the bytes the device's pools may hold in segments together, or None: torch's memory
-        # fraction (allowed_memory_maximum against the reserved bytes of every pool of the
-        # device, checked when a segment would be mapped); set on the device's DeviceMemory
-        self.reserve_limit: int | None = None
+        self.reserve_limit: int | None = None  # the device's: bytes all its pools may hold (torch's fraction)
         # statistics (see memory_stats)
         self.allocated = 0
         self.peak = 0
@@ -776,10 +773,8 @@ class DeviceMemory(PoolBase):
             # empty bins stay: a concurrent fast-path push may hold a reference to one
 
     def _release_cached(self) -> None:
-        """Before an out-of-memory error: every cached segment goes back, and for a child pool
-        the device's own too, whose segments take the same memory and count against the same
-        fraction (torch's release_cached_blocks while a MemPool allocates). Not the other
-        children's: their locks may be held by threads waiting here."""
+        """Before an out-of-memory error: the cached segments go back, a child's and the device's
+        own (torch's release_cached_blocks in a MemPool; not other children's: lock order)."""
         self.empty_cache()
         if self.parent is not None:
             self.parent._release_own_cache()
