@@ -323,18 +323,38 @@ class Event:
     `Event(enable_timing=False, blocking=False)` creates it on the current device. Timing
     events can measure `start.elapsed_time(end)` in milliseconds. `blocking` is accepted for
     torch compatibility: host waits always sleep (they never spin) here.
+
+    `Event(interprocess=True)` (an ACL_EVENT_IPC event; not a timing one) can be shared with
+    the other processes of the host that use the same simulated device: `ipc_handle()` gives
+    its 64-byte handle, `Event.from_ipc_handle(handle)` opens it there (npurt.runtime
+    ipc_get_event_handle / ipc_open_event_handle): records in any process, waits, queries and
+    synchronizes in any process see them.
     """
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
-        if interprocess:
-            raise InvalidValueError("interprocess events are not supported by npurt")
+        if interprocess and enable_timing:
+            raise InvalidValueError("an interprocess event cannot be a timing event (enable_timing=False)")
         _devices.thread_context()
         # as torch_npu: ACL_EVENT_SYNC (+ TIME_LINE), created with create_event_ex_with_flag, so
         # before its first record a wait adds nothing and query()/synchronize() are done
-        flags = C.ACL_EVENT_SYNC | (C.ACL_EVENT_TIME_LINE if enable_timing else 0)
+        flags = C.ACL_EVENT_IPC if interprocess else C.ACL_EVENT_SYNC | (C.ACL_EVENT_TIME_LINE if enable_timing else 0)
         self._ev = rt.create_event(flags=flags, ex=True)
         self.enable_timing = bool(enable_timing)
         self.blocking = bool(blocking)
+        self.interprocess = bool(interprocess)
+
+    def ipc_handle(self) -> bytes:
+        """The handle another process opens with Event.from_ipc_handle (interprocess events)."""
+        return rt.ipc_get_event_handle(self._ev)
+
+    @classmethod
+    def from_ipc_handle(cls, handle: bytes) -> "Event":
+        """The interprocess event of another process, on the current device."""
+        _devices.thread_context()
+        event = cls.__new__(cls)
+        event._ev = rt.ipc_open_event_handle(handle)
+        event.enable_timing, event.blocking, event.interprocess = False, False, True
+        return event
 
     def __del__(self) -> None:
         ev = getattr(self, "_ev", None)

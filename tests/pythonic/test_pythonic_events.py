@@ -167,3 +167,17 @@ def test_event_methods_reject_wrong_types():
         e.record("stream")
     with pytest.raises(npurt.InvalidValueError):
         e.elapsed_time(3)
+
+
+def test_an_interprocess_event_has_a_handle_and_is_not_a_timing_event():
+    e = npurt.Event(interprocess=True)
+    handle = e.ipc_handle()
+    assert isinstance(handle, bytes) and len(handle) == 64 and e.interprocess
+    assert e.ipc_handle() == handle                 # the same export each time
+    e.record()
+    e.synchronize()
+    assert e.query()
+    with pytest.raises(npurt.NpuError):
+        npurt.Event(enable_timing=True, interprocess=True)
+    with pytest.raises(npurt.NpuError):
+        npurt.Event().ipc_handle()                  # not created as an interprocess event

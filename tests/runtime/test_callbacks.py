@@ -257,3 +257,19 @@ def test_host_func_does_not_run_at_enqueue(rt):
     gate.set()
     rt.synchronize_stream(s)
     assert out == [1]
+
+
+def test_a_captured_callback_is_posted_again_at_every_replay(rt):
+    s = rt.create_stream()
+    reporter = Reporter(rt, s)
+    seen = []
+    rt.capture_begin(s, rt.graph.GLOBAL)
+    rt.launch_callback(seen.append, "tick", BLOCK, s)
+    graph = rt.capture_end(s)
+    assert seen == []
+    for _ in range(3):
+        rt.execute_async(graph, s)
+    rt.synchronize_stream(s, 10_000)
+    reporter.close()
+    rt.destroy_graph(graph)
+    assert seen == ["tick"] * 3 and not reporter.errors

@@ -199,3 +199,8 @@ def test_a_freed_buffer_waits_for_queued_replays(rt):
     rt.synchronize_stream(s)
     t.join()
     rt.destroy_graph(g)
+
+
+def test_capture_errors_are_runtime_errors_as_the_other_runtime_state_errors():
+    # torch code catches RuntimeError for a refused .item() / synchronize during a capture
+    assert issubclass(G.CaptureError, RuntimeError) and issubclass(G.CaptureError, NpuError)

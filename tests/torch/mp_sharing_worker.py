@@ -11,3 +11,16 @@ def double_in_place(inbox, outbox):
     assert inbox.get() == "drop"
     del t
     outbox.put("dropped")
+
+
+def wait_then_record(q_in, q_out):
+    ev = q_in.get()
+    assert ev.device == torch.device("npu", 0), ev.device
+    s = torch.npu.Stream()
+    ev.wait(s)
+    s.synchronize()
+    q_out.put(("waited", ev.query()))
+    assert q_in.get() == "record"
+    ev.record(s)
+    s.synchronize()
+    q_out.put("recorded")

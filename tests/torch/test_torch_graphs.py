@@ -139,3 +139,29 @@ def test_torch_npu_graph_captures_again_after_the_runtime_was_finalized(fresh_ru
         y = x + 3
     g.replay()
     assert y.cpu().tolist() == [4.0] * 4
+
+
+def test_debug_dump_writes_the_graph_and_its_chrome_trace_beside_it(tmp_path):
+    import json
+    x = torch.ones(4, device="npu")
+    side = torch.npu.Stream()
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        side.wait_stream(torch.npu.current_stream())
+        with torch.npu.stream(side):
+            y = x * 2
+        torch.npu.current_stream().wait_stream(side)
+        y.add_(1)
+    path = tmp_path / "g.json"
+    g.debug_dump(str(path))
+    dump = json.loads(path.read_text())
+    trace = json.loads((tmp_path / "g.aligned.json").read_text())
+    assert dump["lanes"] == 2 and {e["tid"] for e in trace if e["ph"] == "X"} == {"stream0", "stream1"}
+    joins = [n for n in dump["nodes"] if n["kind"] == "join"]
+    starts = {e["args"]["node"]: e["ts"] for e in trace if e["ph"] == "X"}
+    for j in joins:                               # a join starts after the node it waits for ends
+        assert starts[j["id"]] >= starts[j["after_node"]] + 1
+    assert sum(e["ph"] == "s" for e in trace) == len(joins)
+    untouched = tmp_path / "other.json"
+    torch.npu.NPUGraph().debug_dump(str(untouched))      # no capture: nothing written
+    assert not untouched.exists()

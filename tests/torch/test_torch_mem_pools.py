@@ -42,8 +42,22 @@ def test_a_snapshot_has_pytorchs_format_and_memory_viz_reads_it(npu, tmp_path):
     assert pickle.loads((tmp_path / "s.pickle").read_bytes())["segments"]
 
 
+def test_a_snapshot_augmented_with_fx_traces_goes_through_torchs_augmenter(npu, monkeypatch):
+    seen = []
+
+    def augment(snapshot):  # torch's fills frames of FX-generated code with their node's metadata
+        seen.append(snapshot)
+        return {**snapshot, "augmented": True}
+    monkeypatch.setattr(torch._utils, "_augment_memory_snapshot_stack_traces", augment)
+    assert "augmented" not in torch.npu.memory._snapshot() and not seen
+    snap = torch.npu.memory._snapshot(augment_with_fx_traces=True)
+    assert snap["augmented"] and {"segments", "device_traces"} <= set(seen[0])
+
+
 def test_a_mem_pool_holds_the_tensors_made_under_use_mem_pool(npu):
     pool = torch.npu.MemPool()
+    gc.collect()  # earlier tests' cyclic garbage (tensors held by tracebacks) is not freed mid-test
+    torch.npu.synchronize()
     before = torch.npu.memory_allocated()
     with torch.npu.use_mem_pool(pool):
         assert pool.use_count() == 2

@@ -231,3 +231,20 @@ def test_embedding_bag_side_outputs_have_the_cpu_kernels_shapes():
         cpu(idx, off).pow(2).sum().backward()
         npu(idx.npu(), off.npu()).pow(2).sum().backward()
         torch.testing.assert_close(npu.weight.grad.cpu(), cpu.weight.grad)
+
+
+def test_memory_summary_is_torch_npus_table_of_memory_stats():
+    from npurt.torch.memory_summary import summary
+    stats = {"num_ooms": 3, "num_alloc_retries": 0, "allocated_bytes.all.current": 5 << 20,
+             "allocated_bytes.large_pool.current": 5 << 20, "allocation.all.allocated": 2_000_000}
+    lines = summary(stats, 1).splitlines()
+    assert all(len(line) == 77 and line[0] == line[-1] == "|" for line in lines)  # 75 columns in borders
+    assert lines[1] == "|" + " " * 18 + "PyTorch NPU memory summary, device ID 1" + " " * 18 + "|"
+    assert "NPU OOMs: 3 " in lines[3] and "npuMalloc retries: 0 " in lines[3]
+    assert lines[7] == "| Allocated memory      |   5120 KiB |      0 B   |      0 B   |      0 B   |"
+    allocations = next(line for line in lines if line.startswith("| Allocations"))
+    assert "   2000 K  " in allocations                 # 2e6 counts in thousands
+    assert len(summary(stats, 1, abbreviated=True).splitlines()) == len(lines) - 16  # no pool rows
+    live = torch.empty(1 << 20, device="npu")
+    text = torch.npu.memory_summary()
+    assert text.startswith("|" + "=" * 75 + "|\n") and "device ID 0" in text and live.numel()

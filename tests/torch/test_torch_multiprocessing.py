@@ -1,4 +1,5 @@
-"""npu tensors sent with torch.multiprocessing travel as IPC keys (npurt/torch/sharing.py).
+"""npu tensors sent with torch.multiprocessing travel as IPC keys (npurt/torch/sharing.py); interprocess
+events travel as their IPC handles (npurt/torch/streams.py).
 
 The child is spawned (a new interpreter, sharing this process's device namespace); each step
 waits for the other side's message, so nothing depends on timing."""
@@ -50,3 +51,36 @@ def test_cpu_tensors_still_go_through_torchs_own_reduction():
     from multiprocessing.reduction import ForkingPickler
     t = torch.arange(4)
     assert pickle.loads(ForkingPickler.dumps(t)).tolist() == [0, 1, 2, 3]
+
+
+# ---------------------------------------------------------------- interprocess events
+def test_an_interprocess_event_crosses_a_spawn_queue_and_records_flow_both_ways():
+    ctx = mp.get_context("spawn")
+    to_child, to_parent = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=mp_sharing_worker.wait_then_record, args=(to_child, to_parent))
+    child.start()
+    try:
+        ev = torch.npu.Event(interprocess=True)
+        x = torch.ones(1024, device="npu")
+        x.mul_(2)
+        ev.record()
+        to_child.put(ev)
+        assert to_parent.get(timeout=120) == ("waited", True)
+        to_child.put("record")                 # the child records the same event
+        assert to_parent.get(timeout=60) == "recorded"
+        ev.synchronize()
+        assert ev.query()
+    finally:
+        child.join(60)
+    assert child.exitcode == 0
+
+
+def test_interprocess_events_refuse_timing_and_bad_handles():
+    with pytest.raises(RuntimeError, match="interprocess cannot be specified together"):
+        torch.npu.Event(enable_timing=True, interprocess=True)
+    with pytest.raises(RuntimeError, match="size 64"):
+        torch.npu.Event.from_ipc_handle(0, b"short")
+    with pytest.raises(RuntimeError, match="PrivateUse1"):
+        torch.npu.Event.from_ipc_handle("cpu", bytes(64))
+    ev = torch.npu.Event(interprocess=True)
+    assert len(ev.ipc_handle()) == 64 and ev.device == torch.device("npu", torch.npu.current_device())

@@ -32,13 +32,27 @@ def test_the_submodules_resolve_under_their_torch_npu_names():
         sys.modules.update(saved)
 
 
-def test_cann_versions_are_unknown_as_torch_npu_reports_them_without_cann():
-    assert torch_npu.utils.collect_env.get_cann_version() == "not known"  # collect_env's wording
-    assert torch_npu.utils.get_cann_version(module="CANN") == ""  # torch_npu.utils's is npu.utils's
-    assert torch.npu.utils.get_cann_version("CANN") == ""          # aclsysGetCANNVersion failed
-    assert torch.npu.utils._is_gte_cann_version("8.2.RC1") is False
+def test_cann_versions_are_the_release_npurt_models_compared_as_torch_npu_compares():
+    assert torch_npu.utils.collect_env.get_cann_version() == "not known"  # no CANN install info on disk
+    assert torch_npu.utils.get_cann_version(module="CANN") == "9.1.0"  # torch_npu.utils's is npu.utils's
+    assert torch.npu.utils.get_cann_version("RUNTIME") == "9.1.0"
+    assert torch.npu.utils.get_cann_version("OPP") == ""             # a package npurt does not model
+    gte = torch.npu.utils._is_gte_cann_version
+    assert gte("8.2.RC1") and gte("8.5.0") and gte("9.1.0") and gte("9.1.0.beta1")
+    assert not gte("9.1.1") and not gte("9.9.0") and not gte("10.0.0")
+    assert not gte("8.5.0", module="OPP")                          # no version: never >=
     with pytest.raises(RuntimeError, match="DRIVER"):
-        torch.npu.utils._is_gte_cann_version("8.2.RC1", module="DRIVER")
+        gte("8.2.RC1", module="DRIVER")
+    with pytest.raises(RuntimeError, match="less than"):
+        gte("8.0.RC3")
+
+
+def test_cann_version_numbering_follows_torch_npu():
+    from npurt.torch.shim import cann_version as cv
+    assert cv._compare("8.3.RC1", "8.2.RC2") == 1 and cv._compare("8.2.RC2", "8.2.RC1.alpha002") == 1
+    assert cv._compare("8.2.0", "8.2.RC1") == 1 and cv._compare("8.5.0", "8.5.0.alpha1") == 1
+    assert cv._compare("9.0.0-beta.2", "9.0.0") == 0 and cv._compare("9.0.0", "9.0.0.beta2") == 1
+    assert cv._compare("", "8.5.0") == -1
 
 
 def test_private_bindings_answer_from_torch_npu():

@@ -2,6 +2,7 @@
 PyTorch formula torch_npu documents for it."""
 from __future__ import annotations
 
+import copy
 import math
 import sys
 
@@ -123,7 +124,31 @@ def test_npu_fusion_attention_backpropagates_like_sdpa():
         close(a, b, rtol=1e-4, atol=1e-5)
 
 
-def test_format_casts_record_the_format_and_keep_the_values():
+@pytest.fixture
+def internal_formats(monkeypatch):
+    monkeypatch.setattr(torch.npu.config, "allow_internal_format", True)
+
+
+def test_internal_formats_become_their_base_format_unless_allowed():
+    x = rnd(4, 4)
+    assert torch.npu.config.allow_internal_format is False          # torch_npu's default
+    assert torch_npu.get_npu_format(torch_npu.npu_format_cast(x, 29)) == torch_npu.Format.ND
+    assert torch_npu.get_npu_format(torch_npu.npu_format_cast(x, torch_npu.Format.NC1HWC0)) == torch_npu.Format.NCHW
+    assert torch_npu.get_npu_format(torch_npu.npu_format_cast_(rnd(2, 2), 33)) == torch_npu.Format.NCDHW
+    assert torch_npu.get_npu_format(torch_npu.npu_format_cast(x, torch_npu.Format.NHWC)) == torch_npu.Format.NHWC
+    e = torch_npu.empty_with_format((2, 3), dtype=torch.float32, device="npu", acl_format=29)
+    assert e.shape == (2, 3) and e.device.type == "npu" and torch_npu.get_npu_format(e) == 2
+
+
+def test_empty_with_format_keeps_an_allowed_format_and_storage_size_counts_elements(internal_formats):
+    e = torch_npu.empty_with_format((2, 3), dtype=torch.float16, device="npu", acl_format=29)
+    assert torch_npu.get_npu_format(e) == 29 and e.dtype == torch.float16
+    x = rnd(1, 2, 3, 4, 5)
+    assert torch_npu.get_storage_size(x) == 120 == torch_npu.get_storage_size(copy.deepcopy(x))
+    assert torch_npu.get_storage_size(x[0, 1]) == 120       # a view: its whole storage
+
+
+def test_format_casts_record_the_format_and_keep_the_values(internal_formats):
     x = rnd(4, 4)
     assert torch_npu.get_npu_format(x) == torch_npu.Format.ND == 2
     nz = torch_npu.npu_format_cast(x, 29)
@@ -138,6 +163,31 @@ def test_format_casts_record_the_format_and_keep_the_values():
         torch_npu.npu_format_cast(torch.ones(2), 29)
 
 
+def _reference_attention(q, k, v, scale, mask=None):
+    """BNSD, as torch_npu's test of npu_prompt_flash_attention computes the expected result."""
+    scores = torch.matmul(q, k.transpose(2, 3)) * scale
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    return torch.matmul(torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype), v)
+
+
+def test_prompt_flash_attention_is_softmax_of_scaled_scores_times_v():
+    q, k, v = (rnd(1, 4, 16, 8, dtype=torch.float16) for _ in range(3))
+    out = torch_npu.npu_prompt_flash_attention(q, k, v, num_heads=4, input_layout="BNSD", scale_value=0.125,
+                                              pre_tokens=65535, next_tokens=65535, sparse_mode=0)
+    assert out.dtype == torch.float16 and torch.equal(out.cpu(), _reference_attention(q, k, v, 0.125).cpu())
+    # BSH with a mask, and GQA (2 kv heads for 4 query heads)
+    bsh = lambda t: t.transpose(1, 2).reshape(1, 16, -1)  # noqa: E731
+    kv2 = [rnd(1, 2, 16, 8, dtype=torch.float16) for _ in range(2)]
+    mask = torch.triu(torch.ones(16, 16, dtype=torch.bool, device="npu"), 1)
+    out = torch_npu.npu_prompt_flash_attention(bsh(q), bsh(kv2[0]), bsh(kv2[1]), num_heads=4, num_key_value_heads=2,
+                                              input_layout="BSH", scale_value=0.5, atten_mask=mask)
+    want = _reference_attention(q, *(t.repeat_interleave(2, dim=1) for t in kv2), 0.5, mask)
+    close(out.cpu().float(), bsh(want).cpu().float(), rtol=1e-3, atol=1e-3)
+    with pytest.raises(RuntimeError, match="actual_seq_lengths"):
+        torch_npu.npu_prompt_flash_attention(q, k, v, num_heads=4, input_layout="BNSD", actual_seq_lengths=[16])
+
+
 def test_the_shims_modules_are_torch_npus_names():
     assert torch_npu.npu is torch.npu and torch_npu.optim.NpuFusedAdamW is torch.optim.AdamW
     with torch_npu.profiler.profile(activities=[torch_npu.profiler.ProfilerActivity.CPU,
@@ -146,10 +196,11 @@ def test_the_shims_modules_are_torch_npus_names():
     assert any("aten::add" in e.name for e in prof.events())
 
 
-def test_npurt_run_torch_npu_resolves_import_torch_npu_to_the_shim(tmp_path, capsys):
+def test_npurt_run_torch_npu_resolves_import_torch_npu_to_the_shim(tmp_path, capsys, internal_formats):
     from npurt.apps import runner
     script = tmp_path / "uses_torch_npu.py"
     script.write_text("import torch, torch_npu\nfrom torch_npu.npu import amp\n"
+                      "torch_npu.npu.config.allow_internal_format = True\n"
                       "x = torch_npu.npu_format_cast(torch.ones(2, device='npu:0'), 29)\n"
                       "print(torch_npu.__npurt_shim__, torch_npu.get_npu_format(x), torch.npu.is_available())\n")
     assert runner.main(["--torch-npu", str(script)]) == 0

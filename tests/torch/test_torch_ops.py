@@ -174,6 +174,29 @@ def test_an_out_tensor_of_the_wrong_dtype_is_refused_at_the_call():
         torch.add(torch.ones(3, device="npu"), 0.5, out=out)
 
 
+def test_a_write_into_a_tensor_whose_elements_share_memory_is_refused_at_the_call():
+    y = torch.rand(3, 3, device="npu")
+    for write in (lambda x: torch.cat([y, y], out=x), lambda x: x.add_(1), lambda x: x.uniform_()):
+        x = torch.zeros(1, 3, device="npu").expand(6, 3)
+        with pytest.raises(RuntimeError, match="unsupported operation: more than one element"):
+            write(x)  # torch's CPU kernel refuses it; the caller sees it now, not a later op
+    # the ones torch allows still run, and the stream goes on
+    x = torch.zeros(1, 3, device="npu").expand(6, 3)
+    x.fill_(2)
+    assert x.cpu().tolist() == [[2.0] * 3] * 6
+    torch.sum(torch.ones(6, 3, 2, device="npu"), 2, out=x)
+    assert torch.ones(3, device="npu").sum().item() == 3
+
+
+def test_set_without_a_source_gives_an_empty_storage_of_the_tensors_device():
+    y = torch.randn(1, 2, 3, device="npu:1")
+    assert y.set_() is y
+    assert y.shape == (0,) and y.stride() == (1,) and y.device == torch.device("npu:1")
+    assert y.untyped_storage().device == torch.device("npu:1") and y.untyped_storage().nbytes() == 0
+    src = torch.arange(4.0, device="npu:1")
+    assert y.set_(src.untyped_storage(), 0, (2, 2), (2, 1)).cpu().tolist() == [[0.0, 1.0], [2.0, 3.0]]
+
+
 def test_scalars_come_back_with_item_float_bool_and_tolist():
     x = torch.tensor([1.5, -2.0], device="npu")
     assert x[0].item() == 1.5 and float(x.sum()) == -0.5

@@ -1,7 +1,9 @@
 """Random numbers on npu come from a per-device (seed, offset) generator: a seed fixes them,
-get_rng_state / set_rng_state replay them, dropout masks included."""
+get_rng_state / set_rng_state replay them, dropout masks included; in a capture, each replay draws
+from the generator state at the replay (torch_npu's graph-safe state)."""
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -59,3 +61,55 @@ def test_activation_checkpointing_recomputes_the_same_dropout():
     torch.npu.manual_seed(5)
     layer(x).sum().backward()
     assert torch.equal(g_ckpt, x.grad.cpu())
+
+
+# ---------------------------------------------------------------- graph-safe state (captures and replays)
+def test_a_replay_draws_what_the_same_ops_draw_eagerly_from_the_generator_state_then():
+    torch.npu.manual_seed(7)
+    eager = [torch.rand(8, device="npu").cpu() for _ in range(4)]
+    buf = torch.empty(8, device="npu")
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        buf.copy_(torch.rand(8, device="npu"))
+    for k in range(3):                     # each replay moves the device's offset on by one op
+        if k == 0:
+            torch.npu.manual_seed(7)
+        g.replay()
+        torch.npu.synchronize()
+        assert torch.equal(buf.cpu(), eager[k])
+    assert torch.equal(torch.rand(8, device="npu").cpu(), eager[3])   # eager ops go on after them
+
+
+def test_get_and_set_rng_state_inside_a_capture_move_the_in_graph_offset():
+    torch.npu.manual_seed(3)
+    state = torch.npu.get_rng_state()
+    first = torch.rand(4, device="npu").cpu()
+    g = torch.npu.NPUGraph()
+    with torch.npu.graph(g):
+        inside = torch.npu.get_rng_state()
+        a = torch.rand(4, device="npu")
+        torch.npu.set_rng_state(inside)
+        b = torch.rand(4, device="npu")
+    assert torch.equal(inside[8:], torch.zeros(8, dtype=torch.uint8))   # offset 0 within the graph
+    torch.npu.set_rng_state(state)
+    g.replay()
+    torch.npu.synchronize()
+    assert torch.equal(a.cpu(), first) and torch.equal(b.cpu(), first)
+
+
+def test_a_capture_refuses_a_new_seed_and_offset_access():
+    torch.npu.manual_seed(0)
+    other = torch.npu.get_rng_state()
+    other[0] ^= 1
+    g = torch.npu.NPUGraph()
+    with pytest.raises(RuntimeError, match="only if new seed is the same"):
+        with torch.npu.graph(g):
+            torch.npu.manual_seed(1)
+    with pytest.raises(RuntimeError, match="only if new seed is the same"):
+        with torch.npu.graph(torch.npu.NPUGraph()):
+            torch.npu.set_rng_state(other)
+    with pytest.raises(RuntimeError, match="set_offset while in capture mode"):
+        with torch.npu.graph(torch.npu.NPUGraph()):
+            torch.npu._set_rng_state_offset(4)
+    torch.npu._set_rng_state_offset(100)
+    assert torch.npu._get_rng_state_offset() == 100

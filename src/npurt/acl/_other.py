@@ -67,9 +67,12 @@ def get_version():
 
 @acl.one("", args="s")
 def get_version_str(pkg_name):
-    """Version string of a package: "runtime" (npurt's own), "driver" / "firmware" (the
-    simulated NPU's); other packages are not installed (ACL_ERROR_INVALID_FILE)."""
-    if pkg_name in ("runtime", "npurt"):
+    """Version string of a package: "runtime" (the CANN release npurt models,
+    constants.CANN_VERSION), "npurt" (npurt's own), "driver" / "firmware" (the simulated
+    NPU's); other packages are not installed (ACL_ERROR_INVALID_FILE)."""
+    if pkg_name == "runtime":
+        return C.CANN_VERSION
+    if pkg_name == "npurt":
         return __version__
     if pkg_name in ("driver", "firmware"):
         return f"npurt-simulated-{__version__}"

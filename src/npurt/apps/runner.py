@@ -69,6 +69,32 @@ TORCH_NPU_SUBMODULES = ("optim", "profiler", "formats", "ops", "utils", "utils.c
 TORCH_NPU_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_npu_path")  # children's torch_npu
 
 
+# torch_npu modules that cost an import of their own: aliased on first import (the module they name)
+TORCH_NPU_LAZY = {"torch_npu.npu._stream_check": "npurt.torch.stream_check",
+                  "torch.npu._stream_check": "npurt.torch.stream_check"}
+
+
+class _LazyAliases:
+    """A sys.meta_path finder and loader: `import torch_npu.npu._stream_check` imports the
+    npurt module it names (TORCH_NPU_LAZY) and that module object becomes the alias."""
+
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self.names:
+            return None
+        import importlib.util
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        import importlib
+        return importlib.import_module(self.names[spec.name])
+
+    def exec_module(self, module) -> None:
+        pass  # imported already by create_module
+
+
 def install_torch_npu_alias() -> list[str]:
     """Make `torch_npu` (and torch_npu.npu, .optim, .profiler, ...) name npurt's shim; returns
     the aliases. Raises ImportError when PyTorch is missing or too old."""
@@ -85,7 +111,9 @@ def install_torch_npu_alias() -> list[str]:
     plan = sys.modules["npurt.torch.graph_update_plan"]   # its inductor side (torch_npu/_inductor/...)
     made["torch_npu._inductor._aclgraph_update_plan"] = made["torch_npu._inductor._aclgraph_update_plan.codegen"] = plan
     sys.modules.update(made)
-    return sorted(made)
+    if not any(isinstance(finder, _LazyAliases) for finder in sys.meta_path):
+        sys.meta_path.append(_LazyAliases(TORCH_NPU_LAZY))
+    return sorted(made) + sorted(TORCH_NPU_LAZY)
 
 
 SUMMARY = ("Run a Python program on npurt, as `python` would run it, with `import acl` resolving to "

@@ -5,6 +5,13 @@ documented for pyACL); names are spelled as in those headers. The runtime import
 needs from here; the pyACL facade re-exports the whole module as `npurt.acl.constants`.
 """
 
+# ---------------------------------------------------------------- the CANN release npurt models
+# The runtime npurt follows, hicann/runtime 681ef761 (version.cmake: npu-runtime "9.1.0"): the
+# version every face reports for the CANN and runtime packages (aclsysGetCANNVersion,
+# aclsysGetVersionStr("runtime"), acl.get_version_str, torch_npu's get_cann_version).
+CANN_VERSION = "9.1.0"
+PKG_NAME_CANN, PKG_NAME_RUNTIME = 0, 1   # aclCANNPackageName ACL_PKG_NAME_CANN, _RUNTIME (acl_rt.h)
+
 # ---------------------------------------------------------------- run mode, devices
 ACL_DEVICE = 0
 ACL_HOST = 1

@@ -53,7 +53,7 @@ GRAPHS = table("model ri")
 _model_ids = itertools.count(1)
 
 
-class CaptureError(NpuError):
+class CaptureError(NpuError, RuntimeError):
     """A call refused because of a capture (107030 / 107027), or a capture that cannot end."""
 
 

@@ -3,6 +3,7 @@ only for non-CPU/CUDA devices, mapped onto ops the CPU kernels implement.
 
 * `empty.memory_format` / `empty_strided`: a new allocation in npurt's pool.
 * `resize_`: resize.py.
+* `set_()`: an empty storage of the tensor's device.
 * `record_stream`: notes the stream's use of the block. npurt already orders every free
   after the work queued on any stream that uses the block, so this only matters for device
   memory used behind torch's back (pyACL calls on `data_ptr()`).
@@ -232,6 +233,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa)[0]
 
 
+def set_empty(self):
+    """aten::set_() of an npu tensor: it gets an empty storage of its own device, as on CUDA
+    (torch's CPU kernel, which a metadata op would reach, gives it a CPU one and refuses)."""
+    empty = storage.empty((0,), self.dtype, self.get_device())
+    return self.set_(empty.untyped_storage(), 0, (0,), (1,))
+
+
 def local_scalar_dense(self):
     blocks = []
     r = ref(self, blocks)
@@ -253,6 +261,7 @@ def npu_kernels() -> dict:
         "_copy_from_and_resize": copies.copy_from_and_resize,
         "resize_": resize_,
         "record_stream": record_stream,
+        "set_": set_empty,
         "_local_scalar_dense": local_scalar_dense,
         "convolution_overrideable": convolution_overrideable,
         "convolution_backward_overrideable": convolution_backward_overrideable,

@@ -13,8 +13,8 @@ import uuid
 import torch
 
 from .. import devices as _devices
-from ..runtime import device_can_access_peer, device_get_uuid
-from . import acl_init
+from ..runtime import RUNTIME, Settings, device_can_access_peer, device_get_uuid
+from . import acl_init, forked
 
 
 def index_of(device, optional: bool = True) -> int:
@@ -34,14 +34,23 @@ def index_of(device, optional: bool = True) -> int:
 
 
 def device_count() -> int:
+    """The visible devices. Before the runtime starts it is counted from the environment as it
+    is now, without starting the runtime, and not kept: torch_npu re-reads
+    ASCEND_RT_VISIBLE_DEVICES until the first device use (torch_npu/npu/__init__.py
+    device_count), when the runtime reads it once and for all."""
+    if not RUNTIME.initialized:
+        return len(Settings.from_env().visible_devices)
     return _devices.device_count()
 
 
 def current_device() -> int:
+    if forked.in_bad_fork:
+        forked.check()
     return _devices.current_device()
 
 
 def set_device(device) -> None:
+    forked.check()
     acl_init.check()  # torch_npu initializes ACL here: acl.json, ACL_OP_INIT_MODE
     _devices.set_device(index_of(device))
 

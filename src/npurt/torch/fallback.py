@@ -160,6 +160,12 @@ class Call:
         spec = META.get(self.key) if self.key is not None else None
         if spec is None:
             spec = self.meta()
+            if spec is not SYNC_PATH and plan.mode != FUNCTIONAL and self._writes_overlapping_memory():
+                # torch's CPU kernels refuse many writes into a tensor whose elements share memory
+                # (an expanded out=, "unsupported operation: more than one element ..."), and
+                # meta kernels check nothing: run such calls synchronously, so the refusal is
+                # the caller's exception, as on torch_npu, not a failed task found later
+                spec = SYNC_PATH
             if spec is not SYNC_PATH and plan.mode == FUNCTIONAL and META_CHECK:
                 # NPURT_TORCH_META_CHECK=1: first calls run synchronously and check meta's
                 # shapes against the CPU kernel's (a developer's tool: it blocks on the stream)
@@ -181,6 +187,16 @@ class Call:
             self.resize_outs(spec)
         self.launch(self.plan.op, self.hargs, self.hkw)
         return self.aliased_returns()
+
+    def _writes_overlapping_memory(self) -> bool:
+        """Whether a tensor this call writes has elements sharing memory (torch's internal
+        overlap; it depends on shapes and strides only, which the meta cache key holds)."""
+        written = [v for (i, kind, w) in self.plan.pos_info if w and i < len(self.args) for v in
+                   (self.args[i] if kind == 2 and self.args[i] is not None else (self.args[i],))]
+        written += [v for name, (kind, w) in self.plan.kw.items() if w and name in self.kwargs for v in
+                    (self.kwargs[name] if kind == 2 and self.kwargs[name] is not None else (self.kwargs[name],))]
+        return any(isinstance(t, _Tensor) and t.device.type == "npu" and not t.is_contiguous()
+                   and torch._debug_has_internal_overlap(t) == 1 for t in written)
 
     def launch(self, fn, args, kwargs, post=None):
         plan = self.plan

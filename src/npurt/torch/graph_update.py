@@ -243,9 +243,16 @@ class GraphDispatchMode(TorchDispatchMode):
     tensor_schema_name: dict = {}  # op name -> names of its tensor parameters
 
     def __new__(cls):
-        if cls.update_stream is None:
-            cls.update_stream = torch.npu.Stream()
+        cls._live_update_stream()
         return super().__new__(cls)
+
+    @classmethod
+    def _live_update_stream(cls):
+        # made again when a device reset or finalize destroyed the runtime stream behind it
+        s = cls.update_stream
+        if s is None or runtime_stream(s).destroyed:
+            s = cls.update_stream = torch.npu.Stream()
+        return s
 
     def __init__(self):
         super().__init__()
@@ -292,9 +299,10 @@ class GraphDispatchMode(TorchDispatchMode):
             raise RuntimeError(f"Currently, there are {len(records)} operators that need to be updated by "
                                f"capture, and there are only {len(cpu_update_input)} elements in the incoming "
                                "cpu_update_input list")
-        with torch.npu.stream(self.update_stream):
+        update_stream = self._live_update_stream()
+        with torch.npu.stream(update_stream):
             for record, payload in zip(records, cpu_update_input):
-                graph_task_update_begin(self.update_stream, record.handle)
+                graph_task_update_begin(update_stream, record.handle)
                 for key in payload:
                     if key in record.kwargs:
                         record.kwargs[key] = payload[key]
@@ -304,5 +312,5 @@ class GraphDispatchMode(TorchDispatchMode):
                                        "indicates the handler was unregistered between capture and update.")
                 handler.update_args(record, payload)
                 record.op_cache_entry(*record.args, **record.kwargs)
-                graph_task_update_end(self.update_stream)
-                record.event.record(self.update_stream)
+                graph_task_update_end(update_stream)
+                record.event.record(update_stream)

@@ -36,20 +36,28 @@ from __future__ import annotations
 import gc
 import itertools
 import json
+import logging
 
 import torch
 
 from ..graphs import MODES as _MODES
 from ..runtime import CaptureError, capture_begin as _begin, capture_end as _end, capture_info as _info
-from ..runtime import destroy_graph as _destroy, execute_async as _execute
+from ..runtime import destroy_graph as _destroy, execute_async as _execute, launch_host_func as _launch_host_func
+from . import random as _random
 from ..runtime import graph as _graph_module
 from .device import current_device, synchronize
-from . import super_kernel
+from . import alloc_conf, graph_trace, super_kernel
+from .graph_debug import TENSOR_BUFFER_SPEC as _NPUGRAPH_TENSOR_BUFFER_SPEC_MARKER  # noqa: F401 - torch_npu's
+from .graph_debug import TENSOR_PTR_SPEC as _NPUGRAPH_TENSOR_PTR_SPEC_MARKER  # noqa: F401 - names of them
+from .graph_debug import build_save_path as _build_save_npugraph_tensor_path  # noqa: F401
+from .graph_debug import make_tensor_ptr_spec as _make_npugraph_tensor_ptr_spec  # noqa: F401
+from .graph_debug import materialize_tensor_arg as _materialize_npugraph_tensor_arg  # noqa: F401
 from .graph_update import GraphDispatchMode
 from .optask import current_stream as _current_runtime_stream
 from .streams import Stream, stream as _stream_scope
 
 _pools = itertools.count(1)
+log = logging.getLogger(__name__)
 
 
 def graph_pool_handle():
@@ -83,6 +91,7 @@ class NPUGraph:
         self._graph = None
         self._capturing = None
         self._pool = None
+        self._rng = {}
         self.graph_dispatch_mode = GraphDispatchMode()   # records updatable ops (graph_update.py)
         self.auto_dispatch_capture = False
 
@@ -110,6 +119,10 @@ class NPUGraph:
     def capture_begin(self, pool=None, capture_error_mode: str = "global") -> None:
         if self._graph is not None or self._capturing is not None:
             raise RuntimeError("this NPUGraph holds a capture already; call reset() first")
+        if alloc_conf.settings().pin_memory_expandable_segments:   # torch_npu's NPUGraph::capture_begin check
+            raise RuntimeError("ACLGraph capture is not supported when pin_memory_expandable_segments=True. Please "
+                               "unset pin_memory_expandable_segments in PYTORCH_NPU_ALLOC_CONF to use ACLGraph with "
+                               "pin_memory, or avoid pin_memory calls inside capture regions.")
         s = _current_runtime_stream(current_device())
         if s.is_default:
             raise RuntimeError("NPU graphs cannot be captured on the default stream: capture inside "
@@ -125,12 +138,21 @@ class NPUGraph:
             raise RuntimeError("capture_end() without capture_begin()")
         s, self._capturing = self._capturing, None
         self._forget_capture()
-        self._graph = _end(s)
+        captured = _info(s)[1]
+        try:
+            self._graph = _end(s)
+        finally:
+            # the random state its ops draw from at each replay (random.py)
+            self._rng = _random.capture_epilogue(captured) if captured is not None else {}
 
     def replay(self) -> None:
         if self._graph is None:
             raise RuntimeError("replay() of an NPUGraph that holds no capture (capture it first)")
-        _execute(self._graph, _current_runtime_stream(current_device()))
+        s = _current_runtime_stream(current_device())
+        for index, rng in self._rng.items():
+            if rng.used:
+                _launch_host_func(s, setattr, rng, "replay", _random.replay_prologue(index, rng))
+        _execute(self._graph, s)
 
     def reset(self) -> None:
         if self._graph is not None:
@@ -160,8 +182,18 @@ class NPUGraph:
         return self._pool
 
     def debug_dump(self, path: str) -> None:
+        """Write the captured graph as JSON (aclmdlRIDebugJsonPrint) and, beside it,
+        `<stem>.aligned.json`, a Chrome trace of it (graph_trace.py). Without a capture the file
+        is left as it is, as torch_npu's."""
+        if self._graph is None:
+            log.warning("NPUGraph.debug_dump(%r): the graph holds no capture; nothing written", path)
+            return
         with open(path, "w") as f:
-            json.dump(None if self._graph is None else self._graph.as_json(), f, indent=1)
+            json.dump(self._graph.as_json(), f, indent=1)
+        try:  # looked up at call time: torch_npu.npu._npugraph_utils.align_trace_json
+            graph_trace.align_trace_json(path, None)
+        except Exception:  # noqa: BLE001 - the derived trace is optional; the dump stays
+            log.warning("Failed to generate aligned trace for %s; the raw dump is kept", path, exc_info=True)
 
     def __del__(self):
         try:

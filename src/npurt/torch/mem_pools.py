@@ -401,9 +401,18 @@ def _segments(device, memory, pool_id=(0, 0), expandable: bool = False) -> list:
     return out
 
 
-def _snapshot(device=None) -> dict:
+def _snapshot(device=None, augment_with_fx_traces: bool = False) -> dict:
     """torch.npu.memory._snapshot(): the segments of every device's pools (the device's own, the
-    expandable one, MemPools) with their blocks, and the recorded trace of each device."""
+    expandable one, MemPools) with their blocks, and the recorded trace of each device. With
+    `augment_with_fx_traces`, frames of FX-generated code get their FX node's metadata (torch's
+    torch._utils._augment_memory_snapshot_stack_traces, as torch_npu's _snapshot does)."""
+    snapshot = _plain_snapshot()
+    if augment_with_fx_traces:
+        snapshot = torch._utils._augment_memory_snapshot_stack_traces(snapshot)
+    return snapshot
+
+
+def _plain_snapshot() -> dict:
     if HISTORY.enabled:
         HISTORY._settle()
     segments = []

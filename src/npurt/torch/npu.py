@@ -16,7 +16,8 @@ from torch._utils import _get_device_index as _torch_get_device_index
 
 from .. import devices as _devices
 from ..runtime import launch_host_func
-from . import acl_init, alloc_conf, storage
+from . import acl_init, alloc_conf, forked, storage
+from . import memory_summary as _memory_summary
 from . import random as _random
 from .backends import (aclnn, disable_deterministic_with_backward, enable_deterministic_with_backward,  # noqa: F401
                        enable_flash_sdp, enable_math_sdp, enable_mem_efficient_sdp, flash_sdp_enabled,
@@ -42,33 +43,40 @@ from . import raw_runtime as _raw_runtime
 from .npu_config import (are_compatible_impl_enabled, get_device_capability, get_device_limit,  # noqa: F401
                          get_stream_limit, get_sync_debug_mode, reset_stream_limit, set_device_limit,
                          set_op_timeout_ms, set_stream_limit, set_sync_debug_mode, use_compatible_impl)
-from . import graphs, graph_update, graph_update_plan  # torch_npu.npu.graphs, ._npugraph_handlers, ...
+from . import graphs, graph_trace, graph_update, graph_update_plan  # torch_npu.npu.graphs, ._npugraph_handlers, ...
 from .graphs import (NPUGraph, graph, graph_pool_handle, is_current_stream_capturing,  # noqa: F401
                      make_graphed_callables)
 from .graph_update import (NpuGraphOpHandler, graph_task_group_begin, graph_task_group_end,  # noqa: F401
                            graph_task_update_begin, graph_task_update_end, register_npu_graph_handler)
 from .super_kernel import super_kernel_scope_begin, super_kernel_scope_end  # noqa: F401
+from . import graph_debug
+from .host_funcs import (_launch_host_func, _launch_host_func_pending, _subscribe_report,  # noqa: F401
+                         _unsubscribe_report)
+graph_debug.register_ops()   # torch.ops.npu.print_npugraph_tensor / save_npugraph_tensor
 
 
 _initialized = True  # torch.utils.checkpoint saves device RNG states only when this is set
 
 
 def is_initialized() -> bool:
-    return True
+    return not forked.in_bad_fork
 
 
 def init() -> None:
     """torch.npu.init(): the runtime starts on first use; this makes it start now (with
     torch_npu's ACL-initialization checks, module acl_init)."""
+    forked.check()
     acl_init.check()
     _devices.thread_context()
 
 
 def _is_in_bad_fork() -> bool:
-    return False
+    """A child forked after the NPU was initialized cannot use it (module forked)."""
+    return forked.in_bad_fork
 
 
 def _lazy_init() -> None:
+    forked.check()
     _devices.thread_context()
 
 
@@ -129,9 +137,16 @@ def empty_cache() -> None:
         if inf is None:
             _devices.empty_cache(i)
             continue
-        reserved, unmaps = inf.memory.reserved, inf.memory.segment_unmaps
-        _devices.empty_cache(i)
-        inf.counters.note_release(inf.memory.reserved - reserved, unmaps - inf.memory.segment_unmaps)
+        storage.give_back_cache(inf)
+
+
+def empty_virt_addr_cache() -> None:
+    """torch_npu's: with expandable segments, unmap the cached segments no tensor uses and
+    give their address space back. torch_npu keeps their physical memory for the next
+    empty_cache(); npurt releases it at once (memory_reserved() reads the same either way)."""
+    if not alloc_conf.settings().expandable_segments:
+        raise RuntimeError("Unsupported config for empty_virt_addr_cache, please enable expandable_segments.")
+    empty_cache()
 
 
 def mem_get_info(device=None) -> tuple[int, int]:
@@ -190,18 +205,9 @@ def reset_accumulated_memory_stats(device=None) -> None:
 
 
 def memory_summary(device=None, abbreviated: bool = False) -> str:
-    s = _stats(device)
+    """torch_npu's table of memory_stats() (module memory_summary)."""
     idx = index_of(device)
-    mib = 2 ** 20
-    return "\n".join([
-        f"npurt memory summary, device npu:{idx}",
-        f"  allocated      {s['allocated_bytes'] / mib:10.2f} MiB (peak {s['peak_allocated_bytes'] / mib:.2f} MiB)",
-        f"  reserved       {s['reserved_bytes'] / mib:10.2f} MiB (peak {s['peak_reserved_bytes'] / mib:.2f} MiB)",
-        f"  live blocks    {s['active_blocks']:10d}",
-        f"  pending frees  {s['pending_free_blocks']:10d}  (freed, waiting for queued work)",
-        f"  allocations    {s['num_allocs']:10d}  ({s['pool_hits']} from the cache)",
-        f"  out of memory  {s['num_ooms']:10d}",
-    ])
+    return _memory_summary.summary(memory_stats(idx), idx, abbreviated)
 
 
 # ---------------------------------------------------------------- random numbers
@@ -235,6 +241,15 @@ def set_rng_state(new_state: torch.Tensor, device="npu") -> None:
     _random.set_state(new_state, index_of(device))
 
 
+def _set_rng_state_offset(offset: int, device="npu") -> None:
+    """Set the device generator's offset (torch_npu's, as torch.cuda's)."""
+    _random.set_offset(offset, index_of(device))
+
+
+def _get_rng_state_offset(device="npu") -> int:
+    return _random.get_offset(index_of(device))
+
+
 def get_rng_state_all() -> list:
     return [_random.get_state(i) for i in range(device_count())]
 
@@ -254,7 +269,8 @@ def is_jit_compile_false() -> bool:
 
 
 class _Config:
-    """torch.npu.config: torch_npu's switches (accepted; they change nothing here)."""
+    """torch.npu.config: torch_npu's switches. `allow_internal_format` (False, torch_npu's
+    default): whether storage formats may be internal ones (shim/formats.py)."""
 
     allow_internal_format = False
 
@@ -317,13 +333,16 @@ amp = None
 for _name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
               "memory_cached", "max_memory_cached", "reset_peak_memory_stats", "reset_max_memory_allocated",
               "reset_max_memory_cached", "empty_cache", "mem_get_info", "memory_stats", "memory_summary",
-              "memory_stats_as_nested_dict", "reset_accumulated_memory_stats"):
+              "memory_stats_as_nested_dict", "reset_accumulated_memory_stats", "empty_virt_addr_cache"):
     setattr(memory, _name, globals()[_name])
 sys.modules["torch.npu.memory"] = memory
 sys.modules["torch.npu.streams"] = streams
+# torch_npu.npu is a package: with a __path__, `import torch_npu.npu._stream_check` (a submodule
+# aliased on first import, apps/runner.TORCH_NPU_LAZY) reaches the import system's finders
+__path__: list = []
 # torch_npu's module paths of the graph pieces (torch_npu/npu/graphs.py, _npugraph_handlers/,
 # _aclgraph_update_plan/): one npurt module each
-GRAPH_MODULES = {"graphs": graphs, "_npugraph_handlers": graph_update,
+GRAPH_MODULES = {"graphs": graphs, "_npugraph_utils": graph_trace, "_npugraph_handlers": graph_update,
                  "_npugraph_handlers.npugraph_handler": graph_update,
                  "_aclgraph_update_plan": graph_update_plan, "_aclgraph_update_plan.resolver": graph_update_plan}
 for _path, _module in GRAPH_MODULES.items():

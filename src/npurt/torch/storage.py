@@ -19,7 +19,7 @@ import torch
 from .. import devices as _devices
 from ..runtime import HOOKS, RUNTIME, dead_address_message, fork_safe_lock, free, malloc_on
 from ..runtime import OutOfMemoryError as NpuOutOfMemory
-from . import _dlpack, caching
+from . import _dlpack, caching, forked, host_backing
 
 ITEMSIZE: dict[torch.dtype, int] = {}
 ROUTE = None  # mem_pools.route when MemPools or expandable segments may take allocations
@@ -101,6 +101,7 @@ def info(index: int | None) -> DeviceInfo:
     inf = INFOS.get(index)
     if inf is not None and inf.devs is RUNTIME.devices:
         return inf
+    forked.check()  # a child forked after the NPU was initialized cannot use it (torch_npu's rule)
     for start in ON_START:
         start()
     dev = _devices.runtime_device(index)  # initializes the runtime; InvalidDeviceError if out of range
@@ -261,10 +262,34 @@ class OutOfMemoryError(torch.OutOfMemoryError, NpuOutOfMemory):
         NpuOutOfMemory.__init__(self, message, code)
 
 
+def give_back_cache(inf: DeviceInfo) -> None:
+    """empty_cache of one device: its cached segments go back to the driver (and their pages to
+    the host), counted in the tensor statistics."""
+    reserved, unmaps = inf.memory.reserved, inf.memory.segment_unmaps
+    _devices.empty_cache(inf.index)
+    inf.counters.note_release(inf.memory.reserved - reserved, unmaps - inf.memory.segment_unmaps)
+
+
+def _check_host_backing(inf: DeviceInfo, nbytes: int) -> None:
+    """Refuse a large tensor the host cannot back (host_backing.py's rule over the memory npu
+    tensors of this process hold); the pools' caches go back to the host before a refusal."""
+    infos = [other for other in INFOS.values() if other.devs is RUNTIME.devices]
+    why = host_backing.refusal(nbytes, sum(other.memory.allocated for other in infos))
+    if why is not None and any(other.memory.reserved > other.memory.allocated for other in infos):
+        for other in infos:
+            give_back_cache(other)
+        why = host_backing.refusal(nbytes, sum(other.memory.allocated for other in infos))
+    if why is not None:
+        raise OutOfMemoryError(f"NPU out of memory. Tried to allocate {nbytes / (1 << 30):.2f} GiB "
+                               f"(NPU {inf.index}): {why}", 207001)
+
+
 def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> torch.Tensor:
     """A new npu tensor of `nbytes` on the device of `inf` (the hot path of every op)."""
     mem = inf.memory
     routed = None
+    if nbytes >= host_backing.HOST_CHECK_MIN:
+        _check_host_backing(inf, nbytes)
     if ROUTE is not None:  # a MemPool in use, or expandable segments (mem_pools.py)
         routed = ROUTE(inf)
         mem = routed or mem

@@ -320,11 +320,41 @@ class Event:
     synchronize() are done."""
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
-        if interprocess:
-            raise RuntimeError("interprocess npu events are not supported by npurt")
-        self._npurt = _NpEvent(enable_timing=enable_timing, blocking=blocking)
+        if interprocess and enable_timing:
+            raise RuntimeError("Parameter interprocess cannot be specified together with other parameters.")
+        self._npurt = _NpEvent(enable_timing=enable_timing, blocking=blocking, interprocess=interprocess)
         self.enable_timing, self.blocking = bool(enable_timing), bool(blocking)
         self._recorded_on = None  # the device of the first record (torch_npu: None before it)
+
+    def ipc_handle(self) -> bytes:
+        """The 64-byte handle of an interprocess event (`Event(interprocess=True)`): another
+        process opens it with `torch.npu.Event.from_ipc_handle(device, handle)`; the event is
+        also picklable (multiprocessing queues carry it as its handle), as torch_npu's."""
+        handle = self._npurt.ipc_handle()
+        if self._recorded_on is None:
+            self._recorded_on = self._npurt.device
+        return handle
+
+    @classmethod
+    def from_ipc_handle(cls, device, handle: bytes) -> "Event":
+        if not isinstance(handle, (bytes, bytearray)) or len(handle) != IPC_EVENT_HANDLE_SIZE:
+            size = len(handle) if isinstance(handle, (bytes, bytearray)) else type(handle).__name__
+            raise RuntimeError(f"aclrtIpcEventHandle expects byte-like object of size {IPC_EVENT_HANDLE_SIZE}, "
+                               f"but got {size}")
+        device = torch.device(device) if not isinstance(device, int) else torch.device("npu", device)
+        if device.type != "npu":
+            raise RuntimeError(f"Event can only be created on PrivateUse1 devices, but got device type {device.type}")
+        index = index_of(device)
+        event = cls.__new__(cls)
+        with _devices.device(index):
+            event._npurt = _NpEvent.from_ipc_handle(bytes(handle))
+        event.enable_timing = event.blocking = False
+        event._recorded_on = index
+        return event
+
+    def __reduce__(self):
+        handle = self.ipc_handle()
+        return _rebuild_ipc_event, (self.device, handle)
 
     @property
     def device(self) -> torch.device | None:
@@ -426,6 +456,14 @@ class ExternalEvent:
         if self._ev is None:
             return "<torch_npu.npu.ExternalEvent uninitialized>"
         return f"<torch_npu.npu.ExternalEvent {self.npu_event:#x}>"
+
+
+IPC_EVENT_HANDLE_SIZE = 64   # sizeof(aclrtIpcEventHandle)
+
+
+def _rebuild_ipc_event(device, handle: bytes) -> Event:
+    """The other end of pickling an interprocess event (torch_npu's rebuild_npu_event)."""
+    return Event.from_ipc_handle(device, handle)
 
 
 class _AcceleratorEvent(Event):

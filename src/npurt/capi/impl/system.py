@@ -1,9 +1,11 @@
 """Versions and features of the installed "CANN" (npurt), data buffers, error detail
 (acl_rt.h: aclsysGetVersionStr ... aclrtGetErrorVerbose; acl_base_rt.h: aclDataBuffer).
 
-npurt answers for the runtime package with its own version, as the pyACL facade's
-get_version_str does; aclsysGetVersionNum encodes it as the runtime does (acl.cpp
-CalculateVersionNum: major * 10000000 + minor * 100000 + patch * 1000).
+The CANN and runtime packages answer with the CANN release npurt models
+(constants.CANN_VERSION, from hicann/runtime's version.cmake), as the pyACL facade's
+get_version_str does; "npurt", "driver" and "firmware" with npurt's own version.
+aclsysGetVersionNum encodes a version as the runtime does (acl.cpp CalculateVersionNum:
+major * 10000000 + minor * 100000 + patch * 1000).
 """
 from __future__ import annotations
 
@@ -17,8 +19,8 @@ from .. import cdata
 from ..registry import c_function
 from ._common import null
 
-_PACKAGES = {"runtime": __version__, "npurt": __version__, "driver": __version__, "firmware": __version__}
-_CANN_PACKAGES = {0: "runtime"}  # aclCANNPackageName: ACL_PKG_NAME_RUNTIME
+_PACKAGES = {"runtime": C.CANN_VERSION, "npurt": __version__, "driver": __version__, "firmware": __version__}
+_CANN_PACKAGES = {C.PKG_NAME_CANN: "runtime", C.PKG_NAME_RUNTIME: "runtime"}  # aclCANNPackageName
 
 
 def _version(pkg: str | None) -> str:
@@ -60,7 +62,7 @@ def aclsysGetCANNVersion(name, version):
         raise null("version")
     pkg = _CANN_PACKAGES.get(name)
     if pkg is None:
-        raise NpuError(f"package {name} is not installed (npurt provides ACL_PKG_NAME_RUNTIME)", C.ACL_ERROR_INVALID_FILE)
+        raise NpuError(f"package {name} is not installed (npurt provides ACL_PKG_NAME_CANN and ACL_PKG_NAME_RUNTIME)", C.ACL_ERROR_INVALID_FILE)
     text = _version(pkg)
     major, minor, patch = text.split(".")[:3]
     out = cdata.struct("aclCANNPackageVersion *", version)

@@ -85,6 +85,17 @@ class CallbackTask(Task):
         if self.block and self.item.error is not None:
             raise self.item.error
 
+    def __copy__(self):
+        """A graph replay's copy: the same callback posted afresh (the recorded post ran)."""
+        new = type(self).__new__(type(self))
+        for klass in type(self).__mro__:
+            for name in getattr(klass, "__slots__", ()):
+                if hasattr(self, name):
+                    setattr(new, name, getattr(self, name))
+        new.item = _CallbackItem(self.item.fn, self.item.user_data, self.item.stream)
+        new.item.task, new.posted = new, False
+        return new
+
     def describe(self) -> str:
         return f"launch_callback {getattr(self.item.fn, '__qualname__', self.item.fn)!s}"
 

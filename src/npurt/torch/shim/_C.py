@@ -1,18 +1,26 @@
 """`torch_npu._C`: the private bindings real code calls directly, over torch.npu.
 
 Names as torch_npu registers them (torch_npu/csrc/npu/Module.cpp). The CANN version queries
-answer as torch_npu does when aclsysGetCANNVersion fails (npurt is not a CANN install): an
-empty version, and "not greater or equal" for every comparison.
+answer with the CANN release npurt models and compare as torch_npu does (cann_version.py).
 """
 from __future__ import annotations
 
 import torch
 
+from ... import devices as _devices
+from .. import forked as _forked
 from .. import raw_runtime as _npurt  # noqa: F401 - torch_npu._C._npurt
+from . import cann_version
 
 
 def _npu_getDeviceCount() -> int:
-    return torch.npu.device_count()
+    """The runtime's count (started here; fixed from then on), where torch.npu.device_count()
+    re-reads the environment until the runtime starts."""
+    return _devices.device_count()
+
+
+def _npu_isInBadFork() -> bool:
+    return _forked.in_bad_fork
 
 
 def _npu_getLocalDevice() -> int:
@@ -41,10 +49,8 @@ def _npu_synchronize() -> None:
 
 
 def _get_cann_version(module: str = "CANN") -> str:
-    return ""
+    return cann_version.get(module)
 
 
 def _is_gte_cann_version(version: str, module: str = "CANN") -> bool:
-    if module == "DRIVER":
-        raise RuntimeError("When the module is DRIVER, IsGteCANNVersion is not supported. ")
-    return False
+    return cann_version.is_gte(version, module)

@@ -21,11 +21,14 @@ import torch
 import npurt.torch  # noqa: F401 - registers the npu device
 
 from . import _C, _inductor, npu_utils, optim, profiler, utils  # noqa: F401
-from .formats import Format, get_npu_format, npu_format_cast, npu_format_cast_  # noqa: F401
+from .formats import (Format, empty_with_format, get_npu_format, get_storage_size, npu_format_cast,  # noqa: F401
+                      npu_format_cast_)
 from .ops import (npu_add_rms_norm, npu_bmmV2, npu_broadcast, npu_confusion_transpose,  # noqa: F401
                   npu_dtype_cast, npu_fast_gelu, npu_fusion_attention, npu_gelu, npu_layer_norm_eval,
-                  npu_linear, npu_rms_norm, npu_rotary_mul, npu_scaled_masked_softmax, npu_silu,
-                  npu_silu_, npu_swiglu, npu_transpose, fast_gelu)
+                  npu_linear, npu_prompt_flash_attention, npu_rms_norm, npu_rotary_mul, npu_scaled_masked_softmax,
+                  npu_silu, npu_silu_, npu_swiglu, npu_transpose, fast_gelu)
+
+from ..graph_debug import print_npugraph_tensor, save_npugraph_tensor  # noqa: F401,E402 - torch_npu.*
 
 __npurt_shim__ = True
 __version__ = f"{torch.__version__.split('+')[0]}.post0+npurt"

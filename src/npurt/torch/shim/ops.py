@@ -241,3 +241,48 @@ def _varlen_attention(query, key, value, head_num, pse, atten_mask, scale, keep_
     # softmax statistics in torch_npu's default N, T, 8 layout
     return out, torch.cat(maxes, 0).transpose(0, 1), torch.cat(sums, 0).transpose(0, 1), empty, 0, 0, 0
 
+
+
+def npu_prompt_flash_attention(query, key, value, *, pse_shift=None, padding_mask=None, atten_mask=None,
+                               actual_seq_lengths=None, deq_scale1=None, quant_scale1=None, deq_scale2=None,
+                               quant_scale2=None, quant_offset2=None, num_heads: int = 1, scale_value: float = 1.0,
+                               pre_tokens: int = 2147473647, next_tokens: int = 0, input_layout: str = "BSH",
+                               num_key_value_heads: int = 0, actual_seq_lengths_kv=None, sparse_mode: int = 0):
+    """Prompt (full-sequence) attention for inference: Softmax(Mask(scale_value * q k^T + pse_shift,
+    atten_mask)) v, layouts BSH, BSND and BNSD, GQA with `num_key_value_heads`.
+
+    Computed as torch_npu's own test of it computes the expected result: q k^T in the inputs'
+    dtype (npurt's half matmul accumulates in float32 and rounds once), scaled in that dtype,
+    the softmax in float32 and its result back in the inputs' dtype, then times v. `atten_mask`
+    True (or 1) masks a position; sparse modes 2/3/4 mask the left-up causal, right-down causal
+    and band (pre/next tokens) patterns. Not provided: per-batch actual_seq_lengths and the
+    quantization arguments (RuntimeError)."""
+    if actual_seq_lengths is not None or actual_seq_lengths_kv is not None:
+        raise RuntimeError("npu_prompt_flash_attention: actual_seq_lengths are not supported by npurt's reference "
+                           "implementation (pad the batch to one length)")
+    if any(x is not None for x in (deq_scale1, quant_scale1, deq_scale2, quant_scale2, quant_offset2)):
+        raise RuntimeError("npu_prompt_flash_attention: the quantized variant is not supported by npurt")
+    if input_layout not in ("BSH", "BSND", "BNSD"):
+        raise RuntimeError(f"npu_prompt_flash_attention: input_layout must be BSH, BSND or BNSD, got {input_layout!r}")
+    nkv = num_key_value_heads or num_heads
+    if num_heads % nkv:
+        raise RuntimeError(f"npu_prompt_flash_attention: num_heads {num_heads} is not a multiple of "
+                           f"num_key_value_heads {nkv}")
+    q = _to_bnsd(query, input_layout, num_heads)
+    k = _to_bnsd(key, input_layout, nkv)
+    v = _to_bnsd(value, input_layout, nkv)
+    if nkv != num_heads:  # each kv head serves num_heads / nkv query heads
+        k = k.repeat_interleave(num_heads // nkv, dim=1)
+        v = v.repeat_interleave(num_heads // nkv, dim=1)
+    scores = torch.matmul(q, k.transpose(-1, -2)) * scale_value
+    if pse_shift is not None:
+        scores = scores + pse_shift.to(scores.dtype)
+    mask = atten_mask
+    if sparse_mode in (2, 3, 4):
+        mask = _sparse_mask(scores.shape[-2], scores.shape[-1], sparse_mode, pre_tokens, next_tokens, q.device)
+    elif sparse_mode not in (0, 1):
+        _sparse_mask(1, 1, sparse_mode, 0, 0, q.device)  # raises naming the mode
+    if mask is not None:
+        scores = scores.masked_fill(mask.bool(), float("-inf"))
+    probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    return _from_bnsd(torch.matmul(probs, v), input_layout)
