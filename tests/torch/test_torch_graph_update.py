@@ -176,3 +176,11 @@ def test_an_inductor_entry_maps_updatable_arguments_to_graph_inputs():
             Op(), ["q", "k", "v", None, None, None, None, torch.tensor([1]), None], {}, [], {})
     assert plans.build_aclgraph_update_plan_entry_for_inductor(
         types.SimpleNamespace(__name__="not_handled.default"), [], {}, [], {}) is None
+
+
+def test_the_update_stream_is_made_anew_once_a_device_reset_destroyed_it():
+    import npurt.runtime
+    first = torch.npu.NPUGraph().graph_dispatch_mode.update_stream
+    npurt.runtime.reset_device(torch.npu.current_device())
+    second = torch.npu.NPUGraph().graph_dispatch_mode.update_stream
+    assert second is not first and not gu.runtime_stream(second).destroyed
