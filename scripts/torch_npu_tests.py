@@ -146,8 +146,25 @@ def read_outcomes(out: str, outcomes: dict, details: dict, disabled: set, ci_ski
     return None if last_started in outcomes else last_started
 
 
+def cann_environment(env: dict) -> dict:
+    """What a CANN machine's set_env.sh gives the tests' processes, over npurt's prefix
+    (`npurt cann-home`): its lib64 on the loader's and linker's paths, and its include/ on the
+    compiler's (torch_npu's shipped ACL headers, npurt/torch/shim/include/third_party, forward
+    there), so the C++ extensions tests build against torch_npu link and load npurt's
+    libascendcl. Empty when the prefix cannot be made here (no compiler, no cffi)."""
+    proc = subprocess.run([sys.executable, "-m", "npurt", "cann-home"], env=env, capture_output=True, text=True)
+    prefix = proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 and proc.stdout.strip() else ""
+    if not os.path.isdir(os.path.join(prefix, "lib64")):
+        print(f"npurt cann-home failed; C++ extensions will not build: {proc.stderr[-300:]}", file=sys.stderr)
+        return {}
+    out = {}
+    for name, sub in (("LD_LIBRARY_PATH", "lib64"), ("LIBRARY_PATH", "lib64"), ("CPATH", "include")):
+        out[name] = os.pathsep.join(filter(None, [os.path.join(prefix, sub), env.get(name)]))
+    return out
+
+
 def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int = 300,
-             disabled_list: str = "") -> dict:
+             disabled_list: str = "", cann_env: dict | None = None) -> dict:
     """Run one test file; a test that kills the pytest process (a crash, or its own timeout)
     counts as failed and the file goes on from the test after it, in a new process."""
     path = os.path.join(checkout, rel)
@@ -162,6 +179,7 @@ def run_file(checkout: str, rel: str, timeout: int, workdir: str, per_test: int 
     env["NPURT_TORCH_NPU_DISABLED_TESTS"] = disabled_list
     listing = os.path.join(workdir, f"{rel.replace('/', '_')}.disabled")
     env["NPURT_TORCH_NPU_DISABLED_OUT"] = listing
+    env.update(cann_env or {})
     result = {"file": rel, **{k: 0 for k in KINDS}, "cases": {}}
     with open(path, encoding="utf-8") as f:
         source = f.read()
@@ -258,9 +276,11 @@ def main(argv=None) -> int:
         disabled_list = ""
     totals = {k: 0 for k in KINDS}
     results = []
+    cann_env = cann_environment(dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [
+        SRC, os.environ.get("PYTHONPATH")]))))
     with tempfile.TemporaryDirectory() as workdir:
         for rel in files:
-            r = run_file(args.checkout, rel, args.timeout, workdir, args.test_timeout, disabled_list)
+            r = run_file(args.checkout, rel, args.timeout, workdir, args.test_timeout, disabled_list, cann_env)
             results.append(r)
             for k in totals:
                 totals[k] += r[k]

@@ -153,3 +153,64 @@ def test_expandable_segments_need_free_bytes_not_a_contiguous_run(fresh_runtime,
         alloc_conf.load_environment()
         mem_pools.refresh()
 
+
+
+@pytest.fixture
+def limited(npu):
+    """set_per_process_memory_fraction to what is reserved now plus `extra` bytes (restored after)."""
+    saved = torch.npu.get_per_process_memory_fraction()
+
+    def limit(extra: int):
+        torch.npu.empty_cache()
+        total = torch.npu.mem_get_info()[1]
+        torch.npu.set_per_process_memory_fraction((torch.npu.memory_reserved() + extra) / total)
+    yield limit
+    torch.npu.empty_cache()
+    torch.npu.set_per_process_memory_fraction(saved)
+
+
+MB = 1 << 20
+
+
+def test_the_memory_fraction_caps_the_reserved_bytes_of_every_pool_of_the_device(npu, limited):
+    pool = torch.npu.MemPool()
+    limited(48 * MB)
+    with torch.npu.use_mem_pool(pool):
+        a = torch.empty(40 * MB, dtype=torch.uint8, device=npu)   # the pool's segment: 40 MiB of the 48
+    with pytest.raises(torch.OutOfMemoryError, match="set_per_process_memory_fraction"):
+        torch.empty(40 * MB, dtype=torch.uint8, device=npu)       # the device's own pool: no room left
+    # a small block's 2 MiB segment still fits (a 4 MiB request would take a 20 MiB one: torch's kLargeBuffer)
+    small = torch.empty(MB // 2, dtype=torch.uint8, device=npu)
+    del a, small, pool
+
+
+def test_an_allocation_out_of_memory_falls_back_to_a_use_on_oom_pools_cached_block(npu, limited):
+    keep, spare = torch.npu.MemPool(), torch.npu.MemPool(use_on_oom=True)
+    limited(88 * MB)
+    with torch.npu.use_mem_pool(keep):
+        a = torch.empty(40 * MB, dtype=torch.uint8, device=npu)
+    with torch.npu.use_mem_pool(spare):
+        b = torch.empty(40 * MB, dtype=torch.uint8, device=npu)
+    b_ptr = b.data_ptr()
+    del a, b
+    torch.npu.synchronize()
+    c = torch.empty(30 * MB, dtype=torch.uint8, device=npu)       # outside any pool: spare's block
+    assert c.data_ptr() == b_ptr
+    with pytest.raises(torch.OutOfMemoryError):                   # keep (no use_on_oom) is never used
+        torch.empty(30 * MB, dtype=torch.uint8, device=npu)
+    with pytest.raises(torch.OutOfMemoryError):                   # nor is spare inside another pool's context
+        with torch.npu.use_mem_pool(keep):
+            torch.empty(50 * MB, dtype=torch.uint8, device=npu)
+    del c, keep, spare
+
+
+def test_a_mem_pool_short_of_the_fraction_gets_the_devices_cached_segments_back_first(npu, limited):
+    limited(48 * MB)
+    a = torch.empty(40 * MB, dtype=torch.uint8, device=npu)
+    del a
+    torch.npu.synchronize()                                       # 40 MiB cached in the device's pool
+    pool = torch.npu.MemPool()
+    with torch.npu.use_mem_pool(pool):
+        b = torch.empty(40 * MB, dtype=torch.uint8, device=npu)   # fits once that cache is given back
+    assert b.numel() == 40 * MB
+    del b, pool

@@ -307,6 +307,8 @@ class DeviceMemory(PoolBase):
         self.expandable = False   # torch's expandable-segments pool (its large blocks split finer)
         self.no_split = False     # a torch MemPool(no_split=True): every block keeps its whole segment
         self.keep_cache = False   # a child pool whose owner still uses it: the device's empty_cache leaves it
+        self.parent = None        # a child pool: the device's DeviceMemory (vmm.reserved_pool)
+        self.reserve_limit: int | None = None  # the device's: bytes all its pools may hold (torch's fraction)
         # statistics (see memory_stats)
         self.allocated = 0
         self.peak = 0
@@ -463,7 +465,7 @@ class DeviceMemory(PoolBase):
             if block is None:
                 block = self._new_segment(pool, bsize)
             if block is None:  # give every cached segment back to the driver, then retry
-                self.empty_cache()
+                self._release_cached()
                 block = self._new_segment(pool, bsize)
             if block is None and pool.page == HUGE_PAGE and parse_policy(policy, bsize)[0] == "huge_first":
                 pool = self.pools[NORMAL_PAGE]  # HUGE_FIRST falls back to normal pages
@@ -550,7 +552,7 @@ class DeviceMemory(PoolBase):
                     self._collect_garbage(pool, gc_limit)
                 block = self._new_segment(pool, bsize, segment)
             if block is None:
-                self.empty_cache()
+                self._release_cached()
                 block = self._new_segment(pool, bsize, segment)
             if block is None:
                 self.num_ooms += 1
@@ -581,6 +583,9 @@ class DeviceMemory(PoolBase):
             seg_size = SMALL_SEGMENT
         else:
             seg_size = align_up(bsize, max(page, SMALL_SEGMENT) if page != NORMAL_PAGE else page)
+        owner = self.parent or self
+        if owner.reserve_limit is not None and owner.reserved_in_total() + seg_size > owner.reserve_limit:
+            return None  # as if the driver had no memory: the caller empties caches, then fails
         va = self.backend.map_pages(seg_size, page)
         if va is None:
             return None
@@ -748,17 +753,31 @@ class DeviceMemory(PoolBase):
                 done += self._collect_stream(stream, heap)
         return done
 
+    def reserved_in_total(self) -> int:
+        """The bytes this pool and its children hold in segments."""
+        return self.reserved + sum(k.reserved for k in list(self.children))
+
     def empty_cache(self) -> None:
         """Give every cached segment that holds no live block back to the driver (its pages
         go back to the OS)."""
         for child in list(self.children):
             if not child.keep_cache:
                 child.empty_cache()
+        self._release_own_cache()
+
+    def _release_own_cache(self) -> None:
         with self.lock:
             self.collect_pending()
             for pool in self.pools.values():
                 self._coalesce(pool, release_empty=True)
             # empty bins stay: a concurrent fast-path push may hold a reference to one
+
+    def _release_cached(self) -> None:
+        """Before an out-of-memory error: the cached segments go back, a child's and the device's
+        own (torch's release_cached_blocks in a MemPool; not other children's: lock order)."""
+        self.empty_cache()
+        if self.parent is not None:
+            self.parent._release_own_cache()
 
     def release_all(self, reason: str) -> list[Block]:
         """Device reset: forget every block and segment; returns the blocks that were live.

@@ -594,7 +594,7 @@ def reserved_pool(device, size: int):
     device memory's `children` (statistics; a reset drops it)."""
     backend = ReservedBackend(device, size)
     pool = DeviceMemory(backend, poison=device.memory.poison)
-    pool.live = device.memory.live
+    pool.live, pool.parent = device.memory.live, device.memory
     backend.adopt(pool)
     device.memory.children.append(pool)
     return pool

@@ -11,12 +11,17 @@ device, and `memory_stats()` / `memory_allocated()` / `empty_cache()` / `get_mem
 torch.npu's — and makes `torch.Stream` / `torch.Event` the generic classes of
 npurt.torch.streams. torch.accelerator's own argument checks (a device of another type: "doesn't
 match the current accelerator") stay torch's, as they run before these calls.
+`torch.accelerator.Graph` becomes `Graph` below (torch's refuses a device without a C++
+implementation).
 """
 from __future__ import annotations
+
+import gc
 
 import torch
 
 from . import device as _device
+from . import graphs as _graphs
 from . import streams as _streams
 
 _ORIGINAL: dict = {}
@@ -76,6 +81,60 @@ REPLACEMENTS = {
 }
 
 
+class Graph:
+    """torch.accelerator.Graph on npu. torch's class is C++ (`torch._C._acceleratorGraph`) and
+    builds its backend's implementation from a C++ registry (REGISTER_GRAPH_IMPL), which
+    torch_npu fills with one over its NPUGraph (NPUAcceleratorGraphImpl, NPUGraph.cpp) and a
+    Python backend cannot; this class has torch's Python interface (torch/accelerator/graphs.py)
+    over npurt's NPUGraph, as torch_npu's implementation: capture on the current stream,
+    `instantiate()` a no-op (the capture's end builds the graph), and while it captures,
+    `torch.npu.NPUGraph.get_currently_capturing_graph()` is refused."""
+
+    def __init__(self, keep_graph: bool = False, *, pool=None, capture_error_mode: str = "default"):
+        self.keep_graph = keep_graph
+        self.graph_pool = pool
+        self.capture_error_mode = capture_error_mode
+        self._graph = _graphs.NPUGraph()
+        self._graph._for_accelerator = True
+
+    def capture_begin(self) -> None:
+        mode = "global" if self.capture_error_mode == "default" else self.capture_error_mode
+        self._graph.capture_begin(pool=self.graph_pool, capture_error_mode=mode)
+
+    def capture_end(self) -> None:
+        self._graph.capture_end()
+
+    def instantiate(self) -> None:
+        pass  # torch_npu's NPUAcceleratorGraphImpl::instantiate does nothing either
+
+    def replay(self) -> None:
+        self._graph.replay()
+
+    def reset(self) -> None:
+        self._graph.reset()
+
+    def pool(self):
+        return self._graph.pool()
+
+    def enable_debug_mode(self) -> None:
+        pass  # npurt's graphs can always be dumped
+
+    def debug_dump(self, path: str) -> None:
+        self._graph.debug_dump(path)
+
+    def __enter__(self) -> None:
+        # torch's Graph.__enter__: settle the device and its caches, then capture
+        torch.accelerator.synchronize()
+        if torch.compiler.config.force_cudagraph_gc:
+            gc.collect()
+        torch.accelerator.empty_cache()
+        torch.accelerator.empty_host_cache()
+        self.capture_begin()
+
+    def __exit__(self, *exc_info) -> None:
+        self.capture_end()
+
+
 def install() -> None:
     """Point torch's generic entry points at torch.npu (idempotent)."""
     for name, fn in REPLACEMENTS.items():
@@ -83,3 +142,5 @@ def install() -> None:
             _ORIGINAL[name] = getattr(torch._C, name)
             setattr(torch._C, name, fn)
     _streams.install_generic()
+    if hasattr(torch.accelerator, "Graph"):
+        torch.accelerator.Graph = torch.accelerator.graphs.Graph = Graph

@@ -16,7 +16,8 @@ As torch_npu (torch_npu/npu/graphs.py, which follows torch.cuda.graphs):
 * `graph_pool_handle()` gives an opaque pool id. npurt's graphs keep the memory their work uses
   (a tensor freed during or after capture is not reused while the graph lives), which is what
   a private pool guarantees; sharing a pool between graphs shares nothing more.
-* `is_current_stream_capturing()`.
+* `is_current_stream_capturing()`; `NPUGraph.get_currently_capturing_graph()` (the graph capturing
+  the current stream; refused during a `torch.accelerator.Graph` capture, as torch_npu's).
 * `make_graphed_callables(callables, sample_args, num_warmup_iters=3, allow_unused_input=False,
   pool=None)`, as torch.cuda's: warms each callable up on a side stream (forward and, when its
   outputs require grad, backward), captures the forwards in order and the backwards in reverse
@@ -75,8 +76,16 @@ def _mode(capture_error_mode: str) -> int:
     return mode
 
 
+# the graphs capturing now, by the runtime graph their capture builds (a side stream that joined
+# the capture builds the same one), as torch_npu's _currently_capturing_graphs by capture id
+_capturing_graphs: dict = {}
+
+
 class NPUGraph:
     """One captured graph of npu work (torch_npu's NPUGraph)."""
+
+    # set by torch.accelerator.Graph (npurt.torch.accelerator) on the NPUGraph it captures with
+    _for_accelerator = False
 
     def __init__(self):
         self._graph = None
@@ -85,6 +94,27 @@ class NPUGraph:
         self._rng = {}
         self.graph_dispatch_mode = GraphDispatchMode()   # records updatable ops (graph_update.py)
         self.auto_dispatch_capture = False
+
+    @staticmethod
+    def get_currently_capturing_graph() -> "NPUGraph":
+        """The NPUGraph capturing the current stream (torch_npu's NPUGraph.cpp
+        get_currently_capturing_npu_graph, with its messages)."""
+        status, built = _info(_current_runtime_stream(current_device()))
+        if status == _graph_module.STATUS_NONE:
+            raise RuntimeError("The current NPU stream is not currently capturing.")
+        owner = _capturing_graphs.get(id(built), (None, None))[1]
+        if owner is None:
+            raise RuntimeError("get_currently_capturing_graph() can be used only between capture_begin() and "
+                               "capture_end(). Did you use a stream without making it depend upon the original "
+                               "stream used for capture?")
+        if owner._for_accelerator:
+            raise RuntimeError("torch.npu.NPUGraph.get_currently_capturing_graph() is not supported during "
+                               "torch.accelerator.Graph capture.")
+        return owner
+
+    def _forget_capture(self) -> None:
+        for key in [k for k, (_, g) in _capturing_graphs.items() if g is self]:
+            del _capturing_graphs[key]
 
     def capture_begin(self, pool=None, capture_error_mode: str = "global") -> None:
         if self._graph is not None or self._capturing is not None:
@@ -98,6 +128,8 @@ class NPUGraph:
             raise RuntimeError("NPU graphs cannot be captured on the default stream: capture inside "
                                "`with torch.npu.stream(s):` or use `with torch.npu.graph(g):`")
         _begin(s, _mode(capture_error_mode))
+        built = _info(s)[1]
+        _capturing_graphs[id(built)] = (built, self)
         self._capturing = s
         self._pool = pool if pool is not None else graph_pool_handle()
 
@@ -105,6 +137,7 @@ class NPUGraph:
         if self._capturing is None:
             raise RuntimeError("capture_end() without capture_begin()")
         s, self._capturing = self._capturing, None
+        self._forget_capture()
         captured = _info(s)[1]
         try:
             self._graph = _end(s)

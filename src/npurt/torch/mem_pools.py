@@ -122,6 +122,8 @@ class MemPool:
                             f"{type(allocator).__name__}")
         self.allocator = allocator  # None: npurt's caching pool; else each tensor is one alloc of it
         self.use_on_oom = use_on_oom
+        if use_on_oom:
+            storage.OOM_FALLBACK = oom_fallback
         self.no_split = bool(no_split)  # blocks are never split: each keeps its whole segment
         self._id = (0, next(MemPool._ids))
         self._pools: dict[int, tuple] = {}  # device index -> (runtime Device, DeviceMemory)
@@ -208,6 +210,25 @@ def route(inf):
     if pluggable.CURRENT:  # change_current_allocator
         return _current_pluggable(inf.device)
     return expandable_pool(inf.device)
+
+
+def oom_fallback(inf, nbytes: int, routed):
+    """torch's last resort before an out-of-memory error outside a MemPool (DeviceCachingAllocator
+    ::malloc, use_on_oom_pools): a block the memory already cached in a live MemPool made with
+    use_on_oom=True, on this device; no new segment (the fraction or the device refused one).
+    (pool memory, address) or None."""
+    if routed is not None and routed is not _EXPANDABLE.get(inf.index, (None, None))[1]:
+        return None  # under use_mem_pool (or a pluggable allocator): its own pool's failure stands
+    for pool in list(_ALL_POOLS):
+        if not pool.use_on_oom or pool.allocator is not None:
+            continue
+        got = pool._pools.get(inf.index)
+        if got is None or got[0] is not inf.device or got[1] not in inf.device.memory.children:
+            continue
+        ptr = storage.try_malloc(inf, got[1], nbytes)
+        if ptr is not None:
+            return got[1], ptr
+    return None
 
 
 def _stream_of(index: int) -> int:

@@ -62,6 +62,7 @@ class DeviceInfo:
         # bytes: torch.npu.set_per_process_memory_fraction's cap on the memory npu tensors hold
         fraction = FRACTIONS.get(self.index)
         self.limit = None if fraction is None else int(fraction * device.backend.usable)
+        device.memory.reserve_limit = self.limit  # torch's rule: the reserved bytes of all its pools
         host = device.backend.host_buffer()  # the driver contract: the whole memory as one host array
         if host is None:
             raise RuntimeError(f"npu:{self.index}: this driver gives no host view of device memory, which "
@@ -87,7 +88,7 @@ def set_fraction(index: int, fraction: float) -> None:
     FRACTIONS[index] = fraction
     inf = INFOS.get(index)
     if inf is not None:  # DeviceInfos made later read FRACTIONS
-        inf.limit = int(fraction * inf.device.backend.usable)
+        inf.limit = inf.device.memory.reserve_limit = int(fraction * inf.device.backend.usable)
 
 
 ON_START: list = []  # run before the first DeviceInfo is made (alloc_conf: the environment's settings)
@@ -286,35 +287,59 @@ def _check_host_backing(inf: DeviceInfo, nbytes: int) -> None:
 def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> torch.Tensor:
     """A new npu tensor of `nbytes` on the device of `inf` (the hot path of every op)."""
     mem = inf.memory
-    if inf.limit is not None and mem.allocated + nbytes > inf.limit:
-        raise OutOfMemoryError(f"NPU out of memory. Tried to allocate {nbytes} bytes (NPU {inf.index}; "
-                               f"{mem.allocated} bytes already allocated; this process is allowed {inf.limit} "
-                               "bytes by set_per_process_memory_fraction)", 207001)
+    routed = None
     if nbytes >= host_backing.HOST_CHECK_MIN:
         _check_host_backing(inf, nbytes)
     if ROUTE is not None:  # a MemPool in use, or expandable segments (mem_pools.py)
-        mem = ROUTE(inf) or mem
+        routed = ROUTE(inf)
+        mem = routed or mem
     reserved, maps = mem.reserved, mem.segment_maps
     try:
-        if nbytes > caching.SMALL_MAX or mem.no_split:  # a large block: torch's rules (caching.py)
-            ptr = caching.malloc_large(mem, nbytes, inf.limit, mem.expandable)
-            if HOOKS.active:
-                HOOKS.emit("mem_alloc", device=inf.device, addr=ptr, size=nbytes, managed=True)
-        elif mem is not inf.memory:
-            ptr = mem.malloc(nbytes or 1, 0)
-            if HOOKS.active:
-                HOOKS.emit("mem_alloc", device=inf.device, addr=ptr, size=nbytes or 1, managed=True)
-        elif HOOKS.active:
-            ptr = malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
-        else:
-            ptr = mem.malloc(nbytes or 1, 0)
+        ptr = _malloc_from(inf, mem, nbytes)
     except NpuOutOfMemory as exc:
-        raise OutOfMemoryError(f"NPU out of memory. Tried to allocate {nbytes} bytes (NPU {inf.index}): "
-                               f"{exc.message}", exc.code) from None
+        # torch's last resort before an out-of-memory error: a cached block of a MemPool made
+        # with use_on_oom=True (allocations outside a MemPool only)
+        fallback = None if OOM_FALLBACK is None else OOM_FALLBACK(inf, nbytes, routed)
+        if fallback is None:
+            allowed = "" if inf.limit is None else \
+                f"; this process is allowed {inf.limit} bytes by set_per_process_memory_fraction"
+            raise OutOfMemoryError(f"NPU out of memory. Tried to allocate {nbytes} bytes (NPU {inf.index}): "
+                                   f"{exc.message}{allowed}", exc.code) from None
+        mem, ptr = fallback
+        reserved, maps = mem.reserved, mem.segment_maps
     block = mem.live[ptr]
     count = inf.counters
     count.note(1, nbytes, block.size, mem.reserved - reserved, mem.segment_maps - maps)
     return _dlpack.tensor_at(ptr, shape, stride, dtype, inf.index, (release, mem, ptr, block, nbytes, count))
+
+
+def _malloc_from(inf: DeviceInfo, mem, nbytes: int) -> int:
+    if nbytes > caching.SMALL_MAX or mem.no_split:  # a large block: torch's rules (caching.py)
+        ptr = caching.malloc_large(mem, nbytes, inf.limit, mem.expandable)
+        if HOOKS.active:
+            HOOKS.emit("mem_alloc", device=inf.device, addr=ptr, size=nbytes, managed=True)
+    elif mem is not inf.memory:
+        ptr = mem.malloc(nbytes or 1, 0)
+        if HOOKS.active:
+            HOOKS.emit("mem_alloc", device=inf.device, addr=ptr, size=nbytes or 1, managed=True)
+    elif HOOKS.active:
+        ptr = malloc_on(inf.device, nbytes or 1, managed=True)  # a tensor owns it, freed when collected
+    else:
+        ptr = mem.malloc(nbytes or 1, 0)
+    return ptr
+
+
+def try_malloc(inf: DeviceInfo, mem, nbytes: int) -> int | None:
+    """A block for an npu tensor of `nbytes` from pool `mem`, or None where it has no memory."""
+    try:
+        return _malloc_from(inf, mem, nbytes)
+    except NpuOutOfMemory:
+        return None
+
+
+# (DeviceInfo, nbytes, the pool the allocation was routed to or None) -> (pool, address) or
+# None: mem_pools.py sets it (MemPool(use_on_oom=True))
+OOM_FALLBACK = None
 
 
 def empty(shape, dtype: torch.dtype, index: int | None) -> torch.Tensor:
