@@ -66,6 +66,9 @@ VARIABLES: tuple[Variable, ...] = (
     # torch on npu (npurt.torch)
     Variable("NPURT_TORCH_META_CHECK", "0", "1: check every op's meta-kernel output shapes against the CPU "
              "kernel's (a developer's check of the per-op plans; slow)", "torch"),
+    Variable("NPURT_HOST_BACKING_CHECK", "1", "0: do not refuse npu tensors of 1 GiB or more that the host's "
+             "available memory cannot back (torch.OutOfMemoryError instead of the OOM killer; "
+             "npurt/torch/host_backing.py)", "torch"),
     Variable("PYTORCH_NPU_ALLOC_CONF", "(unset)", "torch_npu's caching-allocator settings, key:value,... "
              "(docs/torch.md: keys checked as torch_npu does; per_process_memory_fraction and "
              "expandable_segments take effect)", "torch"),
