@@ -308,14 +308,12 @@ class WaitTask(Task):
     def blocker(self):
         if self.timed_out:
             return None
-        rec = self.rec
+        rec = self._target()
         if rec is None:
-            rec = self.event.record
-            if rec is None or rec is self.stale:
-                if self.event.destroyed:  # nothing can record it any more
-                    raise self.event._destroyed_unrecorded()
-                return self._armed(EventNextRecord(self.event, self.stale))
-            self.rec = rec
+            if self.event.destroyed:  # nothing can record it any more
+                raise self.event._destroyed_unrecorded()
+            return self._armed(EventNextRecord(self.event, self.stale))
+        self.rec = rec
         if rec.stream.completed_seq >= rec.seq:
             return None
         return self._armed(StreamProgress(rec.stream, rec.seq))
@@ -324,12 +322,17 @@ class WaitTask(Task):
         # until the record it waits for has run (the event is not recorded before that)
         if self.timed_out:
             return False
+        rec = self._target()
+        return rec is None or rec.stream.completed_seq < rec.seq
+
+    def _target(self) -> Record | None:
+        """The record this wait is for; None while it has not been made."""
         rec = self.rec
         if rec is None:
             rec = self.event.record
             if rec is None or rec is self.stale:
-                return True
-        return rec.stream.completed_seq < rec.seq
+                return None
+        return rec
 
     def _armed(self, blocker):
         """Arm the op wait timeout: if the stream is still parked on `blocker` when it
