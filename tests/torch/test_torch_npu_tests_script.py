@@ -72,3 +72,12 @@ def test_the_harness_runs_a_files_unittest_tests_in_unittests_order(tmp_path):
                        timeout=600)
     order = [line.split("::", 1)[1] for line in r.stdout.splitlines() if line.startswith("test_order.py::")]
     assert order == ["TestA::test_y", "TestZ::test_a", "test_function", "TestZ::test_b"], r.stdout + r.stderr
+
+
+def test_an_expected_failure_counts_as_unittest_counts_it():
+    # torch_npu's CI runs unittest: an @expectedFailure test that fails is a success of the run,
+    # one that passes ("unexpected success") a failure
+    out = FINISHED.replace("t.py::TestA::test_b SKIPPED (slow)", "t.py::TestA::test_b XFAIL").replace(
+        "t.py::TestA::test_c SKIPPED (two devices)", "t.py::TestA::test_c XPASS")
+    outcomes, _ = _read(out)
+    assert outcomes["t.py::TestA::test_b"][0] == "passed" and outcomes["t.py::TestA::test_c"][0] == "failed"
