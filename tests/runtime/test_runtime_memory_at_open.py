@@ -6,20 +6,20 @@ reset gives it back."""
 from __future__ import annotations
 
 from npurt.runtime import constants as C
-from npurt.runtime.device import RUNTIME_STACKS
+from npurt.runtime.device import RUNTIME_HELD, RUNTIME_STACKS
 
 
 def test_an_open_device_holds_the_runtimes_kernel_stacks(rt):
     free, total = rt.get_mem_info(C.ACL_HBM_MEM)
-    assert RUNTIME_STACKS == (32 + 16) * 1024 * 75
-    assert total - free == RUNTIME_STACKS
-    assert rt.current_device().backend.committed_bytes == RUNTIME_STACKS
+    assert RUNTIME_STACKS == (32 + 16) * 1024 * 75 and RUNTIME_HELD == 4 << 20  # in 2 MiB pages
+    assert total - free == RUNTIME_HELD
+    assert rt.current_device().backend.committed_bytes == RUNTIME_HELD
 
 
 def test_the_stacks_are_held_once_per_device_and_given_back_at_reset(rt):
     ctx = rt.create_context(0)          # a second context of the open device holds nothing more
     free, total = rt.get_mem_info(C.ACL_HBM_MEM)
-    assert total - free == RUNTIME_STACKS
+    assert total - free == RUNTIME_HELD
     rt.destroy_context(ctx)
     rt.set_device(0)
     device = rt.current_device()
@@ -28,4 +28,4 @@ def test_the_stacks_are_held_once_per_device_and_given_back_at_reset(rt):
     assert device.backend.committed_bytes == 0 and device.runtime_memory is None
     rt.set_device(0)                    # open again: held again
     free, total = rt.get_mem_info(C.ACL_HBM_MEM)
-    assert total - free == RUNTIME_STACKS
+    assert total - free == RUNTIME_HELD

@@ -12,9 +12,11 @@ from .scheduler import Scheduler
 from .stream import Stream
 from .vmm import VirtualMemory
 
-# the kernel stacks of RawDevice::AllocStackPhyBaseForCloudV2: (32 + 16) KiB x (50 + 25) cores
+# the kernel stacks of RawDevice::AllocStackPhyBaseForCloudV2, (32 + 16) KiB x (50 + 25) cores,
+# held in 2 MiB pages (4 MiB): the rest of the device stays one run of huge pages
 RUNTIME_STACKS = (32 + 16) * 1024 * 75
-STACK_PAGE = 4 << 10
+STACK_PAGE = 2 << 20
+RUNTIME_HELD = -(-RUNTIME_STACKS // STACK_PAGE) * STACK_PAGE
 
 if TYPE_CHECKING:
     from ..driver import DeviceBackend
@@ -67,7 +69,7 @@ class Device:
         free is below its total on an open device, as on a real one."""
         with self.lock:
             if self.runtime_memory is None:
-                self.runtime_memory = self.backend.map_pages(RUNTIME_STACKS, STACK_PAGE)
+                self.runtime_memory = self.backend.map_pages(RUNTIME_HELD, STACK_PAGE)
 
     def memory_released(self) -> None:
         """The backend was reset (the device released): the runtime's own memory went with it."""
