@@ -12,7 +12,7 @@ from .. import forked as _forked
 from .. import graph_pools as _graph_pools
 from .. import mem_pools as _mem_pools
 from .. import raw_runtime as _npurt  # noqa: F401 - torch_npu._C._npurt
-from . import cann_version
+from .. import cann_version
 
 
 def _npu_getDeviceCount() -> int:
