@@ -6,15 +6,13 @@ direct path declines and the Python path runs whenever one listens."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from npurt.runtime import accel
 
+from .test_capi_hosted import run_hosted
 from .test_npurt_run_native import npurt_run
 
 # the codes the C interface returned before the direct path (cffi / vectorcall path)
@@ -95,10 +93,7 @@ HOSTED = textwrap.dedent("""
 @pytest.mark.skipif(accel.SPEEDUPS is None, reason="the C accelerator (npurt._speedups) is not available here: "
                     "the C interface calls the Python pool, which tests/capi's programs cover")
 def test_direct_calls_serve_the_cached_case_and_step_aside_for_tools(cann_home):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    proc = subprocess.run([sys.executable, "-c", HOSTED, cann_home], capture_output=True, text=True,
-                          timeout=240, env=env)
+    proc = run_hosted(HOSTED, cann_home)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "direct 200\n" in out, out
