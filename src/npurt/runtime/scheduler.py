@@ -50,6 +50,7 @@ from .faults import FAULTS
 from .interrupts import held
 from .observers import HOOKS
 from .task_failures import interrupted_error, task_error
+from .tokens import TLS, HostToken, on_worker, thread_token  # noqa: F401 - re-exported (the owner tokens)
 from .watchdog import WATCHDOG
 
 if TYPE_CHECKING:
@@ -110,39 +111,6 @@ class Callback:
                 raise  # Ctrl-C in a host thread that retired the task: the caller re-raises it
         except BaseException:  # noqa: BLE001 - a user callback must not wedge the stream
             log.exception("npurt: a done-callback (%r) raised; ignored", self.fn)
-
-
-# ---------------------------------------------------------------- owner tokens
-class _ThreadToken(threading.local):
-    token = None      # this thread's owner token: its Worker, or a HostToken made on first use
-    reporting = False  # inside process_report (runs launch_callback functions)
-
-
-TLS = _ThreadToken()
-
-
-class HostToken:
-    """The owner token of a thread that is not a worker (it runs streams inline)."""
-
-    __slots__ = ("ident",)
-    worker = False
-    owed = None  # a host thread defers no wake-ups (see Worker.owed)
-
-    def __init__(self) -> None:
-        self.ident = threading.get_ident()
-
-
-def thread_token():
-    """The calling thread's owner token."""
-    token = TLS.token
-    if token is None:
-        token = TLS.token = HostToken()
-    return token
-
-
-def on_worker() -> bool:
-    token = TLS.token
-    return token is not None and token.worker
 
 
 class Worker:
