@@ -10,7 +10,7 @@ import torch
 from ... import devices as _devices
 from .. import forked as _forked
 from .. import raw_runtime as _npurt  # noqa: F401 - torch_npu._C._npurt
-from . import cann_version
+from .. import cann_version
 
 
 def _npu_getDeviceCount() -> int:
