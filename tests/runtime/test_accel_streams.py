@@ -14,17 +14,10 @@ from npurt.runtime import HOOKS, INLINE_MAX_BYTES, TaskError, accel, memops
 from npurt.runtime import constants as C
 from npurt.runtime.tasks import CopyTask
 from tests.isolation import run_isolated
+from tests.runtime.test_inline import rt  # noqa: F401 - the fixture: the runtime with inline execution on
 
 D2D, D2H = C.ACL_MEMCPY_DEVICE_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST
 HAVE_C = accel.SPEEDUPS is not None
-
-
-@pytest.fixture
-def rt(fresh_runtime, monkeypatch):
-    monkeypatch.setenv("NPURT_INLINE", "1")
-    fresh_runtime.init()
-    fresh_runtime.set_device(0)
-    return fresh_runtime
 
 
 def _filled(rt, n, value):
