@@ -91,6 +91,9 @@ class Plan:
         self.out_safe = not any(a.name == "reduction" for a in args)
         self.numbers_as_tensors = False  # True once the op refused a number in a tensor slot
         self.run_out = self._run_out if self.out_op is not None else None
+        # the .out kernel's C callable and its out argument (run_one_out: no Python layer between)
+        self.out_call = self.out_op[0]._op if self.out_op is not None else None
+        self.out_name = self.out_op[1][0] if self.out_op is not None and len(self.out_op[1]) == 1 else None
         self.upcast = schema.name.split("::")[-1] in UPCAST_FP16
         # in-place ops whose result does not depend on the tensor's old values write it ("w");
         # the others (add_, mul_, ...) read and write it ("rw"), as tools should see them
@@ -130,7 +133,7 @@ class Plan:
         """The `.out` kernel; False if it wanted to resize an out (from then on `out_safe` is
         False: the functional op runs instead)."""
         try:
-            self.out_op[0](*args, **kwargs)
+            self.out_call(*args, **kwargs)
             return True
         except RuntimeError as exc:
             if "not resizable" not in str(exc):
@@ -141,14 +144,18 @@ class Plan:
     def run_one_out(self, args: list, out, shape, stride) -> None:
         """`_run_out` for an op with one out: `out` a host view of storage offset 0 laid out
         as (`shape`, `stride`), what the meta kernel said (the fast kernels' task, which knows
-        the layout and so need not read it back)."""
-        kwargs = {self.out_op[1][0]: out}
+        the layout and so need not read it back). `_out_kernel`'s steps, written out."""
+        kwargs = {self.out_name: out}
         if self.out_safe:
-            if self._out_kernel(args, kwargs):
+            try:
+                self.out_call(*args, **kwargs)
                 return
+            except RuntimeError as exc:
+                if "not resizable" not in str(exc):
+                    raise
+                self.out_safe = False
             out.as_strided_(shape, stride, 0)  # the failed resize left its new sizes behind
         self._run_out(*args, **kwargs)
-
 
 
 def _out_overload(op):
