@@ -14,7 +14,7 @@ import torch
 from ..runtime import INLINE_MAX_BYTES, RUNTIME
 from .fallback import Call
 from .optask import OpTask, OutOpTask, current_stream
-from .plan import CPU_KEYSET, FUNCTIONAL, INPLACE, META, SYNC_PATH, VIEW, Plan, plan_of, scalar_key
+from .plan import CPU_KEYSET, FUNCTIONAL, INPLACE, META, SYNC_PATH, VIEW, Plan, bind, plan_of, scalar_key
 from .storage import INFOS, ITEMSIZE, alloc, alloc_at, block_of, info, itemsize
 
 _Tensor = torch.Tensor
@@ -179,6 +179,7 @@ def hot_kernel(plan: Plan, arity: int, general):
             shape, stride, dt, nbytes = spec
             if nbytes:  # an empty result has no address: the fast kernel handles it
                 hot[key] = (shape, stride, dt, nbytes, ITEMSIZE.get(dt) or itemsize(dt))
+                bind(plan, key[2::3], dt)
 
     def ref_of(inf, t, shape, stride, dt):
         """(ref, block) of an npu tensor argument (refs.ref_on, without the blocks list)."""
