@@ -12,6 +12,14 @@ the rules, each tied to where the skip comes from:
   `@skip(reason)` in the file, and the message is that reason.
 * `rocm-only`: `@unittest.skipIf(not TEST_WITH_ROCM, reason)`; torch_npu's CI is not ROCm.
 * `cuda-only`: `@unittest.skipIf(not TEST_CUDA, reason)` or `@onlyCUDA`; no CUDA on its CI.
+* `privateuse1`: `@unittest.skipIf(FLAG, reason)` (or `FLAG or ...`) where FLAG is torch's
+  `TEST_PRIVATEUSE1` or a module-level name the file sets to it and nothing else
+  (test/test_npu.py: `TEST_NPUMALLOCASYNC = TEST_PRIVATEUSE1`). TEST_PRIVATEUSE1 is true
+  wherever the privateuse1 backend, npu, is available: on every machine torch_npu's CI runs its
+  tests on (test_npu.py replaces its TestCase with NoTest where it is false), so these skip
+  there too. Flags that also read the machine (`TEST_MULTINPU = TEST_PRIVATEUSE1 and
+  device_count() >= 2`: torch_npu's periodic job has one NPU, `--device /dev/davinci6`;
+  `TEST_LARGE_TENSOR`, reassigned from the device's memory) are not such aliases.
 
 Everything else stays among the tests the CI runs and counts as not passing: a device count, the
 SoC npurt simulates (`SupportedDevices`), a CANN or torch version this machine reports
@@ -30,7 +38,9 @@ REASONS = {
     "unconditional": "@unittest.skip in the test file: skipped everywhere",
     "rocm-only": "ROCm-only test (skipIf(not TEST_WITH_ROCM)): torch_npu's CI is not ROCm",
     "cuda-only": "CUDA-only test (skipIf(not TEST_CUDA) / onlyCUDA): torch_npu's CI has no CUDA",
+    "privateuse1": "skipIf(TEST_PRIVATEUSE1 or an alias of it): true on every NPU machine, its CI's included",
 }
+PRIVATEUSE1 = "TEST_PRIVATEUSE1"
 
 
 def _name(node) -> str:
@@ -48,7 +58,39 @@ def _literal(node):
         return None
 
 
-def _rule(decorator) -> tuple[str, str | None] | None:
+def privateuse1_aliases(tree) -> set[str]:
+    """TEST_PRIVATEUSE1 and the module-level names whose every assignment is `NAME = TEST_PRIVATEUSE1`."""
+    values: dict = {}
+
+    def visit(body):
+        for node in body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                plain = isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) \
+                    and node.value.id == PRIVATEUSE1
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        values.setdefault(t.id, []).append(plain)
+            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    visit(getattr(node, field, []))
+            elif isinstance(node, ast.ExceptHandler):
+                visit(node.body)
+
+    visit(tree.body)
+    return {PRIVATEUSE1} | {name for name, plain in values.items() if all(plain)}
+
+
+def _always_true(cond, aliases: set[str]) -> bool:
+    """Whether a skip condition is true wherever TEST_PRIVATEUSE1 (and its aliases) are."""
+    if isinstance(cond, ast.Name):
+        return cond.id in aliases
+    if isinstance(cond, ast.BoolOp) and isinstance(cond.op, ast.Or):
+        return any(_always_true(v, aliases) for v in cond.values)
+    return False
+
+
+def _rule(decorator, aliases: set[str] = frozenset()) -> tuple[str, str | None] | None:
     """(rule, the reason it skips with; None: any message of that rule) for a decorator that
     skips on every machine torch_npu's CI has, else None."""
     name = _name(decorator)
@@ -67,6 +109,8 @@ def _rule(decorator) -> tuple[str, str | None] | None:
                 return "rocm-only", reason
             if flag == "TEST_CUDA":
                 return "cuda-only", reason
+        if isinstance(reason, str) and _always_true(cond, aliases):
+            return "privateuse1", reason
     return None
 
 
@@ -74,18 +118,23 @@ def decorated(source: str) -> dict[str, tuple[str, str | None]]:
     """'Class.method' / 'function' -> (rule, reason) for the tests of a file whose decorators (or
     whose class's) skip them on torch_npu's CI too."""
     out: dict = {}
+    tree = ast.parse(source)
+    aliases = privateuse1_aliases(tree)
+
+    def rules_of(decorators):
+        return [r for r in (_rule(d, aliases) for d in decorators) if r]
 
     def visit(body, prefix, inherited):
         for node in body:
             if isinstance(node, ast.ClassDef):
-                rules = [r for r in map(_rule, node.decorator_list) if r]
+                rules = rules_of(node.decorator_list)
                 visit(node.body, f"{node.name}.", rules or inherited)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-                rules = [r for r in map(_rule, node.decorator_list) if r] or inherited
+                rules = rules_of(node.decorator_list) or inherited
                 if rules:
                     out[prefix + node.name] = rules[0]
 
-    visit(ast.parse(source).body, "", [])
+    visit(tree.body, "", [])
     return out
 
 

@@ -14,7 +14,13 @@
   the Python package and its models (resnet18, which test_npu.py uses) import and run;
 * torch_npu's CI list of disabled tests (its package __init__ applies it; NPURT_TORCH_NPU_DISABLED_TESTS
   names the file): the tests it names are skipped with the reason torch_npu_disabled.SKIP_REASON,
-  which the counting script tells apart from the files' own skips.
+  which the counting script tells apart from the files' own skips;
+* the order: torch_npu's CI runs each file as `python test_x.py` (ci/access_control_test.py ->
+  test/run_test.py), so torch's run_tests and unittest's loader order its tests: TestCase
+  classes by name (the loader walks dir(module)), each class's tests by name. pytest would
+  run them in source order, and a test that leaves process state behind (sync_debug_mode,
+  a device) then meets other tests than on the CI; the unittest tests are put in unittest's
+  order (other items keep their places).
 """
 import importlib.util
 import os
@@ -90,7 +96,19 @@ _pm.PathManager = PathManager
 sys.modules["torch_npu.utils._path_manager"] = _pm
 
 
+def unittest_order(items) -> None:
+    """Put the unittest.TestCase items in unittest's loader order (class name, then test name),
+    in the slots they hold; the other items stay where they are."""
+    import unittest
+    slots = [i for i, item in enumerate(items)
+             if isinstance(getattr(item, "cls", None), type) and issubclass(item.cls, unittest.TestCase)]
+    ordered = sorted((items[i] for i in slots), key=lambda item: (item.cls.__name__, item.name))
+    for i, item in zip(slots, ordered):
+        items[i] = item
+
+
 def pytest_collection_modifyitems(config, items):
+    unittest_order(items)
     path = os.environ.get("NPURT_TORCH_NPU_DISABLED_TESTS", "")
     if not path:
         return

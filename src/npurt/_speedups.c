@@ -386,14 +386,33 @@ static PyObject *one_obj;   /* the int 1 */
  * the block (borrowed: `live` holds it), or NULL with no error set when the fast path does
  * not apply (nothing changed). */
 static BlockObject *
+pool_take_size(PoolObject *self, long long size);
+
+static BlockObject *
 pool_take(PoolObject *self, PyObject *size_obj)
 {
     if (!PyLong_CheckExact(size_obj)) return NULL;
     int overflow;
     long long size = PyLong_AsLongLongAndOverflow(size_obj, &overflow);
-    if (overflow || size <= 0 || size > FAST_MAX) { PyErr_Clear(); return NULL; }
+    if (overflow) { PyErr_Clear(); return NULL; }
+    return pool_take_size(self, size);
+}
+
+/* The bin a fast malloc of `size` bytes takes from (its tail), or NULL: not the fast path. */
+static inline BinObject *
+pool_bin_for(PoolObject *self, long long size)
+{
+    if (size <= 0 || size > FAST_MAX || self->live == NULL) return NULL;
     BinObject *bin = self->small[((size + FAST_ROUND) & CLASS_MASK) / SIZE_CLASS];
-    if (bin == NULL || bin->tail == NULL || self->live == NULL) return NULL;
+    return bin != NULL && bin->tail != NULL ? bin : NULL;
+}
+
+/* pool_take for a C size. */
+static BlockObject *
+pool_take_size(PoolObject *self, long long size)
+{
+    BinObject *bin = pool_bin_for(self, size);
+    if (bin == NULL) return NULL;
     BlockObject *b = bin->tail;
     bin_unlink(bin, b);  /* ours now (the bin's reference) */
     b->state = LIVE;
@@ -876,11 +895,21 @@ current_slot(PyObject *per_thread)
 /* The pool of the device an address belongs to (borrowed, valid until the next
  * invalidate), or NULL (no error). */
 static PoolObject *
+pool_of_device_address(EntryObject *e, unsigned long long p);
+
+static PoolObject *
 pool_of_address(EntryObject *e, PyObject *ptr)
 {
     if (!PyLong_CheckExact(ptr)) return NULL;
     unsigned long long p = PyLong_AsUnsignedLongLong(ptr);
     if (p == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return NULL; }
+    return pool_of_device_address(e, p);
+}
+
+/* pool_of_address for a C address. */
+static PoolObject *
+pool_of_device_address(EntryObject *e, unsigned long long p)
+{
     if (p < e->va_base) return NULL;
     unsigned long long phys = (p - e->va_base) >> 40;
     if (phys < PHYS_SLOTS && phys_gen[phys] == generation && phys_pools[phys] != NULL) return phys_pools[phys];
@@ -1078,6 +1107,85 @@ entry_vectorcall(EntryObject *e, PyObject *const *args, size_t nargsf, PyObject 
     return PyObject_Vectorcall(e->slow, args, nargsf, kwnames);
 }
 
+/* ---- the C interface's direct calls (libacl_rt.so's aclrtMalloc / aclrtFree) ----
+ * The fast case of a malloc / free entry taking C arguments, so the shim makes no int objects
+ * and no call: the same tests as entry_vectorcall, in the same order. Called with the GIL
+ * held. 1: done (for malloc, *out is the address); 0: not the fast case, nothing changed and
+ * no error set (the caller calls the entry, whose Python path decides and reports). The shim
+ * finds the table through a capsule, an entry's `c_api` (npurt.capi.shims). */
+static unsigned long long capi_served;  /* calls the direct path answered (direct_calls()) */
+
+static int
+capi_malloc(PyObject *entry, unsigned long long size, long long policy, uintptr_t *out)
+{
+    EntryObject *e = (EntryObject *)entry;
+    if (!Py_IS_TYPE(entry, &EntryType) || e->kind != K_MALLOC || policy != 0 || size > (unsigned long long)FAST_MAX
+        || tools_listening(e))
+        return 0;
+    ThreadSlot *slot = current_slot(e->per_thread);
+    if (slot == NULL) return 0;
+    BinObject *bin = pool_bin_for(slot->pool, (long long)size);
+    if (bin == NULL) return 0;
+    /* the address first (the block pool_take_size takes is this one), so that nothing has
+     * changed when it is not a plain int */
+    PyObject *addr = bin->tail->addr;
+    if (addr == NULL || !PyLong_CheckExact(addr)) return 0;
+    unsigned long a = PyLong_AsUnsignedLong(addr);
+    if (a == (unsigned long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    BlockObject *b = pool_take_size(slot->pool, (long long)size);  /* runs no Python code */
+    if (b == NULL) { if (PyErr_Occurred()) PyErr_Clear(); return 0; }
+    *out = (uintptr_t)a;
+    capi_served++;
+    return 1;
+}
+
+static int
+capi_free(PyObject *entry, uintptr_t ptr)
+{
+    EntryObject *e = (EntryObject *)entry;
+    if (!Py_IS_TYPE(entry, &EntryType) || e->kind != K_FREE || tools_listening(e)) return 0;
+    PoolObject *pool = pool_of_device_address(e, (unsigned long long)ptr);
+    if (pool == NULL) return 0;
+    if (pool->live == NULL || pool->poison) return 0;
+    PyObject *key = PyLong_FromUnsignedLong((unsigned long)ptr);
+    if (key == NULL) { PyErr_Clear(); return 0; }
+    PyObject *o = PyDict_GetItemWithError(pool->live, key);  /* borrowed */
+    Py_DECREF(key);
+    if (o == NULL || !PyObject_TypeCheck(o, &BlockType)) { PyErr_Clear(); return 0; }
+    /* the block's own address object is the key `live` holds (pool_take, the Python pool):
+     * removing it by identity skips comparing two equal ints */
+    PyObject *addr = ((BlockObject *)o)->addr;
+    if (addr == NULL || !PyLong_CheckExact(addr) || PyLong_AsUnsignedLong(addr) != (unsigned long)ptr) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_INCREF(pool);  /* its last step may run Python code (dropping a uses dict) */
+    Py_INCREF(addr);
+    int r = pool_free_block(pool, addr, (BlockObject *)o);
+    Py_DECREF(addr);
+    Py_DECREF(pool);
+    if (r < 0) PyErr_Clear();  /* nothing changed: the Python path decides */
+    capi_served += r > 0;
+    return r > 0;
+}
+
+/* The table's layout: npurt.capi.shims declares the same (checked by `size`). */
+typedef struct {
+    size_t size;
+    int (*malloc)(PyObject *entry, unsigned long long size, long long policy, uintptr_t *out);
+    int (*free)(PyObject *entry, uintptr_t ptr);
+} NpurtPoolCapi;
+
+static const NpurtPoolCapi pool_capi = {sizeof(NpurtPoolCapi), capi_malloc, capi_free};
+#define POOL_CAPI_NAME "npurt._speedups.pool_capi"
+
+static PyObject *
+entry_c_api(EntryObject *e, void *Py_UNUSED(closure))
+{
+    if (e->kind != K_MALLOC && e->kind != K_FREE) Py_RETURN_NONE;
+    return PyCapsule_New((void *)&pool_capi, POOL_CAPI_NAME, NULL);
+}
+
 /* The offset of a __slots__ member of `type` (its member descriptor), or -1 with an error. */
 static Py_ssize_t
 slot_offset(PyTypeObject *type, const char *name)
@@ -1190,6 +1298,8 @@ static PyMemberDef entry_members[] = {
 
 static PyGetSetDef entry_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"c_api", (getter)entry_c_api, NULL,
+     "malloc's and free's fast case for C callers (a capsule " POOL_CAPI_NAME "), or None", NULL},
     {NULL}
 };
 
@@ -1631,6 +1741,12 @@ mod_suspended(PyObject *m, PyObject *Py_UNUSED(ignored))
 }
 
 static PyObject *
+mod_direct_calls(PyObject *m, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromUnsignedLongLong(capi_served);
+}
+
+static PyObject *
 mod_invalidate(PyObject *m, PyObject *Py_UNUSED(ignored))
 {
     invalidate_caches();
@@ -1654,6 +1770,8 @@ static PyMethodDef module_methods[] = {
     {"suspend", mod_suspend, METH_NOARGS, "hold every Entry's fast path off (counted; resume() undoes one)"},
     {"resume", mod_resume, METH_NOARGS, "undo one suspend()"},
     {"suspended", mod_suspended, METH_NOARGS, "how many suspend() calls are in force"},
+    {"direct_calls", mod_direct_calls, METH_NOARGS,
+     "how many C calls (libacl_rt.so's aclrtMalloc / aclrtFree) an entry's c_api answered"},
     {NULL}
 };
 

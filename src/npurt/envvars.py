@@ -77,8 +77,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("TORCH_NPU_DEVICE_CAPABILITY", "(unset)", "major.minor that torch.npu.get_device_capability() "
              "returns (unset: None, as torch_npu)", "torch"),
     Variable("TORCH_ACL_INIT_CONFIG_PATH", "(unset)", "a user acl.json torch_npu checks at its first set_device "
-             "(exists, parses as JSON, no 'defaultDevice' in non-lazy mode)", "torch"),
-    Variable("ACL_OP_INIT_MODE", "0", "torch_npu's operator init mode (0, 1, 2); other values warn and read as 0",
+             "(exists, parses as JSON, has defaultDevice.default_device \"0\": the lazy set_device mode of CANN "
+             "8.3.RC1+)", "torch"),
+    Variable("ACL_OP_INIT_MODE", "1", "torch_npu's operator init mode (0, 1, 2); other values warn and read as "
+             "the default (1 on a 910B with CANN 8.3.RC1+)",
              "torch"),
     Variable("TASK_QUEUE_ENABLE", "1", "torch_npu's task queue switch; read only for PER_STREAM_QUEUE's rule",
              "torch"),

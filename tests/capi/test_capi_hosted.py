@@ -23,10 +23,15 @@ PROGRAM = textwrap.dedent("""
 """)
 
 
-def test_a_python_process_calls_the_library_after_capsule_lookups_and_exits_cleanly(cann_home):
+def run_hosted(program: str, cann_home: str) -> subprocess.CompletedProcess:
+    """`program` run by this Python with this sys.path, the prefix as its argument."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    proc = subprocess.run([sys.executable, "-c", PROGRAM, cann_home], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", program, cann_home], capture_output=True, text=True,
                           timeout=240, env=env)
+
+
+def test_a_python_process_calls_the_library_after_capsule_lookups_and_exits_cleanly(cann_home):
+    proc = run_hosted(PROGRAM, cann_home)
     assert proc.returncode == 0, proc.stderr
     assert "device 1 same runtime 1" in proc.stdout

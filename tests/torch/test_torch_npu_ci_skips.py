@@ -76,3 +76,53 @@ def test_the_message_must_be_the_decorators_reason():
 def test_a_parametrized_instance_matches_its_function_not_a_longer_sibling():
     assert _classify("t.py::TestA::test_param_x_1", "parametrized") == "unconditional"
     assert _classify("t.py::TestA::test_param_other", "parametrized") is None
+
+
+PRIVATEUSE1_SOURCE = '''
+import unittest
+from torch.testing._internal.common_utils import TEST_PRIVATEUSE1, TEST_WITH_ROCM
+
+TEST_NPUMALLOCASYNC = TEST_PRIVATEUSE1
+TEST_MULTINPU = TEST_PRIVATEUSE1 and device_count() >= 2
+TEST_LARGE_TENSOR = TEST_PRIVATEUSE1
+if TEST_PRIVATEUSE1:
+    TEST_LARGE_TENSOR = total_memory() >= 12e9
+
+class TestA(TestCase):
+    @unittest.skipIf(TEST_NPUMALLOCASYNC, "setContextRecorder not supported by NPUMallocAsync")
+    def test_alias(self): ...
+
+    @unittest.skipIf(TEST_NPUMALLOCASYNC or TEST_WITH_ROCM, "temporarily disabled for async")
+    def test_alias_or(self): ...
+
+    @unittest.skipIf(TEST_MULTINPU, "Testing on one NPU is sufficient")
+    def test_machine_flag(self): ...
+
+    @unittest.skipIf(TEST_LARGE_TENSOR, "reassigned")
+    def test_reassigned(self): ...
+
+    @unittest.skipIf(not TEST_NPUMALLOCASYNC, "the negation")
+    def test_negated(self): ...
+
+@unittest.skipIf(TEST_NPUMALLOCASYNC or TEST_WITH_ROCM, "NYI")
+class TestB(TestCase):
+    def test_in_class(self): ...
+'''
+
+
+def _classify_p1(node, message):
+    return ci_skips.classify(ci_skips.decorated(PRIVATEUSE1_SOURCE), ci_skips.test_names(PRIVATEUSE1_SOURCE), node,
+                             message)
+
+
+def test_a_skip_on_test_privateuse1_or_a_plain_alias_of_it_holds_on_its_ci_too():
+    # test/test_npu.py: TEST_NPUMALLOCASYNC = TEST_PRIVATEUSE1, true on every NPU machine
+    assert _classify_p1("t.py::TestA::test_alias", "setContextRecorder not supported by NPUMallocAsync") == "privateuse1"
+    assert _classify_p1("t.py::TestA::test_alias_or", "temporarily disabled for async") == "privateuse1"
+    assert _classify_p1("t.py::TestB::test_in_class", "NYI") == "privateuse1"
+
+
+def test_flags_that_read_the_machine_stay_in_the_count():
+    assert _classify_p1("t.py::TestA::test_machine_flag", "Testing on one NPU is sufficient") is None
+    assert _classify_p1("t.py::TestA::test_reassigned", "reassigned") is None
+    assert _classify_p1("t.py::TestA::test_negated", "the negation") is None

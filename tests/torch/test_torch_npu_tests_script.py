@@ -54,3 +54,30 @@ def test_the_test_a_dead_process_was_in_is_named():
     out = FINISHED.split("t.py::TestA::test_b")[0] + "t.py::TestA::test_b \n"
     outcomes, crashed = _read(out)
     assert crashed == "t.py::TestA::test_b" and list(outcomes) == ["t.py::TestA::test_a"]
+
+
+def test_the_harness_runs_a_files_unittest_tests_in_unittests_order(tmp_path):
+    # torch_npu's CI runs `python test_x.py` (unittest's loader: classes by name, then tests by name)
+    import os
+    import subprocess
+    (tmp_path / "test_order.py").write_text(
+        "import unittest\n"
+        "class TestZ(unittest.TestCase):\n    def test_b(self): pass\n    def test_a(self): pass\n"
+        "def test_function(): pass\n"
+        "class TestA(unittest.TestCase):\n    def test_y(self): pass\n")
+    src = str(_SCRIPTS.parent / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(_SCRIPTS), src]), "NPURT_TORCH_NPU_CHECKOUT": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider", "-p",
+                        "torch_npu_harness", "test_order.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=600)
+    order = [line.split("::", 1)[1] for line in r.stdout.splitlines() if line.startswith("test_order.py::")]
+    assert order == ["TestA::test_y", "TestZ::test_a", "test_function", "TestZ::test_b"], r.stdout + r.stderr
+
+
+def test_an_expected_failure_counts_as_unittest_counts_it():
+    # torch_npu's CI runs unittest: an @expectedFailure test that fails is a success of the run,
+    # one that passes ("unexpected success") a failure
+    out = FINISHED.replace("t.py::TestA::test_b SKIPPED (slow)", "t.py::TestA::test_b XFAIL").replace(
+        "t.py::TestA::test_c SKIPPED (two devices)", "t.py::TestA::test_c XPASS")
+    outcomes, _ = _read(out)
+    assert outcomes["t.py::TestA::test_b"][0] == "passed" and outcomes["t.py::TestA::test_c"][0] == "failed"

@@ -71,7 +71,15 @@ TORCH_NPU_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch
 
 # torch_npu modules that cost an import of their own: aliased on first import (the module they name)
 TORCH_NPU_LAZY = {"torch_npu.npu._stream_check": "npurt.torch.stream_check",
-                  "torch.npu._stream_check": "npurt.torch.stream_check"}
+                  "torch.npu._stream_check": "npurt.torch.stream_check",
+                  "torch_npu.npu._graph_tree": "npurt.torch.graph_tree",
+                  "torch.npu._graph_tree": "npurt.torch.graph_tree",
+                  "torch_npu.npu._npugraph_conditional_nodes": "npurt.torch.npugraph_cond",
+                  "torch.npu._npugraph_conditional_nodes": "npurt.torch.npugraph_cond",
+                  # `from torch_npu.npu import _graph_tree`: the import system asks for the
+                  # submodule by the package's own name
+                  "npurt.torch.npu._graph_tree": "npurt.torch.graph_tree",
+                  "npurt.torch.npu._npugraph_conditional_nodes": "npurt.torch.npugraph_cond"}
 
 
 class _LazyAliases:

@@ -7,6 +7,9 @@ this one about half). Each callable takes the C arguments as ints (addresses and
 and returns the output's value (or None), raising for a failure; `fail(exc, name)` turns the
 exception into the aclError code exactly as the cffi path does (`npurt.capi.errors`). A call
 with a NULL output pointer, or any call before these are loaded, takes the ordinary cffi path.
+aclrtMalloc and aclrtFree are the C accelerator's entries where it runs: the shim first calls
+their fast case in C through the entry's `c_api` capsule (`npurt.capi.shims.DIRECT`) and calls
+them only when it declines.
 """
 from __future__ import annotations
 

@@ -57,12 +57,41 @@ FAST = {
     "aclrtGetDevice": ("deviceId", ()),
 }
 
+# The direct calls: for these, the callable in npurt.capi.fast is the C accelerator's entry
+# (npurt._speedups.Entry, npurt.runtime.entries), whose `c_api` capsule holds its fast case as
+# C functions taking C arguments; the shim calls that first, under the GIL, and the callable
+# only when it declines (a listening tool, no current context, a cache miss, bad input: the
+# Python path decides, as for the facade). Without the accelerator there is no capsule.
+DIRECT = {
+    "aclrtMalloc": "npurt_pool_capi->malloc(npurt_fast_fn[{k}], (unsigned long long)size, (long long)policy, &d_)",
+    "aclrtFree": "npurt_pool_capi->free(npurt_fast_fn[{k}], (uintptr_t)devPtr)",
+}
+
 _FAST_C = """
 /* ---- the fast path of the hot functions (npurt.capi.fast) ---- */
 static PyObject *npurt_fast_fn[NPURT_NFAST];
 static PyObject *npurt_fast_fail_fn;
 static int npurt_fast_ready;
-static __thread int npurt_thread_bound;
+
+/* npurt._speedups' table of direct calls (its NpurtPoolCapi; `size` checks the layout) */
+typedef struct {
+    size_t size;
+    int (*malloc)(PyObject *entry, unsigned long long size, long long policy, uintptr_t *out);
+    int (*free)(PyObject *entry, uintptr_t ptr);
+} npurt_pool_capi_t;
+static const npurt_pool_capi_t *npurt_pool_capi;
+
+static void npurt_load_pool_capi(PyObject *entry)
+{
+    PyObject *c = PyObject_GetAttrString(entry, "c_api");
+    const npurt_pool_capi_t *t = NULL;
+    if (c != NULL && PyCapsule_IsValid(c, "npurt._speedups.pool_capi"))
+        t = (const npurt_pool_capi_t *)PyCapsule_GetPointer(c, "npurt._speedups.pool_capi");
+    Py_XDECREF(c);
+    PyErr_Clear();
+    if (t != NULL && t->size == sizeof(npurt_pool_capi_t) && (npurt_pool_capi == NULL || npurt_pool_capi == t))
+        npurt_pool_capi = t;
+}
 
 static void npurt_load_fast(void)
 {
@@ -77,6 +106,10 @@ static void npurt_load_fast(void)
         npurt_fast_fail_fn = PyObject_GetAttrString(m, "fail");
         ok = npurt_fast_fail_fn != NULL;
     }
+    for (int i = 0; ok && i < NPURT_NFAST; i++) {
+        if (npurt_fast_direct[i])
+            npurt_load_pool_capi(npurt_fast_fn[i]);
+    }
     Py_XDECREF(m);
     if (!ok)
         PyErr_Clear();      /* the cffi path serves every call */
@@ -85,15 +118,43 @@ static void npurt_load_fast(void)
 }
 
 /* A C thread's first call goes through cffi, which gives the thread one Python thread state
- * for its life (npurt's current context lives there); only then may it take the GIL itself. */
+ * for its life (npurt's current context lives there); only then may it take the GIL itself,
+ * with that thread state, remembered here (NULL: not bound yet; one thread-local variable,
+ * so a call looks up one). */
+static __thread PyThreadState *npurt_thread_ts;
+
 static int npurt_bind_thread(void)
 {
-    if (!npurt_thread_bound) {
+    if (npurt_thread_ts == NULL) {
         if (npurt_py_ready() != 1)
             return 0;
-        npurt_thread_bound = 1;
+        npurt_thread_ts = PyGILState_GetThisThreadState();
+        return npurt_thread_ts != NULL;
     }
     return 1;
+}
+
+#if PY_VERSION_HEX >= 0x030D0000
+#define npurt_current_ts() PyThreadState_GetUnchecked()
+#else
+#define npurt_current_ts() _PyThreadState_UncheckedGet()
+#endif
+
+/* What PyGILState_Ensure / _Release do for a bound thread, without their thread-local
+ * look-ups: 1 if the GIL was taken here (npurt_gil_drop gives it back), 0 if this thread
+ * already held it (a call from Python code, or from a callback npurt runs). */
+static inline int npurt_gil_take(void)
+{
+    if (npurt_current_ts() == npurt_thread_ts)
+        return 0;
+    PyEval_RestoreThread(npurt_thread_ts);
+    return 1;
+}
+
+static inline void npurt_gil_drop(int taken)
+{
+    if (taken)
+        PyEval_SaveThread();
 }
 
 static aclError npurt_fast_error(int k)
@@ -135,7 +196,12 @@ def _fast_body(spec: Spec, fn: dict, k: int) -> list[str]:
     params = {p["name"]: p for p in fn["params"]}
     n = len(names)
     cond = "npurt_fast_ready" + (f" && {out_name}" if out_name else "") + " && npurt_bind_thread()"
-    lines = [f"    if ({cond}) {{", "        PyGILState_STATE g_ = PyGILState_Ensure();"]
+    lines = [f"    if ({cond}) {{", "        int g_ = npurt_gil_take();"]
+    if fn["name"] in DIRECT:
+        done = f"*{out_name} = (void *)d_; " if out_name else ""
+        lines += ["        uintptr_t d_ = 0;"] * bool(out_name) + [
+                  f"        if (npurt_pool_capi && {DIRECT[fn['name']].format(k=k)}) {{",
+                  f"            {done}npurt_gil_drop(g_);", "            return ACL_SUCCESS;", "        }"]
     if n:
         lines.append(f"        PyObject *a_[{n}];")
         lines.append("        int ok_ = 1;")
@@ -156,7 +222,7 @@ def _fast_body(spec: Spec, fn: dict, k: int) -> list[str]:
         lines.append(f"        else {{ {store} Py_DECREF(r_); if (PyErr_Occurred()) ret_ = npurt_fast_error({k}); }}")
     else:
         lines.append("        else Py_DECREF(r_);")
-    lines += ["        PyGILState_Release(g_);", "        return ret_;", "    }"]
+    lines += ["        npurt_gil_drop(g_);", "        return ret_;", "    }"]
     return lines
 
 
@@ -214,6 +280,7 @@ def c_source(spec: Spec, includes: list[str], runtime_c: str) -> str:
     fast = [n for n in FAST if n in spec.functions]
     out.append(f"#define NPURT_NFAST {max(len(fast), 1)}")
     out.append("static const char *npurt_fast_names[NPURT_NFAST] = {" + ", ".join(f'"{n}"' for n in fast) + "};")
+    out.append("static const int npurt_fast_direct[NPURT_NFAST] = {" + ", ".join(str(int(n in DIRECT)) for n in fast) + "};")
     out.append(runtime_c)
     out.append(_FAST_C)
     out.append(f'const char *npurt_interface_digest(void) {{ return "{interface_digest(spec)}"; }}\n')

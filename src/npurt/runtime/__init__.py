@@ -27,6 +27,7 @@ from .faults import FAULTS, FaultSpecError, operations_of as _operations_of
 from . import api as _api
 from .memory import FREE as BLOCK_FREE, LIVE as BLOCK_LIVE, PENDING as BLOCK_PENDING, note_use, note_uses
 from .vmm import reserved_pool
+from .memory_take import take_at
 from .memops import KIND_NAMES as MEMCPY_KIND_NAMES
 from .warn import HangWarning, LeakWarning
 from .watchdog import WATCHDOG
@@ -87,6 +88,8 @@ __all__ = [
     'note_use', 'note_uses', 'WATCHDOG', 'BLOCK_LIVE', 'BLOCK_FREE', 'BLOCK_PENDING', 'MEMCPY_KIND_NAMES',
     # a caching pool on a reserved address range (torch's expandable segments and MemPools)
     'reserved_pool',
+    # a block at a given address made live again (torch's checkpointed private pools)
+    'take_at',
     # processes: module-level locks a forked child gets back unlocked, handlers run in the child
     'fork_safe_lock', 'on_fork_child',
     # errors and warnings; as_int: the runtime's exact-int argument check

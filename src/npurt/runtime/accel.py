@@ -10,7 +10,7 @@ behaviour, the same tests):
 | `BlockBase` | a block record as a C struct, linked into its bin | a class with `__slots__` |
 | `Bin` | the free blocks of one size, an intrusive list: O(1) take, give back, claim | a dict used as an ordered set |
 | `PoolBase` | DeviceMemory's base: counters as C fields, the small bins as a C array, malloc/free's cached-block case in C | nothing (memory.py's Python fast path) |
-| `Entry` | the runtime's and the facades' malloc/free, the Pythonic `allocate` and `npurt.empty` as C callables (see `npurt.runtime.entries`) | the Python functions themselves |
+| `Entry` | the runtime's and the facades' malloc/free, the Pythonic `allocate` and `npurt.empty` as C callables (see `npurt.runtime.entries`); a malloc or free entry's `c_api` is a capsule of its fast case as C functions with C arguments, which libacl_rt.so's aclrtMalloc / aclrtFree call directly (`direct_calls()` counts the calls they answered) | the Python functions themselves (no `c_api`: the C interface calls them) |
 | `Allocation` | the Pythonic allocation record in C; its dealloc frees through the pool's fast path (`entries.allocation_record`) | the Python record with `__del__` (npurt.array.allocation) |
 | `note_use`, `note_uses`, `prune_uses` | memory.py's use records of blocks, in C | memory.py's functions |
 | `Lock` | threading.Lock not tracked by the garbage collector (a stream's enqueue lock) | threading.Lock |

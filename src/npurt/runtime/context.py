@@ -30,6 +30,7 @@ class Context:
         self.streams: set[Stream] = set()
         self.stop_on_failure = False
         self.sys_params: dict[int, int] = {}
+        device.open_memory()
         self.default_stream: Stream = device.new_stream(self, is_default=True)
 
     def __repr__(self) -> str:

@@ -12,6 +12,12 @@ from .scheduler import Scheduler
 from .stream import Stream
 from .vmm import VirtualMemory
 
+# the kernel stacks of RawDevice::AllocStackPhyBaseForCloudV2, (32 + 16) KiB x (50 + 25) cores,
+# held in 2 MiB pages (4 MiB): the rest of the device stays one run of huge pages
+RUNTIME_STACKS = (32 + 16) * 1024 * 75
+STACK_PAGE = 2 << 20
+RUNTIME_HELD = -(-RUNTIME_STACKS // STACK_PAGE) * STACK_PAGE
+
 if TYPE_CHECKING:
     from ..driver import DeviceBackend
     from .context import Context
@@ -53,6 +59,21 @@ class Device:
         self.boot_ns = time.perf_counter_ns()
         self.sat_mode = 1  # ACL_RT_OVERFLOW_MODE_INFNAN
         self.res_limits: dict[int, int] = {}  # aclrtDevResLimitType -> cores kernels may use (absent: all)
+        self.runtime_memory: int | None = None  # offset of what the runtime holds while the device is open
+
+    def open_memory(self) -> None:
+        """What the runtime itself holds on a device once it is open (its first context), until
+        the device is released: the AI Core / Vector Core kernel stacks a real runtime allocates
+        at device init (RawDevice::AllocStackPhyBaseForCloudV2: 32 KiB and 16 KiB for each of 75
+        cores, RT_SCALAR_BUFFER_SIZE_32K_75 / _16K_75 in spec/base_info.hpp), so aclrtGetMemInfo's
+        free is below its total on an open device, as on a real one."""
+        with self.lock:
+            if self.runtime_memory is None:
+                self.runtime_memory = self.backend.map_pages(RUNTIME_HELD, STACK_PAGE)
+
+    def memory_released(self) -> None:
+        """The backend was reset (the device released): the runtime's own memory went with it."""
+        self.runtime_memory = None
 
     def __repr__(self) -> str:
         return f"<npurt device {self.id} ({self.spec.name}, physical {self.backend.physical_id})>"

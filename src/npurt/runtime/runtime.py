@@ -343,6 +343,7 @@ class Runtime:
         leaked = device.memory.release_all(reason)
         device.vmm.release_all()
         device.backend.reset()
+        device.memory_released()
         FAULTS.on_reset(device.id)  # a device lost by an injected fault works again
         log.info("%s: device %d released (%d allocation(s) still live)", reason, device.id, len(leaked))
         if leaked:

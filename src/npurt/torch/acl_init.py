@@ -7,13 +7,17 @@ process, and a failure raises RuntimeError every time it is asked again:
 
 * TORCH_ACL_INIT_CONFIG_PATH set: the path must resolve ("... is invalid"), open ("Failed to
   open user acl json") and parse as JSON ("Failed to parse user acl json", an empty file
-  included). torch_npu's lazy set_device mode (CANN 8.3.RC1 and later) requires
-  `"defaultDevice": {"default_device": "0"}`; npurt reports no CANN version (npurt.torch.shim
-  _C), so it is in the non-lazy mode, where a `defaultDevice` key is refused ("contains
+  included). Then the set_device mode decides (torch_npu/csrc/core/npu/NPUFunctions.cpp
+  is_lazy_set_device: lazy on CANN 8.3.RC1 and later). npurt reports CANN 9.1.0
+  (npurt.torch.cann_version), so it is in the lazy mode, as torch_npu on that CANN: the file
+  must hold a `"defaultDevice"` object ("lacks 'defaultDevice' object") whose `default_device`
+  is the string "0" ("requires 'defaultDevice.default_device' to be \"0\""). In the non-lazy
+  mode (a CANN below 8.3.RC1) a `defaultDevice` key is refused instead ("contains
   'defaultDevice'"). The file's other settings (dump, profiling) configure CANN's tools; npurt
   takes them as read.
 * ACL_OP_INIT_MODE outside 0, 1, 2: the warning "Get env ACL_OP_INIT_MODE not in [0, 1, 2], so
-  reset it to the default value 0." (0: the default on a 910B without a known CANN version).
+  reset it to the default value N." N is torch_npu's default (OptionsManager::GetAclOpInitMode):
+  1 on a 910B with CANN 8.3.RC1 or later (npurt's 910B3 and 9.1.0), else 0.
 """
 from __future__ import annotations
 
@@ -22,10 +26,21 @@ import os
 import warnings
 
 from ..runtime import fork_safe_lock
+from . import cann_version
 
-DEFAULT_OP_INIT_MODE = 0
+LAZY_BASE = "8.3.RC1"   # the first CANN of torch_npu's lazy set_device mode
 _lock = fork_safe_lock()
 _state: dict = {}
+
+
+def is_lazy_set_device() -> bool:
+    """torch_npu's is_lazy_set_device: the reported CANN is 8.3.RC1 or later."""
+    return cann_version.is_gte(LAZY_BASE)
+
+
+def default_op_init_mode() -> int:
+    """torch_npu's default ACL_OP_INIT_MODE on npurt's 910B3: 1 from CANN 8.3.RC1 on, else 0."""
+    return 1 if is_lazy_set_device() else 0
 
 
 def _check_config(path: str) -> None:
@@ -44,7 +59,16 @@ def _check_config(path: str) -> None:
     except ValueError as err:
         raise RuntimeError(f"Failed to parse user acl json {real}. Please check that the file contains valid "
                            f"JSON syntax. Error: {err}") from None
-    if isinstance(config, dict) and "defaultDevice" in config:
+    has_default = isinstance(config, dict) and "defaultDevice" in config
+    if is_lazy_set_device():
+        default = config["defaultDevice"] if has_default else None
+        if not isinstance(default, dict):
+            raise RuntimeError(f"User acl json {real} lacks 'defaultDevice' object, required for lazy set_device "
+                               "mode. Please add: \"defaultDevice\": {\"default_device\": \"0\"}")
+        if default.get("default_device") != "0":
+            raise RuntimeError(f"User acl json {real} requires 'defaultDevice.default_device' to be \"0\" in lazy "
+                               "set_device mode. Please set: \"defaultDevice\": {\"default_device\": \"0\"}")
+    elif has_default:
         raise RuntimeError(f"User acl json {real} contains 'defaultDevice' which is not expected in non-lazy "
                            "set_device mode. Please remove the 'defaultDevice' field from your JSON config.")
 
@@ -59,7 +83,7 @@ def _check_op_init_mode() -> None:
         mode = 0
     if mode not in (0, 1, 2):
         warnings.warn(f"Get env ACL_OP_INIT_MODE not in [0, 1, 2], so reset it to the default value "
-                      f"{DEFAULT_OP_INIT_MODE}.")
+                      f"{default_op_init_mode()}.")
 
 
 def check() -> None:

@@ -46,7 +46,7 @@ from ..runtime import destroy_graph as _destroy, execute_async as _execute, laun
 from . import random as _random
 from ..runtime import graph as _graph_module
 from .device import current_device, synchronize
-from . import alloc_conf, graph_trace, super_kernel
+from . import alloc_conf, graph_pools, graph_trace, super_kernel
 from .graph_debug import TENSOR_BUFFER_SPEC as _NPUGRAPH_TENSOR_BUFFER_SPEC_MARKER  # noqa: F401 - torch_npu's
 from .graph_debug import TENSOR_PTR_SPEC as _NPUGRAPH_TENSOR_PTR_SPEC_MARKER  # noqa: F401 - names of them
 from .graph_debug import build_save_path as _build_save_npugraph_tensor_path  # noqa: F401
@@ -91,6 +91,7 @@ class NPUGraph:
         self._graph = None
         self._capturing = None
         self._pool = None
+        self._routed = None   # (device, pool id) this capture's allocations go to
         self._rng = {}
         self.graph_dispatch_mode = GraphDispatchMode()   # records updatable ops (graph_update.py)
         self.auto_dispatch_capture = False
@@ -132,12 +133,17 @@ class NPUGraph:
         _capturing_graphs[id(built)] = (built, self)
         self._capturing = s
         self._pool = pool if pool is not None else graph_pool_handle()
+        # a private pool of torch_npu._C's pool API (graph trees): the capture allocates from it
+        self._routed = graph_pools.capture_begin(current_device(), self._pool)
 
     def capture_end(self) -> None:
         if self._capturing is None:
             raise RuntimeError("capture_end() without capture_begin()")
         s, self._capturing = self._capturing, None
         self._forget_capture()
+        if self._routed is not None:
+            graph_pools.end_allocate_to_pool(*self._routed)
+            self._routed = None
         captured = _info(s)[1]
         try:
             self._graph = _end(s)

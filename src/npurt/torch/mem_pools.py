@@ -199,6 +199,26 @@ def use_mem_pool(pool: MemPool, device=None):
         stack.pop()
 
 
+def push_route(pool: MemPool, index: int) -> None:
+    """Allocations of npu tensors on device `index` in this thread come from `pool` until
+    pop_route (torch's beginAllocateToPool, for the current thread)."""
+    stack = getattr(_current, "stack", None)
+    if stack is None:
+        stack = _current.stack = []
+    stack.append((pool, index))
+    storage.ROUTE = route
+
+
+def pop_route(pool: MemPool, index: int) -> None:
+    """End this thread's allocation to `pool` on device `index` (endAllocateToPool); nothing
+    when it was not routed there."""
+    stack = getattr(_current, "stack", None) or []
+    for i in range(len(stack) - 1, -1, -1):
+        if stack[i][0] is pool and stack[i][1] == index:
+            del stack[i]
+            return
+
+
 def route(inf):
     """The pool the next npu tensor of DeviceInfo `inf` comes from: the thread's MemPool for the
     device, else the expandable pool when the setting is on, else None (the device's own)."""

@@ -24,6 +24,9 @@ from . import _dlpack, caching, forked, host_backing
 
 ITEMSIZE: dict[torch.dtype, int] = {}
 ROUTE = None  # mem_pools.route when MemPools or expandable segments may take allocations
+# graph_pools.hand_over once storages over memory they do not own exist: given an owner tuple
+# whose storage died, True when another storage over the block takes the block over
+HANDOVER = None
 
 
 def itemsize(dtype: torch.dtype) -> int:
@@ -246,6 +249,8 @@ def release(owner: tuple) -> None:
     objects are new)."""
     _, mem, ptr, block, requested, count = owner
     if mem.live.get(ptr) is block:
+        if HANDOVER is not None and HANDOVER(owner):
+            return
         reserved, maps = mem.reserved, mem.segment_unmaps
         if not HOOKS.active:
             mem.free(ptr)

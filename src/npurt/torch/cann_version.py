@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from ...runtime import constants as C
+from ..runtime import constants as C
 
 _MODELLED = {"CANN": C.CANN_VERSION, "RUNTIME": C.CANN_VERSION, "runtime": C.CANN_VERSION}
 _BASE = "8.1.RC1"   # the oldest CANN that can report its version

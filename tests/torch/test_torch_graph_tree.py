@@ -1,0 +1,103 @@
+"""torch_npu.npu._graph_tree (NPU graph trees: torch's cudagraph_trees ported at import, port.py)
+and torch_npu.npu._npugraph_conditional_nodes: torch_npu's names and signatures
+(torch_npu/npu/_graph_tree.py), and graph trees running a function warm-up, record, replay."""
+from __future__ import annotations
+
+import ast
+import sys
+
+import pytest
+import torch
+
+from npurt.apps.runner import install_torch_npu_alias
+from npurt.torch import port
+
+
+@pytest.fixture(scope="module")
+def gt():
+    install_torch_npu_alias()
+    import torch_npu.npu._graph_tree as module
+    yield module
+    module.reset_npugraph_trees()
+
+
+def test_the_port_spells_cuda_npu_but_keeps_inductors_config_keys():
+    assert port.rename("CUDAGraphNode") == "NPUGraphNode"
+    assert port.rename("cudagraphify_impl") == "npugraphify_impl"
+    assert port.rename("_use_cuda_memory_pool_manager") == "_use_npu_memory_pool_manager"
+    assert port.rename("torch._C._cuda_getCheckpointState") == "torch._C._npu_getCheckpointState"
+    assert port.rename("set config.triton.cudagraph_trees_history_recording") == \
+        "set config.triton.cudagraph_trees_history_recording"
+
+
+def test_an_assert_becomes_torch_npus_runtime_error():
+    tree = port.Port("assert x > 0\nassert y, 'why'\n").visit(ast.parse("assert x > 0\nassert y, 'why'\n"))
+    code = compile(ast.fix_missing_locations(tree), "<t>", "exec")
+    with pytest.raises(RuntimeError, match=r"^check x > 0 fail$"):
+        exec(code, {"x": 0, "y": 1})
+    with pytest.raises(RuntimeError, match="^why$"):
+        exec(code, {"x": 1, "y": 0})
+
+
+def test_torch_npus_names_and_signatures(gt, npu):
+    for name in ("NPUGraphNode", "NPUWarmupNode", "NPUGraphTreeManager", "npugraphify", "npugraphify_impl",
+                 "get_npugraph_segments", "check_memory_pool", "clear_cublas_manager", "StorageWeakRefWrapper",
+                 "TreeManagerContainer", "reset_npugraph_trees", "ExecutionState", "CompilationMode"):
+        assert hasattr(gt, name), name
+    assert sys.modules["torch_npu.npu._graph_tree"] is gt
+    with pytest.raises(RuntimeError, match="check isinstance"):
+        gt.AliasesPriorGraphOutput("not a tuple")
+    # torch_npu's TLS keys: apart from torch's own graph trees'
+    gt.get_container(0)
+    assert 0 in gt.local.npu_tree_manager_containers
+    manager = gt.NPUGraphTreeManager(0)
+    assert manager.new_graph_id() != manager.new_graph_id()
+    assert manager.npu_graphs_thread_pool is not None
+    with pytest.raises(RuntimeError, match="check not"):
+        gt.npugraphify(lambda inputs: [], [], device_index=0, is_backward=True, is_inference=True)
+
+
+def _record_and_replay(gt, npu, steps: int):
+    w = torch.randn(4, 4, device=npu)
+
+    def first(inputs):
+        x, = inputs
+        inputs.clear()
+        return [torch.relu(x @ w), x * 2]
+
+    def second(inputs):
+        a, b = inputs
+        inputs.clear()
+        return [a + b]
+
+    one = gt.npugraphify_impl(first, [torch.randn(2, 4, device=npu)], (), device_index=0, is_backward=False,
+                              is_inference=True, stack_traces=[None, None])
+    two = gt.npugraphify_impl(second, [torch.randn(2, 4, device=npu), torch.randn(2, 4, device=npu)], (),
+                              device_index=0, is_backward=False, is_inference=True, stack_traces=[None])
+    states = []
+    for _ in range(steps):
+        gt.mark_step_begin()
+        x = torch.randn(2, 4, device=npu)
+        a, b = one([x.clone()])
+        (c,) = two([a, b])
+        assert torch.allclose(c.cpu(), (torch.relu(x @ w) + x * 2).cpu())
+        states.append(gt.get_manager(0).path_state)
+    return states, (one, two)  # the tree manager lives while its functions do
+
+
+def test_graph_trees_warm_up_record_then_replay_a_chain_of_two_functions(gt, npu):
+    states, _functions = _record_and_replay(gt, npu, 5)
+    assert states == [gt.ExecutionState.WARMUP, gt.ExecutionState.RECORDING] + [gt.ExecutionState.EXECUTION] * 3
+    manager = gt.get_manager(0)
+    (root,) = manager.get_roots()
+    assert isinstance(root, gt.NPUGraphNode) and root.num_descendants() == 1
+    # the recorded outputs live in the tree's private pool
+    pool = manager.npu_graphs_thread_pool
+    assert gt.get_npugraph_segments(pool)
+    gt.reset_npugraph_trees()
+
+
+def test_a_torch_cond_is_captured_as_an_if_node(npu):
+    install_torch_npu_alias()
+    from torch_npu.npu._npugraph_conditional_nodes import NPUGraphCaptureControlFlowOpDispatchMode
+    assert NPUGraphCaptureControlFlowOpDispatchMode.ignore_compile_internals()
