@@ -1594,6 +1594,131 @@ static PyTypeObject LockType = {
     .tp_methods = lock_methods,
 };
 
+/* ------------------------------------------------------------------ DLPack capsules */
+/* capsule(ptr, shape, strides, code, bits, device_type, device_id, owner): the legacy
+ * "dltensor" capsule of npurt.array.dlpack.capsule_at, made here in one allocation instead of
+ * by rewriting numpy's. When the consumer frees the tensor, the deleter calls owner[0](owner)
+ * (if owner is not None) with the GIL held and any exception the thread is unwinding with
+ * saved and restored, so it is never replaced (the reason capsule_at goes through numpy's C
+ * deleter); an exception the call raises is dropped, as the Python finalizer drops it. A
+ * capsule never consumed deletes itself the same way. */
+typedef struct { int32_t device_type; int32_t device_id; } DLDevice_;
+typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType_;
+typedef struct {
+    void *data; DLDevice_ device; int32_t ndim; DLDataType_ dtype;
+    int64_t *shape; int64_t *strides; uint64_t byte_offset;
+} DLTensor_;
+typedef struct DLManaged_ {
+    DLTensor_ dl_tensor; void *manager_ctx; void (*deleter)(struct DLManaged_ *self);
+} DLManaged_;
+
+static void
+dl_deleter(DLManaged_ *self)
+{
+    PyObject *owner = (PyObject *)self->manager_ctx;
+    if (owner != NULL) {
+#if PY_VERSION_HEX >= 0x030D0000
+        int finalizing = Py_IsFinalizing();
+#else
+        int finalizing = _Py_IsFinalizing();
+#endif
+        if (!finalizing) {  /* at shutdown the owner is left to the interpreter */
+            PyGILState_STATE gil = PyGILState_Ensure();
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyObject *fn = PyTuple_Check(owner) && PyTuple_GET_SIZE(owner) > 0 ? PyTuple_GET_ITEM(owner, 0) : NULL;
+            if (fn != NULL) {
+                PyObject *r = PyObject_CallOneArg(fn, owner);
+                if (r == NULL) PyErr_Clear(); else Py_DECREF(r);
+            }
+            Py_DECREF(owner);
+            PyErr_Restore(type, value, tb);
+            PyGILState_Release(gil);
+        }
+    }
+    PyMem_RawFree(self);
+}
+
+static void
+dl_capsule_destructor(PyObject *capsule)
+{
+    if (PyCapsule_IsValid(capsule, "dltensor")) {  /* never consumed (renamed "used_dltensor" if it was) */
+        DLManaged_ *m = (DLManaged_ *)PyCapsule_GetPointer(capsule, "dltensor");
+        if (m != NULL) m->deleter(m);
+    }
+}
+
+static int
+dl_dims(PyObject *seq, int64_t *out, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred()) return -1;
+        out[i] = v;
+    }
+    return 0;
+}
+
+static PyObject *
+dl_capsule(PyObject *const *args, PyObject *shape, PyObject *strides, PyObject *owner)
+{
+    Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
+    if (PyTuple_GET_SIZE(strides) != ndim) {
+        PyErr_SetString(PyExc_ValueError, "capsule: shape and strides differ in length");
+        return NULL;
+    }
+    unsigned long long ptr = PyLong_AsUnsignedLongLong(args[0]);
+    long code = PyLong_AsLong(args[3]), bits = PyLong_AsLong(args[4]);
+    long dev_type = PyLong_AsLong(args[5]), dev_id = PyLong_AsLong(args[6]);
+    if (PyErr_Occurred()) return NULL;
+    DLManaged_ *t = (DLManaged_ *)PyMem_RawMalloc(sizeof(DLManaged_) + 2 * (ndim ? ndim : 1) * sizeof(int64_t));
+    if (t == NULL) return PyErr_NoMemory();
+    int64_t *dims = (int64_t *)(t + 1);
+    if (dl_dims(shape, dims, ndim) < 0 || dl_dims(strides, dims + ndim, ndim) < 0) {
+        PyMem_RawFree(t);
+        return NULL;
+    }
+    t->dl_tensor.data = (void *)(uintptr_t)ptr;
+    t->dl_tensor.device.device_type = (int32_t)dev_type;
+    t->dl_tensor.device.device_id = (int32_t)dev_id;
+    t->dl_tensor.ndim = (int32_t)ndim;
+    t->dl_tensor.dtype.code = (uint8_t)code;
+    t->dl_tensor.dtype.bits = (uint8_t)bits;
+    t->dl_tensor.dtype.lanes = 1;
+    t->dl_tensor.shape = dims;
+    t->dl_tensor.strides = dims + ndim;
+    t->dl_tensor.byte_offset = 0;
+    t->manager_ctx = owner == Py_None ? NULL : Py_NewRef(owner);
+    t->deleter = dl_deleter;
+    PyObject *capsule = PyCapsule_New(t, "dltensor", dl_capsule_destructor);
+    if (capsule == NULL) {
+        Py_XDECREF((PyObject *)t->manager_ctx);
+        PyMem_RawFree(t);
+    }
+    return capsule;
+}
+
+static PyObject *
+mod_capsule(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "capsule(ptr, shape, strides, code, bits, device_type, device_id, owner)");
+        return NULL;
+    }
+    PyObject *owner = args[7];
+    PyObject *shape = PySequence_Tuple(args[1]);  /* a tuple itself; a torch.Size, a list: copied */
+    if (shape == NULL) return NULL;
+    PyObject *strides = PySequence_Tuple(args[2]);
+    if (strides == NULL) {
+        Py_DECREF(shape);
+        return NULL;
+    }
+    PyObject *capsule = dl_capsule(args, shape, strides, owner);
+    Py_DECREF(shape);
+    Py_DECREF(strides);
+    return capsule;
+}
+
 /* ------------------------------------------------------------------ streams */
 /* Stream.enqueue's common case and run_stream's loop over plain tasks, in C (issue 28: the
  * per-task Python work of a tiny copy). npurt.runtime.stream and scheduler hold the rules and
@@ -2262,6 +2387,9 @@ static PyMethodDef module_methods[] = {
      "prune_uses(uses): forget the entries whose work has retired"},
     {"configure_allocations", (PyCFunction)(void (*)(void))mod_configure_allocations, METH_FASTCALL,
      "configure_allocations(release, hooks): the Python free of an Allocation and the observers"},
+    {"capsule", (PyCFunction)(void (*)(void))mod_capsule, METH_FASTCALL,
+     "capsule(ptr, shape, strides, code, bits, device_type, device_id, owner): a DLPack capsule "
+     "(npurt.array.dlpack.capsule_at)"},
     {"invalidate", mod_invalidate, METH_NOARGS,
      "forget the cached thread -> pool and device -> pool answers (a context was bound or died)"},
     {"suspend", mod_suspend, METH_NOARGS, "hold every Entry's fast path off (counted; resume() undoes one)"},
