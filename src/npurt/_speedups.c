@@ -1594,6 +1594,558 @@ static PyTypeObject LockType = {
     .tp_methods = lock_methods,
 };
 
+/* ------------------------------------------------------------------ streams */
+/* Stream.enqueue's common case and run_stream's loop over plain tasks, in C (issue 28: the
+ * per-task Python work of a tiny copy). npurt.runtime.stream and scheduler hold the rules and
+ * the Python paths, which stay the slow path and the tools' view; what runs here is the same
+ * sequence of steps with the Python calls taken out:
+ *
+ *   enqueue_copy  memops' fast path: makes the CopyTask (its slots set directly, as its
+ *                 __init__ does) and enqueues it: sequence number, the holders' use records,
+ *                 the append, and the hand-in of an IDLE stream (READY with a ticket, or the
+ *                 inline run of inline.py's rules); anything else (a capture, task stacks,
+ *                 launch blocking, a listening tool, a stopped or destroyed stream, the enqueue
+ *                 lock held by another thread) calls the Python Stream.enqueue before anything
+ *                 has changed;
+ *   run_tasks     Scheduler.run_stream's loop while the head task is plain (not blocked-on,
+ *                 not dropped, no tool listening, no task faults armed): it runs the task (a
+ *                 small copy within one device's memory as a memmove, anything else through
+ *                 its run()) and retires it; it returns to the Python loop at anything else.
+ *
+ * Ownership rules (scheduler.py's module doc) hold a fortiori: a test and the stores that
+ * act on it have no Python code between them here, and the GIL is held throughout. The
+ * fields are the Python classes' slots, read and written at their offsets (the descriptors'
+ * offsets, taken once by configure_streams). */
+
+#define SLOT(o, off) (*(PyObject **)((char *)(o) + (off)))
+
+static inline void
+slot_set(PyObject *o, Py_ssize_t off, PyObject *v)
+{
+    PyObject *old = SLOT(o, off);
+    Py_INCREF(v);
+    SLOT(o, off) = v;
+    Py_XDECREF(old);
+}
+
+enum {
+    S_CAPTURE, S_TASK_STACKS, S_LAUNCH_BLOCKING, S_ENQ_LOCK, S_STOPPED, S_DESTROYED, S_ENQUEUED_SEQ,
+    S_QUEUE, S_DEVICE, S_STATE, S_SCHEDULER, S_INLINE, S_STREAK, S_RUNNER, S_TICKET, S_PRIORITY,
+    S_COMPLETED_SEQ, S_DROPPED_UPTO, S_WAITERS, S_WATCHERS, S_CURRENT, S_NFIELDS
+};
+static const char *stream_fields[S_NFIELDS] = {
+    "capture", "_task_stacks", "_launch_blocking", "enq_lock", "stopped", "destroyed", "enqueued_seq",
+    "queue", "device", "state", "scheduler", "_inline", "streak", "runner", "ticket", "priority",
+    "completed_seq", "dropped_upto", "waiters", "watchers", "current",
+};
+static Py_ssize_t soff[S_NFIELDS];
+enum { T_SEQ, T_STREAM, C_DST, C_SRC, C_N, C_DIRECTION, C_KEEP, C_CHEAP, T_NFIELDS };
+static Py_ssize_t toff[T_NFIELDS];
+
+static PyTypeObject *stream_type, *task_type, *copy_type;
+static PyObject *st_hooks, *st_faults, *st_tls, *st_backends, *st_enqueue_slow, *st_copy_run,
+    *st_thread_token, *st_finish;
+static PyObject *st_idle, *st_ready, *st_running;
+static PyObject *str_tasks, *str_token, *str_worker, *str_owed, *str_controlled, *str_ready, *str_wake_for,
+    *str_work_epoch, *str_run, *str_may_block, *str_trivial, *str_popleft, *str_append,
+    *str_notify_retired, *str_run_stream, *str_release, *str_copy_window;
+static long long st_inline_bytes, st_va_base;
+static long st_streak;
+static int streams_on;
+
+#define COPY_C_MAX (16 << 10)  /* bytes a copy may move here, the GIL held (numpy releases it for more) */
+#define WINDOWS 64
+typedef struct {
+    PyObject *backend;   /* the DeviceBackend this describes (a strong reference) */
+    PyObject *mem;       /* its memory as a numpy array, which keeps the mapping alive */
+    unsigned long long va_base, half, length;
+    char *host;
+} CopyWindow;
+static CopyWindow windows[WINDOWS];
+
+/* An attribute of a plain object (HOOKS, FAULTS) from its instance dict: 1 true, 0 false;
+ * missing or not a bool counts as true (the caller takes the Python path). */
+static int
+flag_set(PyObject *obj, PyObject *name)
+{
+    PyObject **dictptr = _PyObject_GetDictPtr(obj);
+    if (dictptr == NULL || *dictptr == NULL) return 1;
+    PyObject *v = PyDict_GetItemWithError(*dictptr, name);  /* borrowed */
+    if (v == NULL) { PyErr_Clear(); return 1; }
+    return v != Py_False;
+}
+
+static PyObject *
+mod_configure_streams(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    /* (Stream, Task, CopyTask, HOOKS, FAULTS, TLS, backends, enqueue_slow, states, inline_bytes,
+     *  streak, va_base, thread_token, finish) */
+    if (nargs != 14 || !PyType_Check(args[0]) || !PyType_Check(args[1]) || !PyType_Check(args[2])
+        || !PyTuple_Check(args[8]) || PyTuple_GET_SIZE(args[8]) != 3) {
+        PyErr_SetString(PyExc_TypeError, "configure_streams(Stream, Task, CopyTask, hooks, faults, tls, "
+                        "backends, enqueue_slow, (IDLE, READY, RUNNING), inline_bytes, streak, va_base, thread_token, finish)");
+        return NULL;
+    }
+    streams_on = 0;
+    PyTypeObject *st = (PyTypeObject *)args[0], *tt = (PyTypeObject *)args[1], *ct = (PyTypeObject *)args[2];
+    for (int i = 0; i < S_NFIELDS; i++)
+        if ((soff[i] = slot_offset(st, stream_fields[i])) < 0) return NULL;
+    static const char *task_fields[T_NFIELDS] = {"seq", "stream", "dst", "src", "n", "direction", "keep", "cheap"};
+    for (int i = 0; i < T_NFIELDS; i++)
+        if ((toff[i] = slot_offset(i < 2 ? tt : ct, task_fields[i])) < 0) return NULL;
+    PyObject *run = PyDict_GetItemWithError(ct->tp_dict, str_run);
+    if (run == NULL) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "CopyTask.run missing"); return NULL; }
+    st_inline_bytes = PyLong_AsLongLong(args[9]);
+    st_streak = PyLong_AsLong(args[10]);
+    st_va_base = PyLong_AsLongLong(args[11]);
+    if (PyErr_Occurred()) return NULL;
+    Py_INCREF(st); Py_XSETREF(stream_type, st);
+    Py_INCREF(tt); Py_XSETREF(task_type, tt);
+    Py_INCREF(ct); Py_XSETREF(copy_type, ct);
+    Py_INCREF(run); Py_XSETREF(st_copy_run, run);
+    Py_INCREF(args[3]); Py_XSETREF(st_hooks, args[3]);
+    Py_INCREF(args[4]); Py_XSETREF(st_faults, args[4]);
+    Py_INCREF(args[5]); Py_XSETREF(st_tls, args[5]);
+    Py_INCREF(args[6]); Py_XSETREF(st_backends, args[6]);
+    Py_INCREF(args[7]); Py_XSETREF(st_enqueue_slow, args[7]);
+    Py_INCREF(args[12]); Py_XSETREF(st_thread_token, args[12]);
+    Py_INCREF(args[13]); Py_XSETREF(st_finish, args[13]);
+    PyObject *states = args[8];
+    Py_INCREF(PyTuple_GET_ITEM(states, 0)); Py_XSETREF(st_idle, PyTuple_GET_ITEM(states, 0));
+    Py_INCREF(PyTuple_GET_ITEM(states, 1)); Py_XSETREF(st_ready, PyTuple_GET_ITEM(states, 1));
+    Py_INCREF(PyTuple_GET_ITEM(states, 2)); Py_XSETREF(st_running, PyTuple_GET_ITEM(states, 2));
+    streams_on = 1;
+    Py_RETURN_NONE;
+}
+
+/* Forget the copy windows (the devices were forgotten: finalize). */
+static void
+forget_windows(void)
+{
+    for (int i = 0; i < WINDOWS; i++) {
+        Py_CLEAR(windows[i].backend);
+        Py_CLEAR(windows[i].mem);
+    }
+}
+
+/* The host address of [va, va + n) of device memory for a memmove, or NULL (no error set):
+ * not a plain address of a device's memory below its VMM window, or the device's backend
+ * does not describe its memory (copy_window). */
+static char *
+window_host(unsigned long long va, unsigned long long n)
+{
+    if (va < (unsigned long long)st_va_base) return NULL;
+    unsigned long long physical = (va - (unsigned long long)st_va_base) >> 40;
+    if (physical >= WINDOWS || !PyDict_Check(st_backends)) return NULL;
+    PyObject *key = PyLong_FromUnsignedLongLong(physical);
+    if (key == NULL) { PyErr_Clear(); return NULL; }
+    PyObject *backend = PyDict_GetItemWithError(st_backends, key);  /* borrowed */
+    Py_DECREF(key);
+    if (backend == NULL) { PyErr_Clear(); return NULL; }
+    CopyWindow *w = &windows[physical];
+    if (w->backend != backend) {  /* a device not seen yet: ask its backend (once) */
+        Py_CLEAR(w->backend);
+        Py_CLEAR(w->mem);
+        w->host = NULL;
+        w->backend = Py_NewRef(backend);
+        PyObject *desc = PyObject_CallMethodNoArgs(backend, str_copy_window);
+        Py_buffer view;
+        if (desc != NULL && PyTuple_Check(desc) && PyTuple_GET_SIZE(desc) == 3) {
+            unsigned long long base = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(desc, 0));
+            unsigned long long half = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(desc, 1));
+            if (!PyErr_Occurred() && PyObject_GetBuffer(PyTuple_GET_ITEM(desc, 2), &view, PyBUF_WRITABLE) == 0) {
+                w->host = view.buf;
+                w->length = (unsigned long long)view.len;
+                PyBuffer_Release(&view);  /* the array, held below, keeps the memory mapped */
+                w->va_base = base;
+                w->half = half;
+                w->mem = Py_NewRef(PyTuple_GET_ITEM(desc, 2));
+            }
+        }
+        PyErr_Clear();  /* no description (None, another backend): its copies take run() */
+        Py_XDECREF(desc);
+    }
+    if (w->host == NULL) return NULL;
+    if (va < w->va_base) return NULL;
+    unsigned long long off = va - w->va_base;
+    if (off >= w->half || off + n > w->length || off + n < off) return NULL;
+    return w->host + off;
+}
+
+/* 1: a CopyTask's bytes moved here; 0: not here (its run() moves them). */
+static int
+copy_here(PyObject *task)
+{
+    if (Py_TYPE(task) != copy_type) return 0;
+    PyObject *run = PyDict_GetItemWithError(copy_type->tp_dict, str_run);
+    if (run != st_copy_run) { PyErr_Clear(); return 0; }  /* replaced (a test's wrapper): call it */
+    PyObject *dst = SLOT(task, toff[C_DST]), *src = SLOT(task, toff[C_SRC]), *n = SLOT(task, toff[C_N]);
+    if (dst == NULL || src == NULL || n == NULL || !PyLong_CheckExact(dst) || !PyLong_CheckExact(src)
+        || !PyLong_CheckExact(n))
+        return 0;
+    unsigned long long d = PyLong_AsUnsignedLongLong(dst), s = PyLong_AsUnsignedLongLong(src);
+    long long count = PyLong_AsLongLong(n);
+    if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    if (count <= 0 || count > COPY_C_MAX) return 0;
+    if (((d - (unsigned long long)st_va_base) >> 40) != ((s - (unsigned long long)st_va_base) >> 40)) return 0;
+    char *hd = window_host(d, (unsigned long long)count);
+    if (hd == NULL) return 0;
+    char *hs = window_host(s, (unsigned long long)count);
+    if (hs == NULL) return 0;
+    memmove(hd, hs, (size_t)count);
+    return 1;
+}
+
+/* The head task can run and retire here: plain (no blocker to ask), not retired or dropped
+ * already. */
+static int
+plain_task(PyObject *s, PyObject *task, PyObject **seq_out)
+{
+    if (!PyObject_TypeCheck(task, task_type)) return 0;
+    PyObject *seq = SLOT(task, toff[T_SEQ]);
+    if (seq == NULL) return 0;
+    PyObject *mb = PyObject_GetAttr(task, str_may_block);
+    if (mb == NULL) { PyErr_Clear(); return 0; }
+    int blocks = mb != Py_False;
+    Py_DECREF(mb);
+    if (blocks) return 0;
+    PyObject *done = SLOT(s, soff[S_COMPLETED_SEQ]), *dropped = SLOT(s, soff[S_DROPPED_UPTO]);
+    if (done == NULL || dropped == NULL) return 0;
+    int later = PyObject_RichCompareBool(seq, done, Py_GT);
+    if (later > 0) later = PyObject_RichCompareBool(seq, dropped, Py_GT);
+    if (later < 0) { PyErr_Clear(); return 0; }
+    *seq_out = seq;
+    return later;
+}
+
+/* me.owed: None, or a list (a worker's own run). NULL: not readable (the Python loop decides). */
+static PyObject *
+owed_of(PyObject *me)
+{
+    PyObject *owed = PyObject_GetAttr(me, str_owed);
+    if (owed == NULL) PyErr_Clear();
+    return owed;
+}
+
+#define RUN_LET_GO (-1)    /* the thread no longer owns the stream */
+#define RUN_FINISH (-2)    /* the task in s.current ran; its retirement is the Python loop's */
+#define RUN_RAISED (-3)    /* an exception: see run_tasks */
+#define BIG_BUDGET (1LL << 62)
+
+static int
+truthy_slot(PyObject *o, Py_ssize_t off)
+{
+    PyObject *v = SLOT(o, off);
+    if (v == NULL) return 0;
+    int r = PyObject_IsTrue(v);
+    if (r < 0) { PyErr_Clear(); return 1; }
+    return r;
+}
+
+/* Scheduler.run_stream's loop over plain tasks; `me` owns `s`. Returns the budget left (>= 0:
+ * the Python loop goes on from the head task, nothing of which has begun), RUN_LET_GO (the
+ * stream went IDLE, or an abort handed it on while a task ran), RUN_FINISH (s.current ran and
+ * a tool started listening meanwhile: the Python loop retires it), or RUN_RAISED with an
+ * exception set: raised by the run() of s.current when that is set (the task began and is not
+ * retired), else raised after the last task retired (notify_retired). `until`: NULL or the
+ * sequence number a host thread waits for. */
+static long long
+run_tasks(PyObject *s, PyObject *me, long long budget, PyObject *until, int defer)
+{
+    PyObject *queue = SLOT(s, soff[S_QUEUE]);
+    if (queue == NULL || !streams_on || Py_TYPE(s) != stream_type) return budget;
+    for (;;) {
+        Py_ssize_t len = PyObject_Length(queue);
+        if (len < 0) { PyErr_Clear(); return budget; }
+        if (len == 0) {  /* IDLE: the emptiness test and these stores are one atomic step */
+            slot_set(s, soff[S_RUNNER], Py_None);
+            slot_set(s, soff[S_STATE], st_idle);
+            return RUN_LET_GO;
+        }
+        if (budget <= 0 || hooks_listening(st_hooks) || flag_set(st_faults, str_tasks)) return budget;
+        if (until != NULL) {
+            PyObject *done = SLOT(s, soff[S_COMPLETED_SEQ]);
+            int got = done == NULL ? 1 : PyObject_RichCompareBool(done, until, Py_GE);
+            if (got != 0) { PyErr_Clear(); return budget; }
+        }
+        PyObject *task = PySequence_GetItem(queue, 0);
+        if (task == NULL) { PyErr_Clear(); return budget; }
+        PyObject *seq = NULL;
+        if (!plain_task(s, task, &seq)) { Py_DECREF(task); return budget; }
+        Py_INCREF(seq);
+        if (defer) {
+            PyObject *trivial = PyObject_GetAttr(task, str_trivial);
+            if (trivial == NULL) { PyErr_Clear(); Py_DECREF(seq); Py_DECREF(task); return budget; }
+            int plain_work = trivial == Py_False;
+            Py_DECREF(trivial);
+            if (plain_work) {  /* real work next: the Python loop announces what we unparked */
+                PyObject *owed = owed_of(me);
+                int pay = owed == NULL || (owed != Py_None && (!PyList_Check(owed) || PyList_GET_SIZE(owed)));
+                Py_XDECREF(owed);
+                if (pay || PyObject_SetAttr(me, str_owed, Py_None) < 0) {
+                    PyErr_Clear(); Py_DECREF(seq); Py_DECREF(task); return budget;
+                }
+            }
+        }
+        budget -= 1;
+        slot_set(s, soff[S_CURRENT], task);
+        if (!copy_here(task)) {
+            PyObject *res = PyObject_CallMethodNoArgs(task, str_run);
+            if (res == NULL) { Py_DECREF(seq); Py_DECREF(task); return RUN_RAISED; }
+            Py_DECREF(res);
+        }
+        if (defer) {  /* me.owed = me.owed or [] */
+            PyObject *owed = owed_of(me);
+            if (owed == Py_None) {
+                PyObject *fresh = PyList_New(0);
+                if (fresh == NULL || PyObject_SetAttr(me, str_owed, fresh) < 0) PyErr_Clear();
+                Py_XDECREF(fresh);
+            }
+            Py_XDECREF(owed);
+        }
+        if (hooks_listening(st_hooks)) { Py_DECREF(seq); Py_DECREF(task); return RUN_FINISH; }
+        slot_set(s, soff[S_CURRENT], Py_None);
+        if (SLOT(s, soff[S_RUNNER]) != me) { Py_DECREF(seq); Py_DECREF(task); return RUN_LET_GO; }
+        slot_set(s, soff[S_COMPLETED_SEQ], seq);  /* the commit: the task is retired */
+        Py_DECREF(seq);
+        PyObject *head = PyObject_CallMethodNoArgs(queue, str_popleft);
+        Py_DECREF(task);
+        if (head == NULL) return RUN_RAISED;
+        Py_DECREF(head);
+        if (truthy_slot(s, soff[S_WAITERS]) || truthy_slot(s, soff[S_WATCHERS])) {
+            PyObject *r = PyObject_CallMethodNoArgs(s, str_notify_retired);
+            if (r == NULL) return RUN_RAISED;
+            Py_DECREF(r);
+        }
+    }
+}
+
+static PyObject *
+mod_run_tasks(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "run_tasks(stream, me, budget, until, defer)");
+        return NULL;
+    }
+    long long budget = PyLong_AsLongLong(args[2]);
+    if (budget == -1 && PyErr_Occurred()) return NULL;
+    int defer = PyObject_IsTrue(args[4]);
+    if (defer < 0) return NULL;
+    int has_until = PyObject_IsTrue(args[3]);
+    if (has_until < 0) return NULL;
+    long long r = run_tasks(args[0], args[1], budget, has_until ? args[3] : NULL, defer);
+    if (r == RUN_RAISED) return NULL;
+    return PyLong_FromLongLong(r);
+}
+
+/* The stream `s` (IDLE when last looked at) has `task`, number `seq`, queued: hand it in as
+ * Stream.enqueue does (inline.py's rules, else READY with a ticket). 0, or -1 with an error. */
+static int
+hand_in(PyObject *s, PyObject *task, PyObject *seq, int cheap)
+{
+    PyObject *sched = SLOT(s, soff[S_SCHEDULER]), *token = NULL;
+    if (sched == NULL) return 0;
+    Py_INCREF(sched);
+    PyObject *controlled = PyObject_GetAttr(sched, str_controlled);
+    if (controlled == NULL) goto error;
+    int free_run = controlled == Py_None;
+    Py_DECREF(controlled);
+    PyObject *streak = SLOT(s, soff[S_STREAK]);
+    if (cheap && SLOT(s, soff[S_INLINE]) == Py_True && streak != NULL && PyLong_CheckExact(streak)
+        && PyLong_AsLong(streak) < st_streak && !hooks_listening(st_hooks) && !flag_set(st_faults, str_tasks)
+        && free_run) {  /* inline.py's rules */
+        token = PyObject_GetAttr(st_tls, str_token);
+        if (token == NULL) goto error;
+        if (token == Py_None) {
+            Py_DECREF(token);
+            token = PyObject_CallNoArgs(st_thread_token);
+            if (token == NULL) goto error;
+        }
+        else {
+            PyObject *worker = PyObject_GetAttr(token, str_worker);
+            if (worker == NULL) goto error;
+            int is_worker = worker != Py_False;
+            Py_DECREF(worker);
+            if (is_worker) Py_CLEAR(token);  /* a worker's enqueue (a host function's) never runs inline */
+        }
+        if (token != NULL) {
+            PyObject *more = PyNumber_Add(SLOT(s, soff[S_STREAK]), one_obj);
+            if (more == NULL) goto error;
+            slot_set(s, soff[S_STREAK], more);
+            Py_DECREF(more);
+        }
+    }
+    if (token != NULL) {
+        PyObject *owed = owed_of(token);
+        int defer = owed != NULL && owed != Py_None;
+        Py_XDECREF(owed);
+        if (SLOT(s, soff[S_STATE]) != st_idle) goto done;  /* (read again: the rules above made calls) */
+        slot_set(s, soff[S_RUNNER], token);  /* before it sets IDLE, so this task is never stranded */
+        slot_set(s, soff[S_STATE], st_running);
+        long long r = run_tasks(s, token, BIG_BUDGET, seq, defer);
+        if (r == RUN_LET_GO) goto done;
+        PyObject *raised = NULL;
+        if (r == RUN_RAISED) {
+            PyObject *type, *tb;
+            PyErr_Fetch(&type, &raised, &tb);
+            PyErr_NormalizeException(&type, &raised, &tb);
+            if (raised != NULL && tb != NULL) PyException_SetTraceback(raised, tb);
+            Py_XDECREF(type);
+            Py_XDECREF(tb);
+            if (raised == NULL) raised = Py_NewRef(Py_None);
+        }
+        else if (r == RUN_FINISH) raised = Py_NewRef(st_finish);
+        /* the Python loop goes on: scheduler.run_stream(s, token, budget, until, raised) */
+        PyObject *budget = PyLong_FromLongLong(r >= 0 ? r : BIG_BUDGET);
+        PyObject *res = NULL;
+        if (budget != NULL) {
+            PyObject *call[6] = {sched, s, token, budget, seq, raised != NULL ? raised : Py_None};
+            res = PyObject_VectorcallMethod(str_run_stream, call, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+            Py_DECREF(budget);
+        }
+        Py_XDECREF(raised);
+        if (res == NULL) {  /* interrupted: if we still own the stream, the workers take it */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyObject *r2 = PyObject_CallMethodObjArgs(sched, str_release, s, token, NULL);
+            Py_XDECREF(r2);
+            if (r2 == NULL) { Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb); }
+            else PyErr_Restore(type, value, tb);
+            goto error;
+        }
+        Py_DECREF(res);
+        goto done;
+    }
+    {
+        PyObject *t = PyList_New(1);  /* made first: an allocation may run the GC, and so other threads */
+        if (t == NULL) goto error;
+        Py_INCREF(s);
+        PyList_SET_ITEM(t, 0, s);
+        PyObject *ready = PyObject_GetAttr(sched, str_ready);
+        PyObject *q = ready != NULL && PyList_Check(ready) && PyLong_CheckExact(SLOT(s, soff[S_PRIORITY]))
+            ? PyList_GetItem(ready, PyLong_AsSsize_t(SLOT(s, soff[S_PRIORITY]))) : NULL;
+        if (q == NULL) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "npurt: a scheduler without ready queues");
+            Py_XDECREF(ready); Py_DECREF(t); goto error;
+        }
+        Py_INCREF(q);
+        Py_DECREF(ready);
+        if (SLOT(s, soff[S_STATE]) == st_idle) {  /* test and set (see scheduler.py) */
+            slot_set(s, soff[S_STATE], st_ready);
+            slot_set(s, soff[S_TICKET], t);
+            PyObject *r = PyObject_CallMethodOneArg(q, str_append, t);
+            if (r == NULL) { Py_DECREF(q); Py_DECREF(t); goto error; }
+            Py_DECREF(r);
+            r = PyObject_CallMethodOneArg(sched, str_wake_for, s);
+            if (r == NULL) { Py_DECREF(q); Py_DECREF(t); goto error; }
+            Py_DECREF(r);
+        }
+        Py_DECREF(q);
+        Py_DECREF(t);
+    }
+done:
+    Py_XDECREF(token);
+    Py_DECREF(sched);
+    return 0;
+error:
+    Py_XDECREF(token);
+    Py_DECREF(sched);
+    return -1;
+}
+
+/* enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) -> seq: memops' fast path
+ * (its arguments checked there): Stream.enqueue(CopyTask(dst, src, n, direction, keep),
+ * holders=(holder, holder)). */
+static PyObject *
+mod_enqueue_copy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8 || !streams_on) {
+        PyErr_SetString(PyExc_TypeError, "enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) "
+                        "after configure_streams");
+        return NULL;
+    }
+    PyObject *s = args[0];
+    PyObject *task = copy_type->tp_alloc(copy_type, 0);  /* as CopyTask(...) */
+    if (task == NULL) return NULL;
+    int cheap = 0;
+    if (PyLong_CheckExact(args[3])) {
+        int overflow;
+        long long n = PyLong_AsLongLongAndOverflow(args[3], &overflow);
+        cheap = !overflow && n <= st_inline_bytes;
+    }
+    slot_set(task, toff[C_DST], args[1]);
+    slot_set(task, toff[C_SRC], args[2]);
+    slot_set(task, toff[C_N], args[3]);
+    slot_set(task, toff[C_DIRECTION], args[4]);
+    slot_set(task, toff[C_KEEP], args[5]);
+    slot_set(task, toff[C_CHEAP], cheap ? Py_True : Py_False);
+    LockObject *lock = NULL;
+    if (Py_TYPE(s) == stream_type && SLOT(s, soff[S_CAPTURE]) == Py_None && SLOT(s, soff[S_TASK_STACKS]) == Py_False
+        && SLOT(s, soff[S_LAUNCH_BLOCKING]) == Py_False && !hooks_listening(st_hooks)) {
+        lock = (LockObject *)SLOT(s, soff[S_ENQ_LOCK]);
+        if (lock == NULL || Py_TYPE(lock) != &LockType
+            || PyThread_acquire_lock_timed(lock->lock, 0, 0) != PY_LOCK_ACQUIRED)
+            lock = NULL;  /* held by another thread: the Python path waits for it */
+        else if (SLOT(s, soff[S_DESTROYED]) != Py_False || SLOT(s, soff[S_STOPPED]) != Py_None
+                 || !PyLong_CheckExact(SLOT(s, soff[S_ENQUEUED_SEQ]))) {
+            PyThread_release_lock(lock->lock);
+            lock = NULL;
+        }
+        else lock->locked = 1;
+    }
+    if (lock == NULL) {  /* Stream.enqueue(task, holders=(holder, holder)) */
+        PyObject *call[4] = {s, task, args[6], args[7]};
+        PyObject *res = PyObject_Vectorcall(st_enqueue_slow, call, 4, NULL);
+        Py_DECREF(task);
+        return res;
+    }
+    PyObject *before = SLOT(s, soff[S_ENQUEUED_SEQ]);
+    PyObject *seq = PyNumber_Add(before, one_obj);
+    if (seq == NULL) goto unlock_error;
+    slot_set(task, toff[T_STREAM], s);
+    slot_set(task, toff[T_SEQ], seq);
+    /* the memory the task uses is not reused before it retires */
+    if (note_one(args[6], s, seq) < 0 || note_one(args[7], s, seq) < 0) goto unlock_error;
+    Py_INCREF(before);
+    slot_set(s, soff[S_ENQUEUED_SEQ], seq);
+    PyObject *r = PyObject_CallMethodOneArg(SLOT(s, soff[S_QUEUE]), str_append, task);
+    if (r == NULL) {  /* both or neither */
+        slot_set(s, soff[S_ENQUEUED_SEQ], before);
+        Py_DECREF(before);
+        goto unlock_error;
+    }
+    Py_DECREF(r);
+    Py_DECREF(before);
+    PyObject *device = SLOT(s, soff[S_DEVICE]);  /* the device is no longer drained (Device.drained) */
+    PyObject *epoch = device == NULL ? NULL : PyObject_GetAttr(device, str_work_epoch);
+    PyObject *next = epoch == NULL ? NULL : PyNumber_Add(epoch, one_obj);
+    int ok = next != NULL && PyObject_SetAttr(device, str_work_epoch, next) == 0;
+    Py_XDECREF(epoch);
+    Py_XDECREF(next);
+    lock->locked = 0;
+    PyThread_release_lock(lock->lock);
+    if (!ok || (SLOT(s, soff[S_STATE]) == st_idle && hand_in(s, task, seq, cheap) < 0)) {
+        Py_DECREF(task);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    Py_DECREF(task);
+    return seq;
+unlock_error:
+    lock->locked = 0;
+    PyThread_release_lock(lock->lock);
+    Py_XDECREF(seq);
+    Py_DECREF(task);
+    return NULL;
+}
+
+static PyObject *
+mod_forget_copy_windows(PyObject *m, PyObject *Py_UNUSED(ignored))
+{
+    forget_windows();
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ module */
 static PyObject *
 mod_suspend(PyObject *m, PyObject *Py_UNUSED(ignored))
@@ -1642,6 +2194,14 @@ static PyMethodDef module_methods[] = {
     {"suspend", mod_suspend, METH_NOARGS, "hold every Entry's fast path off (counted; resume() undoes one)"},
     {"resume", mod_resume, METH_NOARGS, "undo one suspend()"},
     {"suspended", mod_suspended, METH_NOARGS, "how many suspend() calls are in force"},
+    {"configure_streams", (PyCFunction)(void (*)(void))mod_configure_streams, METH_FASTCALL,
+     "configure_streams(Stream, Task, CopyTask, ...): the classes and switches enqueue_copy and run_tasks use"},
+    {"enqueue_copy", (PyCFunction)(void (*)(void))mod_enqueue_copy, METH_FASTCALL,
+     "enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) -> seq: memops' fast path"},
+    {"run_tasks", (PyCFunction)(void (*)(void))mod_run_tasks, METH_FASTCALL,
+     "run_tasks(stream, me, budget, until, defer) -> budget left, -1 (let go) or -2 (finish in Python)"},
+    {"forget_copy_windows", mod_forget_copy_windows, METH_NOARGS,
+     "forget what the devices' backends said of their memory (the devices were forgotten)"},
     {"direct_calls", mod_direct_calls, METH_NOARGS,
      "how many C calls (libacl_rt.so's aclrtMalloc / aclrtFree) an entry's c_api answered"},
     {NULL}
@@ -1668,6 +2228,23 @@ PyInit__speedups(void)
     INTERN(str_device, "device");
     INTERN(str_dtype, "dtype");
     INTERN(str_uses, "uses");
+    INTERN(str_tasks, "tasks");
+    INTERN(str_token, "token");
+    INTERN(str_worker, "worker");
+    INTERN(str_owed, "owed");
+    INTERN(str_controlled, "controlled");
+    INTERN(str_ready, "ready");
+    INTERN(str_wake_for, "wake_for");
+    INTERN(str_work_epoch, "work_epoch");
+    INTERN(str_run, "run");
+    INTERN(str_may_block, "may_block");
+    INTERN(str_trivial, "trivial");
+    INTERN(str_popleft, "popleft");
+    INTERN(str_append, "append");
+    INTERN(str_notify_retired, "notify_retired");
+    INTERN(str_run_stream, "run_stream");
+    INTERN(str_release, "release");
+    INTERN(str_copy_window, "copy_window");
     one_obj = PyLong_FromLong(1);
     zero_ret = PyLong_FromLong(0);
     if (PyType_Ready(&BlockType) < 0 || PyType_Ready(&BinType) < 0 || PyType_Ready(&PoolType) < 0

@@ -29,7 +29,7 @@ def test_gather_checks_its_inputs_and_keeps_the_layout():
         comm.gather((x, y[:, 1:]), dim=0)
     out = comm.gather((x, y), -1, destination="cpu")
     assert out.shape == (2, 10) and torch.equal(out[:, 5:], y.cpu())
-    nhwc = torch.randn(2, 3, 4, 4, device="npu:0").contiguous(memory_format=torch.channels_last)
+    nhwc = torch.randn(2, 3, 4, 4, device="npu:0").to(memory_format=torch.channels_last)
     assert comm.gather((nhwc, nhwc), 0).is_contiguous(memory_format=torch.channels_last)
 
 

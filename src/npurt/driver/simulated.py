@@ -166,6 +166,12 @@ class SimulatedDevice(PagedDevice):
         else:
             self.view(dst, nbytes)[:] = self.view(src, nbytes)
 
+    def copy_window(self):
+        """(va_base, limit, memory): addresses in [va_base, va_base + limit) are
+        memory[va - va_base] (the addresses copy_within copies with one slice assignment),
+        for the C accelerator's small copies (a memmove instead)."""
+        return self.va_base, self._half, self.arena.mem
+
     def typed_view(self, va: int, nbytes: int, dtype) -> np.ndarray:
         """`view(va, nbytes).view(dtype)` as one slice of the memory viewed as `dtype` (made
         once per dtype): one array made instead of two, for kernels' operands (an address of

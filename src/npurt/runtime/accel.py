@@ -171,6 +171,10 @@ if SPEEDUPS is not None:
     os.register_at_fork(after_in_child=invalidate)  # the parent's pools are not the child's
 
 
+forget_copy_windows = SPEEDUPS.forget_copy_windows if SPEEDUPS is not None else _no_caches
+"""Forget what the C copies learnt of the devices' memory (the devices were forgotten)."""
+
+
 def suspend() -> None:
     """Hold every C entry's fast path off until `resume` (counted): fault injection gates the
     Python operations and the allocator's malloc, which the fast path would bypass."""

@@ -55,7 +55,7 @@ from .context import current_context
 from .interrupts import held
 from . import graph
 from .observers import HOOKS
-from .stream import Stream
+from .stream import Stream, enqueue_copy
 from .tasks import ArrayCopyTask, Copy2dTask, CopyTask, MemsetTask, copy2d
 
 if TYPE_CHECKING:
@@ -393,6 +393,8 @@ def memcpy_async(rt: "Runtime", dst, dest_max, src, count, kind, stream: "Stream
                         and direction != H2H and (ddev is sdev or ddev is None or sdev is None)
                         and not (require_aligned and (dst | src) & 63)):
                     # the holders: a device block or a pinned host range each
+                    if enqueue_copy is not None:  # the same in C (stream.py)
+                        return enqueue_copy(stream, dst, src, count, SHORT[direction], keep, dblock, sblock)
                     return stream.enqueue(CopyTask(dst, src, count, SHORT[direction], keep), holders=(dblock, sblock))
     return _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
 

@@ -16,6 +16,7 @@ from collections import deque
 from .. import driver as drivers
 from ..driver.shared import SharedDeviceError
 from . import address
+from .accel import forget_copy_windows
 from . import constants as C
 from .config import Settings
 from .context import Context, bind, retire
@@ -218,6 +219,7 @@ class Runtime:
     def _forget(self) -> None:
         """Back to the uninitialized state (finalize, and a forked child)."""
         address.backends.clear()
+        forget_copy_windows()  # what the C accelerator's copies learnt of the backends
         for binary in self.binaries.values():  # loaded kernel binaries are modules
             sys.modules.pop(getattr(getattr(binary, "module", None), "__name__", ""), None)
         for hook in list(self.forget_hooks):

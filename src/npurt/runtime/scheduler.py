@@ -45,10 +45,12 @@ import weakref
 from collections import deque
 from typing import TYPE_CHECKING
 
+from .accel import SPEEDUPS
 from .faults import FAULTS
 from .interrupts import held
 from .observers import HOOKS
 from .task_failures import interrupted_error, task_error
+from .tokens import TLS, HostToken, on_worker, thread_token  # noqa: F401 - re-exported (the owner tokens)
 from .watchdog import WATCHDOG
 
 if TYPE_CHECKING:
@@ -63,6 +65,10 @@ WORKER_BUDGET = 64      # tasks a worker runs on one stream before letting other
 IDLE_POLL_S = 1.0       # a sleeping worker looks for work at least this often
 STALL_S = 0.25          # every worker stuck this long while work waits: start a spare
 MAX_SPARES = 32         # spare workers per device, beyond NPURT_WORKERS
+# the C accelerator's loop over plain tasks (run_stream); None: the Python loop does it all
+_run_tasks = SPEEDUPS.run_tasks if SPEEDUPS is not None else None
+C_LET_GO = -1           # run_tasks: the thread no longer owns the stream
+C_FINISH = type("C_FINISH", (), {"__repr__": lambda self: "C_FINISH"})()  # s.current ran; retire it here
 
 
 class Blocker:
@@ -105,39 +111,6 @@ class Callback:
                 raise  # Ctrl-C in a host thread that retired the task: the caller re-raises it
         except BaseException:  # noqa: BLE001 - a user callback must not wedge the stream
             log.exception("npurt: a done-callback (%r) raised; ignored", self.fn)
-
-
-# ---------------------------------------------------------------- owner tokens
-class _ThreadToken(threading.local):
-    token = None      # this thread's owner token: its Worker, or a HostToken made on first use
-    reporting = False  # inside process_report (runs launch_callback functions)
-
-
-TLS = _ThreadToken()
-
-
-class HostToken:
-    """The owner token of a thread that is not a worker (it runs streams inline)."""
-
-    __slots__ = ("ident",)
-    worker = False
-    owed = None  # a host thread defers no wake-ups (see Worker.owed)
-
-    def __init__(self) -> None:
-        self.ident = threading.get_ident()
-
-
-def thread_token():
-    """The calling thread's owner token."""
-    token = TLS.token
-    if token is None:
-        token = TLS.token = HostToken()
-    return token
-
-
-def on_worker() -> bool:
-    token = TLS.token
-    return token is not None and token.worker
 
 
 class Worker:
@@ -397,10 +370,14 @@ class Scheduler:
         self.idle.clear()
 
     # ------------------------------------------------------------ running a stream
-    def run_stream(self, s: "Stream", me, budget: int = 1 << 62, until: int = 0) -> None:
+    def run_stream(self, s: "Stream", me, budget: int = 1 << 62, until: int = 0, raised=None) -> None:
         """Run tasks of `s`, which `me` owns (s.runner is me), until its queue is empty, its
         head task is blocked (the stream parks), `budget` tasks ran, or (for a host thread)
-        task `until` has retired. On return, and when it raises, `me` no longer owns `s`."""
+        task `until` has retired. On return, and when it raises, `me` no longer owns `s`.
+        With the C accelerator the loop over plain tasks runs in C (`_speedups.run_tasks`, the
+        same steps) and this loop takes every other case; `raised`: what the C loop left
+        unfinished when it was entered from C (C_FINISH: `s.current` ran; an exception: its
+        run() raised it, or, with no `s.current`, something after the last retirement did)."""
         queue = s.queue
         started = parking = None  # a task whose run() began and is not retired; a blocker being parked on
         # a worker's own run (not one nested in a task it runs) folds the hand-offs it causes
@@ -408,66 +385,89 @@ class Scheduler:
         defer = me.owed is not None
         try:
             while True:
-                if not queue:
-                    s.runner = None  # IDLE: the emptiness test and these stores are one atomic step
-                    s.state = IDLE
-                    return
-                if until and s.completed_seq >= until:  # a host thread got what it waited for
-                    self.submit(s)
-                    return
-                if budget <= 0:  # let other ready streams go first, if there are any
-                    if any(self.ready):
+                if raised is None and _run_tasks is not None:
+                    try:
+                        budget = _run_tasks(s, me, budget, until, defer)
+                    except BaseException as exc:  # noqa: BLE001 - sorted out below
+                        raised = exc
+                    else:
+                        if budget < 0:
+                            if budget == C_LET_GO:
+                                return
+                            raised, budget = C_FINISH, 0
+                if raised is not None:  # the C loop began s.current (or failed after a retirement)
+                    task = started = s.current
+                    exc, raised = raised, None
+                    if task is None:
+                        raise exc
+                    seq = task.seq
+                    if exc is C_FINISH:
+                        error = None
+                    elif isinstance(exc, Exception) or me.worker:
+                        error = task_error(task, exc)
+                    else:
+                        raise exc  # an interrupt of this host thread: _recover fails the task
+                else:
+                    if not queue:
+                        s.runner = None  # IDLE: the emptiness test and these stores are one atomic step
+                        s.state = IDLE
+                        return
+                    if until and s.completed_seq >= until:  # a host thread got what it waited for
                         self.submit(s)
                         return
-                    budget = WORKER_BUDGET
-                budget -= 1
-                task = queue[0]
-                seq = task.seq
-                if seq <= s.completed_seq:  # retired already (by the watchdog, or before an interrupt)
-                    queue.popleft()
-                    continue
-                if seq <= s.dropped_upto:  # dropped by an abort or a stop-on-failure
-                    s.completed_seq = seq
-                    queue.popleft()
-                    s.notify_retired()
-                    continue
-                if task.may_block:
-                    try:
-                        blocker = task.blocker()
-                    except Exception as exc:  # noqa: BLE001 - fails the task like run() would
-                        s.fail(task, task_error(task, exc))
+                    if budget <= 0:  # let other ready streams go first, if there are any
+                        if any(self.ready):
+                            self.submit(s)
+                            return
+                        budget = WORKER_BUDGET
+                    budget -= 1
+                    task = queue[0]
+                    seq = task.seq
+                    if seq <= s.completed_seq:  # retired already (by the watchdog, or before an interrupt)
+                        queue.popleft()
+                        continue
+                    if seq <= s.dropped_upto:  # dropped by an abort or a stop-on-failure
                         s.completed_seq = seq
                         queue.popleft()
                         s.notify_retired()
                         continue
-                    if blocker is not None:
-                        if HOOKS.active:  # before parking: once parked, another thread may run the task
-                            HOOKS.emit("task_blocked", task=task, blocker=blocker)
-                        parking = blocker
-                        if self._park(s, me, blocker):
-                            return
-                        parking = None
-                        continue  # satisfied while registering: ask the task again
-                if defer and not task.trivial:  # real work next: announce the streams we unparked,
-                    if me.owed:                    # and defer nothing while it runs
-                        self._pay(me)
-                    me.owed = None
-                started = task
-                s.current = task
-                if HOOKS.active:
-                    HOOKS.emit("task_started", task=task)
-                try:
-                    if FAULTS.tasks:  # the one check fault injection costs a task
-                        FAULTS.on_task(task)
-                    task.run()
-                except Exception as exc:  # noqa: BLE001 - becomes the stream's error
-                    error = task_error(task, exc)
-                except BaseException as exc:
-                    if not me.worker:
-                        raise  # an interrupt of this host thread: _recover fails the task
-                    error = task_error(task, exc)  # SystemExit & co. from task code: a worker goes on
-                else:
-                    error = None
+                    if task.may_block:
+                        try:
+                            blocker = task.blocker()
+                        except Exception as exc:  # noqa: BLE001 - fails the task like run() would
+                            s.fail(task, task_error(task, exc))
+                            s.completed_seq = seq
+                            queue.popleft()
+                            s.notify_retired()
+                            continue
+                        if blocker is not None:
+                            if HOOKS.active:  # before parking: once parked, another thread may run the task
+                                HOOKS.emit("task_blocked", task=task, blocker=blocker)
+                            parking = blocker
+                            if self._park(s, me, blocker):
+                                return
+                            parking = None
+                            continue  # satisfied while registering: ask the task again
+                    if defer and not task.trivial:  # real work next: announce the streams we unparked,
+                        if me.owed:                    # and defer nothing while it runs
+                            self._pay(me)
+                        me.owed = None
+                    started = task
+                    s.current = task
+                    if HOOKS.active:
+                        HOOKS.emit("task_started", task=task)
+                    try:
+                        if FAULTS.tasks:  # the one check fault injection costs a task
+                            FAULTS.on_task(task)
+                        task.run()
+                    except Exception as exc:  # noqa: BLE001 - becomes the stream's error
+                        error = task_error(task, exc)
+                    except BaseException as exc:
+                        if not me.worker:
+                            raise  # an interrupt of this host thread: _recover fails the task
+                        error = task_error(task, exc)  # SystemExit & co. from task code: a worker goes on
+                    else:
+                        error = None
                 if defer:
                     me.owed = me.owed or []
                 s.current = None

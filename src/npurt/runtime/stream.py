@@ -25,8 +25,11 @@ from .faults import FAULTS
 from .inline import STREAK
 from .interrupts import held
 from .host_waits import wait_until
-from .scheduler import IDLE, PARKED, READY, RUNNING, TLS, Callback, thread_token
+from .scheduler import C_FINISH, IDLE, PARKED, READY, RUNNING, TLS, Callback, thread_token
 from .task_failures import deadlock_error
+from .tasks import CopyTask, Task
+from . import address
+from .inline import MAX_BYTES as INLINE_BYTES
 
 if TYPE_CHECKING:
     from .context import Context
@@ -441,3 +444,17 @@ class Stream:
         cond = self.cond
         with held(cond):
             cond.notify_all()
+
+
+def _enqueue_slow(stream: Stream, task: "Task", holder, other) -> int:
+    """Where _speedups.enqueue_copy takes the Python path (a tool listening, a capture, ...)."""
+    return stream.enqueue(task, holders=(holder, other))
+
+
+if SPEEDUPS is not None:  # Stream.enqueue's and run_stream's common case in C (_speedups.c: streams)
+    SPEEDUPS.configure_streams(Stream, Task, CopyTask, HOOKS, FAULTS, TLS, address.backends, _enqueue_slow,
+                               (IDLE, READY, RUNNING), INLINE_BYTES, STREAK, address.VA_BASE, thread_token,
+                               C_FINISH)
+enqueue_copy = SPEEDUPS.enqueue_copy if SPEEDUPS is not None else None
+"""enqueue_copy(stream, dst, src, n, direction, keep, holder, other) -> seq: Stream.enqueue of
+CopyTask(dst, src, n, direction, keep) with the two holders, in C; None without the extension."""

@@ -251,6 +251,22 @@ def _item(x):
 
 
 # ---------------------------------------------------------------- the table
+CONTIGUOUS_ONLY = ("NPU contiguous operator only supported contiguous memory format. "
+                   "ERR01007 OPS feature not supported")
+
+
+def contiguous(self, memory_format=torch.contiguous_format):
+    """torch_npu's contiguous (torch_npu/csrc/aten/common/TensorProperties.cpp): a tensor already
+    contiguous in `memory_format` is itself; otherwise only the default format is made (a copy),
+    and channels_last / channels_last_3d / preserve_format are refused. `.to(memory_format=...)`
+    and `clone(memory_format=...)` still make those layouts."""
+    if self.is_contiguous(memory_format=memory_format):
+        return self
+    if memory_format != torch.contiguous_format:
+        raise RuntimeError(CONTIGUOUS_ONLY)
+    return self.clone(memory_format=memory_format)
+
+
 def npu_kernels() -> dict:
     """aten op name -> PrivateUse1 kernel."""
     return {
@@ -272,12 +288,14 @@ def npu_kernels() -> dict:
         "_thnn_fused_gru_cell_backward": _on_host(_gru_cell_backward_ref, "aten::_thnn_fused_gru_cell_backward", 5),
         "native_dropout": native_dropout,
         "_nested_tensor_from_mask_left_aligned": nested_tensor_from_mask_left_aligned,
+        "contiguous": contiguous,   # under inference_mode, where the autograd kernel is not reached
     }
 
 
 def autograd_kernels() -> dict:
     """aten op name -> AutogradPrivateUse1 kernel (composite ops routed as on CPU)."""
-    return {"scaled_dot_product_attention": scaled_dot_product_attention}
+    return {"scaled_dot_product_attention": scaled_dot_product_attention,
+            "contiguous": contiguous}  # torch_npu's own kernel; clone keeps the autograd graph
 
 
 def cpu_kernels() -> dict:
