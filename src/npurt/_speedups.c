@@ -1770,7 +1770,7 @@ static Py_ssize_t toff[T_NFIELDS];
 static PyTypeObject *stream_type, *task_type, *copy_type;
 static PyObject *st_hooks, *st_faults, *st_tls, *st_backends, *st_enqueue_slow, *st_copy_run,
     *st_thread_token, *st_finish;
-static PyObject *st_idle, *st_ready, *st_running;
+static PyObject *st_idle, *st_ready, *st_running, *st_d2d;
 static PyObject *str_tasks, *str_token, *str_worker, *str_owed, *str_controlled, *str_ready, *str_wake_for,
     *str_work_epoch, *str_run, *str_may_block, *str_trivial, *str_popleft, *str_append,
     *str_notify_retired, *str_run_stream, *str_release, *str_copy_window;
@@ -2178,17 +2178,11 @@ error:
     return -1;
 }
 
-/* enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) -> seq: memops' fast path
- * (its arguments checked there): Stream.enqueue(CopyTask(dst, src, n, direction, keep),
- * holders=(holder, holder)). */
+/* Stream.enqueue(CopyTask(dst, src, n, direction, keep), holders=(holder, holder)): args are
+ * (stream, dst, src, n, direction, keep, holder, holder), checked by the caller. */
 static PyObject *
-mod_enqueue_copy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+enqueue_copy(PyObject *const *args)
 {
-    if (nargs != 8 || !streams_on) {
-        PyErr_SetString(PyExc_TypeError, "enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) "
-                        "after configure_streams");
-        return NULL;
-    }
     PyObject *s = args[0];
     PyObject *task = copy_type->tp_alloc(copy_type, 0);  /* as CopyTask(...) */
     if (task == NULL) return NULL;
@@ -2264,6 +2258,85 @@ unlock_error:
     return NULL;
 }
 
+/* enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) -> seq: memops' fast path
+ * (its arguments checked there). */
+static PyObject *
+mod_enqueue_copy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8 || !streams_on) {
+        PyErr_SetString(PyExc_TypeError, "enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) "
+                        "after configure_streams");
+        return NULL;
+    }
+    return enqueue_copy(args);
+}
+
+/* The LIVE block starting at `addr` of the device `dev` whose first `count` bytes were asked
+ * for (borrowed), or NULL (no error set): as memops' fast path looks a device end up. */
+static BlockObject *
+live_block(PyObject *dev, PyObject *addr, long long count)
+{
+    PyObject *memory = PyObject_GetAttr(dev, str_memory);
+    if (memory == NULL) { PyErr_Clear(); return NULL; }
+    BlockObject *b = NULL;
+    if (PyObject_TypeCheck(memory, &PoolType) && ((PoolObject *)memory)->live != NULL) {
+        PyObject *found = PyDict_GetItemWithError(((PoolObject *)memory)->live, addr);  /* borrowed */
+        if (found != NULL && PyObject_TypeCheck(found, &BlockType) && count <= ((BlockObject *)found)->requested)
+            b = (BlockObject *)found;
+        PyErr_Clear();
+    }
+    Py_DECREF(memory);  /* (the pool's `live` holds the block) */
+    return b;
+}
+
+/* copy_d2d(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep) -> seq, or
+ * NotImplemented with nothing done: memops.memcpy_async's fast path for a copy between two
+ * live blocks' starts on one device (D2D or DEFAULT, aligned), in C; memops does the rest. */
+static PyObject *
+mod_copy_d2d(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 9 || !streams_on) {
+        PyErr_SetString(PyExc_TypeError, "copy_d2d(rt, dst, dest_max, src, count, kind, stream, require_aligned, "
+                        "keep) after configure_streams");
+        return NULL;
+    }
+    PyObject *dst = args[1], *dest_max = args[2], *src = args[3], *count = args[4], *kind = args[5];
+    if (!PyLong_CheckExact(dst) || !PyLong_CheckExact(dest_max) || !PyLong_CheckExact(src)
+        || !PyLong_CheckExact(count) || !PyLong_CheckExact(kind))
+        Py_RETURN_NOTIMPLEMENTED;
+    int overflow;
+    long long n = PyLong_AsLongLongAndOverflow(count, &overflow), cap = 0;
+    if (!overflow) cap = PyLong_AsLongLongAndOverflow(dest_max, &overflow);
+    long k = overflow ? -1 : PyLong_AsLongAndOverflow(kind, &overflow);
+    unsigned long long d = PyLong_AsUnsignedLongLong(dst), sa = d == (unsigned long long)-1 ? 0 : PyLong_AsUnsignedLongLong(src);
+    if (PyErr_Occurred()) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }
+    unsigned long long base = (unsigned long long)st_va_base;
+    if (overflow || n <= 0 || n > cap || (k != 3 && k != 4) || d < base || sa < base
+        || ((d - base) >> 40) != ((sa - base) >> 40))  /* D2D or DEFAULT within one device */
+        Py_RETURN_NOTIMPLEMENTED;
+    int aligned = PyObject_IsTrue(args[7]);
+    if (aligned < 0) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }
+    if (aligned && ((d | sa) & 63)) Py_RETURN_NOTIMPLEMENTED;  /* memops says why */
+    PyObject *table = PyObject_GetAttr(args[0], str_device_by_physical);
+    if (table == NULL) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }
+    PyObject *key = PyLong_FromUnsignedLongLong((d - base) >> 40);
+    PyObject *dev = key == NULL || !PyDict_Check(table) ? NULL : PyDict_GetItemWithError(table, key);  /* borrowed */
+    Py_XDECREF(key);
+    Py_XINCREF(dev);
+    Py_DECREF(table);
+    if (dev == NULL) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }
+    BlockObject *db = live_block(dev, dst, n), *sb = db == NULL ? NULL : live_block(dev, src, n);
+    Py_DECREF(dev);
+    if (sb == NULL) Py_RETURN_NOTIMPLEMENTED;
+    Py_INCREF(db);
+    Py_INCREF(sb);
+    PyObject *call[8] = {args[6], dst, src, count, st_d2d, args[8], (PyObject *)db, (PyObject *)sb};
+    PyObject *res = enqueue_copy(call);
+    Py_DECREF(db);
+    Py_DECREF(sb);
+    return res;
+}
+
 static PyObject *
 mod_forget_copy_windows(PyObject *m, PyObject *Py_UNUSED(ignored))
 {
@@ -2326,6 +2399,8 @@ static PyMethodDef module_methods[] = {
      "configure_streams(Stream, Task, CopyTask, ...): the classes and switches enqueue_copy and run_tasks use"},
     {"enqueue_copy", (PyCFunction)(void (*)(void))mod_enqueue_copy, METH_FASTCALL,
      "enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) -> seq: memops' fast path"},
+    {"copy_d2d", (PyCFunction)(void (*)(void))mod_copy_d2d, METH_FASTCALL,
+     "copy_d2d(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep) -> seq or NotImplemented"},
     {"run_tasks", (PyCFunction)(void (*)(void))mod_run_tasks, METH_FASTCALL,
      "run_tasks(stream, me, budget, until, defer) -> budget left, -1 (let go) or -2 (finish in Python)"},
     {"forget_copy_windows", mod_forget_copy_windows, METH_NOARGS,
@@ -2373,6 +2448,7 @@ PyInit__speedups(void)
     INTERN(str_run_stream, "run_stream");
     INTERN(str_release, "release");
     INTERN(str_copy_window, "copy_window");
+    INTERN(st_d2d, "D2D");
     one_obj = PyLong_FromLong(1);
     zero_ret = PyLong_FromLong(0);
     if (PyType_Ready(&BlockType) < 0 || PyType_Ready(&BinType) < 0 || PyType_Ready(&PoolType) < 0
