@@ -1594,6 +1594,131 @@ static PyTypeObject LockType = {
     .tp_methods = lock_methods,
 };
 
+/* ------------------------------------------------------------------ DLPack capsules */
+/* capsule(ptr, shape, strides, code, bits, device_type, device_id, owner): the legacy
+ * "dltensor" capsule of npurt.array.dlpack.capsule_at, made here in one allocation instead of
+ * by rewriting numpy's. When the consumer frees the tensor, the deleter calls owner[0](owner)
+ * (if owner is not None) with the GIL held and any exception the thread is unwinding with
+ * saved and restored, so it is never replaced (the reason capsule_at goes through numpy's C
+ * deleter); an exception the call raises is dropped, as the Python finalizer drops it. A
+ * capsule never consumed deletes itself the same way. */
+typedef struct { int32_t device_type; int32_t device_id; } DLDevice_;
+typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType_;
+typedef struct {
+    void *data; DLDevice_ device; int32_t ndim; DLDataType_ dtype;
+    int64_t *shape; int64_t *strides; uint64_t byte_offset;
+} DLTensor_;
+typedef struct DLManaged_ {
+    DLTensor_ dl_tensor; void *manager_ctx; void (*deleter)(struct DLManaged_ *self);
+} DLManaged_;
+
+static void
+dl_deleter(DLManaged_ *self)
+{
+    PyObject *owner = (PyObject *)self->manager_ctx;
+    if (owner != NULL) {
+#if PY_VERSION_HEX >= 0x030D0000
+        int finalizing = Py_IsFinalizing();
+#else
+        int finalizing = _Py_IsFinalizing();
+#endif
+        if (!finalizing) {  /* at shutdown the owner is left to the interpreter */
+            PyGILState_STATE gil = PyGILState_Ensure();
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyObject *fn = PyTuple_Check(owner) && PyTuple_GET_SIZE(owner) > 0 ? PyTuple_GET_ITEM(owner, 0) : NULL;
+            if (fn != NULL) {
+                PyObject *r = PyObject_CallOneArg(fn, owner);
+                if (r == NULL) PyErr_Clear(); else Py_DECREF(r);
+            }
+            Py_DECREF(owner);
+            PyErr_Restore(type, value, tb);
+            PyGILState_Release(gil);
+        }
+    }
+    PyMem_RawFree(self);
+}
+
+static void
+dl_capsule_destructor(PyObject *capsule)
+{
+    if (PyCapsule_IsValid(capsule, "dltensor")) {  /* never consumed (renamed "used_dltensor" if it was) */
+        DLManaged_ *m = (DLManaged_ *)PyCapsule_GetPointer(capsule, "dltensor");
+        if (m != NULL) m->deleter(m);
+    }
+}
+
+static int
+dl_dims(PyObject *seq, int64_t *out, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
+        if (v == -1 && PyErr_Occurred()) return -1;
+        out[i] = v;
+    }
+    return 0;
+}
+
+static PyObject *
+dl_capsule(PyObject *const *args, PyObject *shape, PyObject *strides, PyObject *owner)
+{
+    Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
+    if (PyTuple_GET_SIZE(strides) != ndim) {
+        PyErr_SetString(PyExc_ValueError, "capsule: shape and strides differ in length");
+        return NULL;
+    }
+    unsigned long long ptr = PyLong_AsUnsignedLongLong(args[0]);
+    long code = PyLong_AsLong(args[3]), bits = PyLong_AsLong(args[4]);
+    long dev_type = PyLong_AsLong(args[5]), dev_id = PyLong_AsLong(args[6]);
+    if (PyErr_Occurred()) return NULL;
+    DLManaged_ *t = (DLManaged_ *)PyMem_RawMalloc(sizeof(DLManaged_) + 2 * (ndim ? ndim : 1) * sizeof(int64_t));
+    if (t == NULL) return PyErr_NoMemory();
+    int64_t *dims = (int64_t *)(t + 1);
+    if (dl_dims(shape, dims, ndim) < 0 || dl_dims(strides, dims + ndim, ndim) < 0) {
+        PyMem_RawFree(t);
+        return NULL;
+    }
+    t->dl_tensor.data = (void *)(uintptr_t)ptr;
+    t->dl_tensor.device.device_type = (int32_t)dev_type;
+    t->dl_tensor.device.device_id = (int32_t)dev_id;
+    t->dl_tensor.ndim = (int32_t)ndim;
+    t->dl_tensor.dtype.code = (uint8_t)code;
+    t->dl_tensor.dtype.bits = (uint8_t)bits;
+    t->dl_tensor.dtype.lanes = 1;
+    t->dl_tensor.shape = dims;
+    t->dl_tensor.strides = dims + ndim;
+    t->dl_tensor.byte_offset = 0;
+    t->manager_ctx = owner == Py_None ? NULL : Py_NewRef(owner);
+    t->deleter = dl_deleter;
+    PyObject *capsule = PyCapsule_New(t, "dltensor", dl_capsule_destructor);
+    if (capsule == NULL) {
+        Py_XDECREF((PyObject *)t->manager_ctx);
+        PyMem_RawFree(t);
+    }
+    return capsule;
+}
+
+static PyObject *
+mod_capsule(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "capsule(ptr, shape, strides, code, bits, device_type, device_id, owner)");
+        return NULL;
+    }
+    PyObject *owner = args[7];
+    PyObject *shape = PySequence_Tuple(args[1]);  /* a tuple itself; a torch.Size, a list: copied */
+    if (shape == NULL) return NULL;
+    PyObject *strides = PySequence_Tuple(args[2]);
+    if (strides == NULL) {
+        Py_DECREF(shape);
+        return NULL;
+    }
+    PyObject *capsule = dl_capsule(args, shape, strides, owner);
+    Py_DECREF(shape);
+    Py_DECREF(strides);
+    return capsule;
+}
+
 /* ------------------------------------------------------------------ streams */
 /* Stream.enqueue's common case and run_stream's loop over plain tasks, in C (issue 28: the
  * per-task Python work of a tiny copy). npurt.runtime.stream and scheduler hold the rules and
@@ -1645,7 +1770,7 @@ static Py_ssize_t toff[T_NFIELDS];
 static PyTypeObject *stream_type, *task_type, *copy_type;
 static PyObject *st_hooks, *st_faults, *st_tls, *st_backends, *st_enqueue_slow, *st_copy_run,
     *st_thread_token, *st_finish;
-static PyObject *st_idle, *st_ready, *st_running;
+static PyObject *st_idle, *st_ready, *st_running, *st_d2d;
 static PyObject *str_tasks, *str_token, *str_worker, *str_owed, *str_controlled, *str_ready, *str_wake_for,
     *str_work_epoch, *str_run, *str_may_block, *str_trivial, *str_popleft, *str_append,
     *str_notify_retired, *str_run_stream, *str_release, *str_copy_window;
@@ -2053,17 +2178,11 @@ error:
     return -1;
 }
 
-/* enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) -> seq: memops' fast path
- * (its arguments checked there): Stream.enqueue(CopyTask(dst, src, n, direction, keep),
- * holders=(holder, holder)). */
+/* Stream.enqueue(CopyTask(dst, src, n, direction, keep), holders=(holder, holder)): args are
+ * (stream, dst, src, n, direction, keep, holder, holder), checked by the caller. */
 static PyObject *
-mod_enqueue_copy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+enqueue_copy(PyObject *const *args)
 {
-    if (nargs != 8 || !streams_on) {
-        PyErr_SetString(PyExc_TypeError, "enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) "
-                        "after configure_streams");
-        return NULL;
-    }
     PyObject *s = args[0];
     PyObject *task = copy_type->tp_alloc(copy_type, 0);  /* as CopyTask(...) */
     if (task == NULL) return NULL;
@@ -2139,6 +2258,85 @@ unlock_error:
     return NULL;
 }
 
+/* enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) -> seq: memops' fast path
+ * (its arguments checked there). */
+static PyObject *
+mod_enqueue_copy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8 || !streams_on) {
+        PyErr_SetString(PyExc_TypeError, "enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) "
+                        "after configure_streams");
+        return NULL;
+    }
+    return enqueue_copy(args);
+}
+
+/* The LIVE block starting at `addr` of the device `dev` whose first `count` bytes were asked
+ * for (borrowed), or NULL (no error set): as memops' fast path looks a device end up. */
+static BlockObject *
+live_block(PyObject *dev, PyObject *addr, long long count)
+{
+    PyObject *memory = PyObject_GetAttr(dev, str_memory);
+    if (memory == NULL) { PyErr_Clear(); return NULL; }
+    BlockObject *b = NULL;
+    if (PyObject_TypeCheck(memory, &PoolType) && ((PoolObject *)memory)->live != NULL) {
+        PyObject *found = PyDict_GetItemWithError(((PoolObject *)memory)->live, addr);  /* borrowed */
+        if (found != NULL && PyObject_TypeCheck(found, &BlockType) && count <= ((BlockObject *)found)->requested)
+            b = (BlockObject *)found;
+        PyErr_Clear();
+    }
+    Py_DECREF(memory);  /* (the pool's `live` holds the block) */
+    return b;
+}
+
+/* copy_d2d(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep) -> seq, or
+ * NotImplemented with nothing done: memops.memcpy_async's fast path for a copy between two
+ * live blocks' starts on one device (D2D or DEFAULT, aligned), in C; memops does the rest. */
+static PyObject *
+mod_copy_d2d(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 9 || !streams_on) {
+        PyErr_SetString(PyExc_TypeError, "copy_d2d(rt, dst, dest_max, src, count, kind, stream, require_aligned, "
+                        "keep) after configure_streams");
+        return NULL;
+    }
+    PyObject *dst = args[1], *dest_max = args[2], *src = args[3], *count = args[4], *kind = args[5];
+    if (!PyLong_CheckExact(dst) || !PyLong_CheckExact(dest_max) || !PyLong_CheckExact(src)
+        || !PyLong_CheckExact(count) || !PyLong_CheckExact(kind))
+        Py_RETURN_NOTIMPLEMENTED;
+    int overflow;
+    long long n = PyLong_AsLongLongAndOverflow(count, &overflow), cap = 0;
+    if (!overflow) cap = PyLong_AsLongLongAndOverflow(dest_max, &overflow);
+    long k = overflow ? -1 : PyLong_AsLongAndOverflow(kind, &overflow);
+    unsigned long long d = PyLong_AsUnsignedLongLong(dst), sa = d == (unsigned long long)-1 ? 0 : PyLong_AsUnsignedLongLong(src);
+    if (PyErr_Occurred()) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }
+    unsigned long long base = (unsigned long long)st_va_base;
+    if (overflow || n <= 0 || n > cap || (k != 3 && k != 4) || d < base || sa < base
+        || ((d - base) >> 40) != ((sa - base) >> 40))  /* D2D or DEFAULT within one device */
+        Py_RETURN_NOTIMPLEMENTED;
+    int aligned = PyObject_IsTrue(args[7]);
+    if (aligned < 0) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }
+    if (aligned && ((d | sa) & 63)) Py_RETURN_NOTIMPLEMENTED;  /* memops says why */
+    PyObject *table = PyObject_GetAttr(args[0], str_device_by_physical);
+    if (table == NULL) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }
+    PyObject *key = PyLong_FromUnsignedLongLong((d - base) >> 40);
+    PyObject *dev = key == NULL || !PyDict_Check(table) ? NULL : PyDict_GetItemWithError(table, key);  /* borrowed */
+    Py_XDECREF(key);
+    Py_XINCREF(dev);
+    Py_DECREF(table);
+    if (dev == NULL) { PyErr_Clear(); Py_RETURN_NOTIMPLEMENTED; }
+    BlockObject *db = live_block(dev, dst, n), *sb = db == NULL ? NULL : live_block(dev, src, n);
+    Py_DECREF(dev);
+    if (sb == NULL) Py_RETURN_NOTIMPLEMENTED;
+    Py_INCREF(db);
+    Py_INCREF(sb);
+    PyObject *call[8] = {args[6], dst, src, count, st_d2d, args[8], (PyObject *)db, (PyObject *)sb};
+    PyObject *res = enqueue_copy(call);
+    Py_DECREF(db);
+    Py_DECREF(sb);
+    return res;
+}
+
 static PyObject *
 mod_forget_copy_windows(PyObject *m, PyObject *Py_UNUSED(ignored))
 {
@@ -2189,6 +2387,9 @@ static PyMethodDef module_methods[] = {
      "prune_uses(uses): forget the entries whose work has retired"},
     {"configure_allocations", (PyCFunction)(void (*)(void))mod_configure_allocations, METH_FASTCALL,
      "configure_allocations(release, hooks): the Python free of an Allocation and the observers"},
+    {"capsule", (PyCFunction)(void (*)(void))mod_capsule, METH_FASTCALL,
+     "capsule(ptr, shape, strides, code, bits, device_type, device_id, owner): a DLPack capsule "
+     "(npurt.array.dlpack.capsule_at)"},
     {"invalidate", mod_invalidate, METH_NOARGS,
      "forget the cached thread -> pool and device -> pool answers (a context was bound or died)"},
     {"suspend", mod_suspend, METH_NOARGS, "hold every Entry's fast path off (counted; resume() undoes one)"},
@@ -2198,6 +2399,8 @@ static PyMethodDef module_methods[] = {
      "configure_streams(Stream, Task, CopyTask, ...): the classes and switches enqueue_copy and run_tasks use"},
     {"enqueue_copy", (PyCFunction)(void (*)(void))mod_enqueue_copy, METH_FASTCALL,
      "enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) -> seq: memops' fast path"},
+    {"copy_d2d", (PyCFunction)(void (*)(void))mod_copy_d2d, METH_FASTCALL,
+     "copy_d2d(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep) -> seq or NotImplemented"},
     {"run_tasks", (PyCFunction)(void (*)(void))mod_run_tasks, METH_FASTCALL,
      "run_tasks(stream, me, budget, until, defer) -> budget left, -1 (let go) or -2 (finish in Python)"},
     {"forget_copy_windows", mod_forget_copy_windows, METH_NOARGS,
@@ -2245,6 +2448,7 @@ PyInit__speedups(void)
     INTERN(str_run_stream, "run_stream");
     INTERN(str_release, "release");
     INTERN(str_copy_window, "copy_window");
+    INTERN(st_d2d, "D2D");
     one_obj = PyLong_FromLong(1);
     zero_ret = PyLong_FromLong(0);
     if (PyType_Ready(&BlockType) < 0 || PyType_Ready(&BinType) < 0 || PyType_Ready(&PoolType) < 0

@@ -13,6 +13,6 @@ docs/sanitizer.md.
 """
 from __future__ import annotations
 
-from .tools.sanitizer import ALL_TOOLS, PREFIX, Report, Sanitizer, add_internal, disable, enable
+from .tools.sanitizer import ALL_TOOLS, PREFIX, Report, Sanitizer, add_internal, add_native_entries, disable, enable
 
-__all__ = ["ALL_TOOLS", "PREFIX", "Report", "Sanitizer", "add_internal", "disable", "enable"]
+__all__ = ["ALL_TOOLS", "PREFIX", "Report", "Sanitizer", "add_internal", "add_native_entries", "disable", "enable"]

@@ -29,6 +29,24 @@ def test_the_sanitizer_reports_a_native_programs_bug_with_status_86(build_c, can
     assert json.loads(report.read_text())["errors"] == 1
 
 
+def test_the_sanitizer_reports_a_native_programs_leaks_at_the_c_call_that_made_them(build_c, cann_home, tmp_path):
+    """Issue 24 item 7: leaks in a native program are reported like a Python program's, each
+    at the C function that allocated it (the sanitizer's site of a native call), with the C
+    call that frees it as the fix; the allocation the program freed is not reported."""
+    report = tmp_path / "report.json"
+    proc = npurt_run(cann_home, "--sanitize-report", str(report), build_c("run_leak.c").exe)
+    assert proc.returncode == 86, proc.stderr
+    leaked, host = (int(word, 16) for word in proc.stdout.split()[1::2])
+    leaks = [r for r in json.loads(report.read_text())["reports"] if r["kind"] == "leak"]
+    by_address = {r["address"]: r for r in leaks}
+    assert sorted(by_address) == sorted([leaked, host]), leaks
+    assert by_address[leaked]["nbytes"] == 4096 and by_address[host]["nbytes"] == 256
+    assert "a native call of aclrtMalloc" in proc.stderr
+    assert "a native call of aclrtMallocHost" in proc.stderr
+    assert "fix: aclrtFree each allocation" in proc.stderr
+    assert "fix: aclrtFreeHost each allocation" in proc.stderr
+
+
 def test_a_correct_native_program_passes_the_sanitizer(build_c, cann_home):
     proc = npurt_run(cann_home, "--sanitize", build_c("run_hello.c").exe)
     assert proc.returncode == 0, proc.stderr

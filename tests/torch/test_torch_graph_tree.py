@@ -97,7 +97,29 @@ def test_graph_trees_warm_up_record_then_replay_a_chain_of_two_functions(gt, npu
     gt.reset_npugraph_trees()
 
 
-def test_a_torch_cond_is_captured_as_an_if_node(npu):
+def _cond_graph(npu, pred, x):
     install_torch_npu_alias()
     from torch_npu.npu._npugraph_conditional_nodes import NPUGraphCaptureControlFlowOpDispatchMode
-    assert NPUGraphCaptureControlFlowOpDispatchMode.ignore_compile_internals()
+    graph = torch.npu.NPUGraph()
+    with torch.npu.graph(graph, stream=torch.npu.Stream()), NPUGraphCaptureControlFlowOpDispatchMode():
+        out = torch.cond(pred, lambda v: v.sin(), lambda v: v.cos(), (x,))
+    return graph, out
+
+
+def test_a_torch_cond_in_a_capture_is_an_if_node_that_reads_its_predicate_at_replay(npu):
+    x = torch.randn(4, device=npu)
+    pred = torch.tensor(True, device=npu)
+    graph, out = _cond_graph(npu, pred, x)
+    for value in (True, False, True):
+        pred.fill_(value)  # the predicate's value at replay picks the branch
+        graph.replay()
+        torch.npu.synchronize()
+        assert torch.allclose(out.cpu(), (x.sin() if value else x.cos()).cpu())
+
+
+def test_an_if_node_needs_a_one_element_bool_npu_predicate_and_a_capture(npu):
+    x = torch.randn(4, device=npu)
+    with pytest.raises(RuntimeError, match="Conditions must be bool tensors"):
+        _cond_graph(npu, torch.tensor(1, device=npu, dtype=torch.int32), x)
+    with pytest.raises(RuntimeError, match="capture_begin\\(\\) must be called before begin_capture_to_if_node"):
+        torch.npu.NPUGraph().begin_capture_to_if_node(torch.tensor(True, device=npu))

@@ -117,6 +117,49 @@ def test_a_cpu_tensor_in_a_hot_signature_goes_the_general_way(npu):
     torch.testing.assert_close(torch.add(d, torch.tensor(2.0)).cpu(), x + 2)  # a 0-dim CPU tensor is a scalar
 
 
+def test_the_hot_path_calls_torchs_binding_only_where_it_dispatches_to_the_out_overload(npu):
+    x, y = torch.randn(6), torch.randn(6)
+    twice(torch.atan2, x.to(npu), y.to(npu))
+    twice(torch.relu, x.to(npu))
+    assert plan_of(A.atan2.default).binding is torch._C._VariableFunctions.atan2
+    assert plan_of(A.relu.default).binding is None  # torch.relu takes no out=: the OpOverload's call
+
+
+class _Counting(torch.overrides.TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls.append(func)
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_torch_function_mode_sees_the_users_calls_only(npu, gate):
+    """Inside a task the op's out kernel is called past torch functions: a mode the user
+    entered sees `torch.sub` and `aten.sub.Tensor`, never the hot path's own
+    `sub(..., out=)` on host views, also when the op runs inside the user's synchronize."""
+    x, y = torch.randn(6), torch.randn(6)
+    d, e = x.to(npu), y.to(npu)
+    twice(torch.sub, d, e)
+    mode = _Counting()
+    with mode:
+        got = torch.sub(d, e)          # (torch runs each call with the mode off)
+        direct = A.sub.Tensor(d, e)
+    assert mode.calls == [torch.sub, A.sub.Tensor]
+    gate.hold()
+    held = torch.sub(d, e)             # queued behind the gate: runs in a synchronize below
+    mode = _Counting()
+    with mode:
+        gate.open()
+        torch.npu.synchronize()        # not a torch function: the mode stays on while it runs the task
+    assert mode.calls == []
+    for t in (got, direct, held):
+        torch.testing.assert_close(t.cpu(), x - y)
+    with torch.device(npu):  # a function mode too (torch's DeviceContext)
+        torch.testing.assert_close(torch.sub(d, e).cpu(), x - y)
+
+
 def test_hot_and_general_paths_queue_the_same_task(npu, recorder):
     x, y = torch.randn(8, 3, device=npu), torch.randn(3, device=npu)
     first, second = twice(torch.add, x, y)

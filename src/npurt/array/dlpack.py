@@ -18,7 +18,10 @@ that asks for no device (a plain `np.from_dlpack(x)`, `torch.as_tensor(x)`) is r
 BufferError that says how to copy to the host; with torch registered, a plain
 `np.from_dlpack(x)` gets the device capsule, which numpy refuses itself ("Unsupported device").
 
-How a capsule is made: numpy exports a one-element array of its own as a (legacy,
+How a capsule is made: with the C accelerator (npurt.runtime.accel), `capsule_at` is its
+`capsule`, one C allocation holding the DLManagedTensor and its shape and strides, whose C
+deleter calls `owner[0](owner)` with the GIL held and the thread's exception saved and
+restored (a few times cheaper: every npu op's output is one). Without it: numpy exports a one-element array of its own as a (legacy,
 "dltensor") DLManagedTensor capsule, whose DLTensor fields are then rewritten (address,
 device, dtype, shape, strides). numpy's deleter is C code that drops the array, so when the
 consumer frees the tensor, what the array holds is released by the array's finalizer
@@ -36,6 +39,7 @@ import struct
 
 import numpy as np
 
+from .. import runtime as _rt
 from .. import streams as _streams
 
 KDL_CPU = 1       # DLDeviceType kDLCPU
@@ -77,8 +81,8 @@ class _Owned(np.ndarray):
             pass
 
 
-def capsule_at(ptr: int, shape, strides, code: int, bits: int, device_type: int, device_id: int,
-               owner: tuple | None):
+def _numpy_capsule_at(ptr: int, shape, strides, code: int, bits: int, device_type: int, device_id: int,
+                      owner: tuple | None):
     """A DLPack capsule ("dltensor") of memory at `ptr`: `shape`, `strides` in elements, dtype
     (DLDataTypeCode `code`, `bits`), on (`device_type`, `device_id`). When the consumer frees
     it, `owner[0](owner)` is called (if there is an owner)."""
@@ -97,6 +101,11 @@ def capsule_at(ptr: int, shape, strides, code: int, bits: int, device_type: int,
         dims.pack_into(mem, _U64.unpack_from(mem, p + 24)[0], *shape)
         dims.pack_into(mem, _U64.unpack_from(mem, p + 32)[0], *strides)
     return capsule
+
+
+# With the C accelerator, the same capsule made in one C allocation (its deleter calls the owner
+# with the thread's exception saved, as the finalizer above is called): each npu op's output
+capsule_at = _rt.dlpack_capsule or _numpy_capsule_at
 
 
 def dl_dtype(dtype: np.dtype) -> tuple[int, int] | None:

@@ -17,7 +17,8 @@ import os
 import sys
 
 from ..runtime import constants as C, detach_shared_devices
-from . import cdata, impl, session  # noqa: F401 - impl registers the implementations
+from ..sanitizer import add_native_entries
+from . import cdata, fast, impl, session  # noqa: F401 - impl registers the implementations
 from .errors import code_space, fail, record
 from .faults import describe_fault
 from .registry import IMPLEMENTATIONS
@@ -102,7 +103,9 @@ def start(ffi, lib) -> None:
         raise RuntimeError("this libacl_rt.so was built for another version of npurt's C interface (its functions "
                            "differ from this npurt's); make the prefix again with `npurt cann-home` and rebuild "
                            "the program against it")
-    for name, py in bindings().items():
+    entries = bindings()
+    add_native_entries({**entries, **{name: getattr(fast, name) for name in fast.NAMES}})  # the sanitizer's sites of a native program's calls
+    for name, py in entries.items():
         fn = spec.functions[name]
         params = tuple(p["name"] for p in fn["params"] if p.get("name"))
         ffi.def_extern(name=f"npurt_py_{name}", onerror=_onerror(name, params, fn["ret"] in STATUS_TYPES))(py)

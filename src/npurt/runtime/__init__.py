@@ -54,7 +54,7 @@ from ..driver.shared import detach_all as detach_shared_devices
 from .ipc import ipc_mem_close, ipc_mem_get_export_key, ipc_mem_import_by_key, ipc_mem_set_import_pid
 from .ipc_sync import (IpcEvent, IpcNotify, ipc_get_event_handle, ipc_open_event_handle, notify_get_export_key,
                        notify_import_by_key, notify_set_import_pid)
-from .accel import describe as accelerator
+from .accel import describe as accelerator, dlpack_capsule
 from .entries import allocation_record, fast_entry, is_fast_entry
 
 # malloc and free of every face: C entry points with the C accelerator (entries.py); the
@@ -77,8 +77,9 @@ __all__ = [
     'INLINE_MAX_BYTES', 'cheap_bytes',
     # the current stream per thread and device
     'current_stream_on', 'current_streams', 'set_current_stream',
-    # the C accelerator: which pool runs (a line for `npurt info`), C entry points of malloc/free
-    'accelerator', 'allocation_record', 'fast_entry', 'is_fast_entry',
+    # the C accelerator: which pool runs (a line for `npurt info`), C entry points of malloc/free,
+    # DLPack capsules in C (or None)
+    'accelerator', 'allocation_record', 'dlpack_capsule', 'fast_entry', 'is_fast_entry',
     # observers; fault injection (faults.py) and controlled schedules (schedule.py)
     'HOOKS', 'API_SURFACES', 'FAULTS', 'FaultSpecError', 'SCHEDULE', 'ScheduleSpecError', 'parse_schedule',
     # settings

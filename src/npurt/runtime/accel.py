@@ -14,6 +14,7 @@ behaviour, the same tests):
 | `Allocation` | the Pythonic allocation record in C; its dealloc frees through the pool's fast path (`entries.allocation_record`) | the Python record with `__del__` (npurt.array.allocation) |
 | `note_use`, `note_uses`, `prune_uses` | memory.py's use records of blocks, in C | memory.py's functions |
 | `Lock` | threading.Lock not tracked by the garbage collector (a stream's enqueue lock) | threading.Lock |
+| `capsule` | a DLPack capsule at an address npurt chooses, one C allocation whose deleter calls the owner's release (`dlpack_capsule`: npu tensors' storage, each op's output) | npurt.array.dlpack's rewrite of numpy's capsule |
 
 The C entries cache the calling thread's context pool and each device's pool; `invalidate`
 forgets them and is called wherever the answer can change (context.bind and retire: a
@@ -116,6 +117,10 @@ def _load():
 
 SPEEDUPS = _load()
 """The extension module, or None: the pure-Python pool runs."""
+
+dlpack_capsule = getattr(SPEEDUPS, "capsule", None)
+"""capsule(ptr, shape, strides, code, bits, device_type, device_id, owner): a DLPack capsule in
+C (npurt.array.dlpack.capsule_at's contract), or None without the extension."""
 
 
 class _PyBlockBase:

@@ -458,3 +458,7 @@ if SPEEDUPS is not None:  # Stream.enqueue's and run_stream's common case in C (
 enqueue_copy = SPEEDUPS.enqueue_copy if SPEEDUPS is not None else None
 """enqueue_copy(stream, dst, src, n, direction, keep, holder, other) -> seq: Stream.enqueue of
 CopyTask(dst, src, n, direction, keep) with the two holders, in C; None without the extension."""
+copy_d2d = SPEEDUPS.copy_d2d if SPEEDUPS is not None else None
+"""copy_d2d(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep) -> seq, or
+NotImplemented (nothing done): memops.memcpy_async's fast path for a copy between the starts of
+two live blocks of one device, in C; None without the extension."""

@@ -14,9 +14,8 @@ import torch
 from ..runtime import INLINE_MAX_BYTES, RUNTIME
 from .fallback import Call
 from .optask import OpTask, OutOpTask, current_stream
-from .refs import ref_on
-from .plan import CPU_KEYSET, FUNCTIONAL, INPLACE, META, SYNC_PATH, VIEW, Plan, plan_of, scalar_key
-from .storage import INFOS, ITEMSIZE, alloc, block_of, info, itemsize
+from .plan import CPU_KEYSET, FUNCTIONAL, INPLACE, META, SYNC_PATH, VIEW, Plan, bind, plan_of, scalar_key
+from .storage import INFOS, ITEMSIZE, alloc, alloc_at, block_of, info, itemsize
 
 _Tensor = torch.Tensor
 
@@ -166,10 +165,13 @@ def hot_kernel(plan: Plan, arity: int, general):
     task (same op, name, reads and writes, uses recorded with the enqueue), so tools and the
     stream-ordered free see no difference. Anything else goes to `general` (the fast kernel),
     which also fills the cache this path reads. tests/torch/test_torch_hotpath.py holds the
-    two to each other and to CPU torch."""
+    two to each other and to CPU torch.
+
+    Every step is written out in the one function (a ref, the allocation, the task): each
+    Python call it saves is a fraction of a microsecond of every small op."""
     hot = HOT.setdefault(plan, {})
     name, run_one_out = plan.name, plan.run_one_out
-    infos, meta = INFOS, META
+    infos, meta, cheap_max = INFOS, META, CHEAP_BYTES
 
     def learn(key: tuple, meta_key: tuple) -> None:
         spec = meta.get(meta_key)
@@ -177,29 +179,33 @@ def hot_kernel(plan: Plan, arity: int, general):
             shape, stride, dt, nbytes = spec
             if nbytes:  # an empty result has no address: the fast kernel handles it
                 hot[key] = (shape, stride, dt, nbytes, ITEMSIZE.get(dt) or itemsize(dt))
+                bind(plan, key[2::3], dt)
 
-    place = ref_on  # the ref of an npu tensor whose layout is in hand; its block into `blocks`
-
-    def launch(inf, spec, hargs, blocks):
-        shape, stride, dt, nbytes, size = spec
-        stream = current_stream(inf.index)
-        out = alloc(inf, shape, stride, dt, nbytes)
-        ptr = out.data_ptr()
-        blocks.append(inf.live[ptr])
+    def ref_of(inf, t, shape, stride, dt):
+        """(ref, block) of an npu tensor argument (refs.ref_on, without the blocks list)."""
+        size = ITEMSIZE.get(dt) or itemsize(dt)
+        ptr = t.data_ptr()
+        block = inf.live.get(ptr - t.storage_offset() * size)
+        if block is None and t.numel():
+            block_of(inf, t)  # raises: released or foreign memory
         base = inf.views.get(dt)
         if base is None:
             base = inf.view_of(dt)
-        r = (base, shape, stride, (ptr - inf.va_base) // size, ptr, size)
-        task = OutOpTask(run_one_out, hargs, None, name, list(hargs), [r])
-        task.cheap = _cheap(blocks)
+        return (base, shape, stride, (ptr - inf.va_base) // size if ptr else 0, ptr, size), block
+
+    def launch(inf, spec, hargs, blocks, used):
+        shape, stride, dt, nbytes, size = spec
+        stream = current_stream(inf.index)
+        out, ptr, block = alloc_at(inf, shape, stride, dt, nbytes)
+        blocks.append(block)
+        base = inf.views.get(dt)
+        if base is None:
+            base = inf.view_of(dt)
+        task = OutOpTask(run_one_out, hargs, None, name, hargs[:],
+                         [(base, shape, stride, (ptr - inf.va_base) // size, ptr, size)])
+        task.cheap = used + block.requested <= cheap_max
         stream.enqueue(task, holders=blocks)
         return out
-
-    def device_of(idx: int):
-        inf = infos.get(idx)
-        if inf is None or inf.devs is not RUNTIME.devices:
-            inf = info(idx)
-        return inf
 
     if arity == 1:
         def unary(*args, **kwargs):
@@ -218,10 +224,13 @@ def hot_kernel(plan: Plan, arity: int, general):
                 out = general(*args, **kwargs)
                 learn(key, (plan, key))
                 return out
-            inf = device_of(idx)
-            blocks = []
-            rx = place(inf, x, xs, xst, xd, blocks)
-            return launch(inf, spec, [rx], blocks)
+            inf = infos.get(idx)
+            if inf is None or inf.devs is not RUNTIME.devices:
+                inf = info(idx)
+            rx, bx = ref_of(inf, x, xs, xst, xd)
+            if bx is None:
+                return launch(inf, spec, [rx], [], 0)
+            return launch(inf, spec, [rx], [bx], bx.requested)
         return unary
 
     def binary(*args, **kwargs):
@@ -240,11 +249,15 @@ def hot_kernel(plan: Plan, arity: int, general):
             out = general(*args, **kwargs)
             learn(key, (plan, (xs, xst, xd), (ys, yst, yd)))
             return out
-        inf = device_of(idx)
-        blocks = []
-        rx = place(inf, x, xs, xst, xd, blocks)
-        ry = place(inf, y, ys, yst, yd, blocks)
-        return launch(inf, spec, [rx, ry], blocks)
+        inf = infos.get(idx)
+        if inf is None or inf.devs is not RUNTIME.devices:
+            inf = info(idx)
+        rx, bx = ref_of(inf, x, xs, xst, xd)
+        ry, by = ref_of(inf, y, ys, yst, yd)
+        if bx is not None and by is not None:
+            return launch(inf, spec, [rx, ry], [bx, by], bx.requested + by.requested)
+        blocks = [b for b in (bx, by) if b is not None]  # (an empty tensor has no block)
+        return launch(inf, spec, [rx, ry], blocks, sum(b.requested for b in blocks))
     return binary
 
 

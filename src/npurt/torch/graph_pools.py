@@ -16,10 +16,12 @@ and c10/cuda/CUDACachingAllocator.cpp behave), over npurt's caching pools.
   again at the same addresses (runtime.take_at), and each storage of
   `storages_to_add_deleters_to` frees its block when it dies from then on.
 * `_construct_storage_from_data_pointer(ptr, device, nbytes)` is a storage over memory it does not
-  own (no deleter until a checkpoint gives it one); its block is made live if it was free, since
-  npurt's ops refuse memory no block holds. `_construct_NPU_Tensor_From_Storage_And_Metadata
-  (metadata, storage)` is a tensor of the metadata's dtype, size, stride and offset over it
-  (and its "npu_format", when given).
+  own (no deleter until a checkpoint gives it one). npurt's ops refuse memory no live block
+  holds, where torch's pool lets such a storage reach freed memory: so its block is made live
+  if it was free, and a block whose owner dies while such storages reach it stays live for them
+  (storage.HANDOVER); both are out of the pool's count, as torch has them free.
+  `_construct_NPU_Tensor_From_Storage_And_Metadata(metadata, storage)` is a tensor of the
+  metadata's dtype, size, stride and offset over it (and its "npu_format", when given).
 * `_free_And_Remove_DeleterFn(storage_cdata)`: the storage no longer frees its block ("Expected
   standard deleter" where it owns none). A storage made over memory it did not own frees it
   now; one npurt allocated keeps its block until it dies, out of the pool's count (npurt's

@@ -46,7 +46,7 @@ from ..runtime import destroy_graph as _destroy, execute_async as _execute, laun
 from . import random as _random
 from ..runtime import graph as _graph_module
 from .device import current_device, synchronize
-from . import alloc_conf, graph_pools, graph_trace, super_kernel
+from . import alloc_conf, graph_if, graph_pools, graph_trace, super_kernel
 from .graph_debug import TENSOR_BUFFER_SPEC as _NPUGRAPH_TENSOR_BUFFER_SPEC_MARKER  # noqa: F401 - torch_npu's
 from .graph_debug import TENSOR_PTR_SPEC as _NPUGRAPH_TENSOR_PTR_SPEC_MARKER  # noqa: F401 - names of them
 from .graph_debug import build_save_path as _build_save_npugraph_tensor_path  # noqa: F401
@@ -92,6 +92,8 @@ class NPUGraph:
         self._capturing = None
         self._pool = None
         self._routed = None   # (device, pool id) this capture's allocations go to
+        self._mode = 0        # the capture's mode (IF bodies are captured in it)
+        self._if_stack: list = []  # the IF bodies being captured, innermost last (graph_if.py)
         self._rng = {}
         self.graph_dispatch_mode = GraphDispatchMode()   # records updatable ops (graph_update.py)
         self.auto_dispatch_capture = False
@@ -128,7 +130,8 @@ class NPUGraph:
         if s.is_default:
             raise RuntimeError("NPU graphs cannot be captured on the default stream: capture inside "
                                "`with torch.npu.stream(s):` or use `with torch.npu.graph(g):`")
-        _begin(s, _mode(capture_error_mode))
+        self._mode = _mode(capture_error_mode)
+        _begin(s, self._mode)
         built = _info(s)[1]
         _capturing_graphs[id(built)] = (built, self)
         self._capturing = s
@@ -150,6 +153,14 @@ class NPUGraph:
         finally:
             # the random state its ops draw from at each replay (random.py)
             self._rng = _random.capture_epilogue(captured) if captured is not None else {}
+
+    def begin_capture_to_if_node(self, pred) -> None:
+        """Capture what follows into an IF node's body, run at replay when `pred` (a one-element
+        npu bool tensor, read at replay) is true; end it with end_capture_to_conditional_node()."""
+        graph_if.begin(self, pred, _capturing_graphs, self._mode)
+
+    def end_capture_to_conditional_node(self) -> None:
+        graph_if.end(self, _capturing_graphs)
 
     def replay(self) -> None:
         if self._graph is None:

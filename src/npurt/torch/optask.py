@@ -69,7 +69,12 @@ class OutOpTask(OpTask):
 
     def run(self) -> None:
         out = self.writes[0]
-        self.fn([read_view(a) for a in self.args], write_view(out), out[1], out[2])
+        args = self.args
+        if len(args) == 2:  # (a binary op's: no comprehension's frame)
+            views = [read_view(args[0]), read_view(args[1])]
+        else:
+            views = [read_view(a) for a in args]
+        self.fn(views, write_view(out), out[1], out[2])
 
 
 def _host(a, writes):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 VIEW, FUNCTIONAL, OUT, INPLACE, SYNC = range(5)
 SYNC_PATH = object()      # meta cache value: this key takes the synchronous path
@@ -91,6 +92,11 @@ class Plan:
         self.out_safe = not any(a.name == "reduction" for a in args)
         self.numbers_as_tensors = False  # True once the op refused a number in a tensor slot
         self.run_out = self._run_out if self.out_op is not None else None
+        # the .out kernel's C callable and its out argument (run_one_out: no Python layer between)
+        self.out_call = self.out_op[0]._op if self.out_op is not None else None
+        self.out_name = self.out_op[1][0] if self.out_op is not None and len(self.out_op[1]) == 1 else None
+        self.binding = None  # torch's generated binding of the .out overload, once `bind` checked it
+        self.bind_tried = False
         self.upcast = schema.name.split("::")[-1] in UPCAST_FP16
         # in-place ops whose result does not depend on the tensor's old values write it ("w");
         # the others (add_, mul_, ...) read and write it ("rw"), as tools should see them
@@ -130,7 +136,7 @@ class Plan:
         """The `.out` kernel; False if it wanted to resize an out (from then on `out_safe` is
         False: the functional op runs instead)."""
         try:
-            self.out_op[0](*args, **kwargs)
+            self.out_call(*args, **kwargs)
             return True
         except RuntimeError as exc:
             if "not resizable" not in str(exc):
@@ -141,14 +147,71 @@ class Plan:
     def run_one_out(self, args: list, out, shape, stride) -> None:
         """`_run_out` for an op with one out: `out` a host view of storage offset 0 laid out
         as (`shape`, `stride`), what the meta kernel said (the fast kernels' task, which knows
-        the layout and so need not read it back)."""
-        kwargs = {self.out_op[1][0]: out}
+        the layout and so need not read it back). `_out_kernel`'s steps, written out; the
+        call is torch's generated binding where `bind` found one, with torch functions off
+        while a torch function mode is on (a task run in the user's synchronize would be
+        seen by it: the OpOverload's call as well)."""
+        kwargs = {self.out_name: out}
         if self.out_safe:
-            if self._out_kernel(args, kwargs):
+            try:
+                call = self.binding or self.out_call
+                if _function_mode():  # the user's mode sees no call of ours
+                    with _NoTorchFunction():
+                        call(*args, **kwargs)
+                else:
+                    call(*args, **kwargs)
                 return
+            except RuntimeError as exc:
+                if "not resizable" not in str(exc):
+                    raise
+                self.out_safe = False
             out.as_strided_(shape, stride, 0)  # the failed resize left its new sizes behind
         self._run_out(*args, **kwargs)
 
+
+_function_mode = torch._C._is_torch_function_mode_enabled
+_NoTorchFunction = torch._C.DisableTorchFunction
+
+
+class _Seen(TorchDispatchMode):
+    """The aten ops a call dispatches to."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+
+def _seen_dispatch(self, func, types, args=(), kwargs=None):
+    self.ops.append(func)
+    return func(*args, **(kwargs or {}))
+
+
+# set after the class is made: torch wraps a mode's own __torch_dispatch__ in its dynamo
+# disable, whose first call imports torch._dynamo (seconds; test_torch_first_op.py)
+_Seen.__torch_dispatch__ = _seen_dispatch
+
+
+def bind(plan: Plan, dtypes, out_dtype) -> None:
+    """Find torch's generated binding of `plan`'s `.out` overload (`torch.add(x, y, out=o)` for
+    aten::add.out), for the hot path's `run_one_out`: its argument parsing is generated C++
+    for the signature, a third cheaper than an OpOverload call's parsing against the schema.
+    Taken only if, called once on one-element CPU tensors of `dtypes` (positional) and an out
+    of `out_dtype`, it dispatches to exactly that overload; once per plan."""
+    if plan.bind_tried or _function_mode():  # (under `with torch.device("npu")` zeros would be npu tensors)
+        return
+    plan.bind_tried = True
+    fn = getattr(torch._C._VariableFunctions, plan.op.overloadpacket.__name__, None)
+    if fn is None or plan.out_name != "out":
+        return
+    seen = _Seen()
+    try:
+        args, out = [torch.zeros(1, dtype=d) for d in dtypes], torch.empty(1, dtype=out_dtype)
+        with seen:
+            fn(*args, out=out)
+    except Exception:  # noqa: BLE001 - no such signature, dtypes it refuses: the OpOverload's call
+        return
+    if seen.ops == [plan.out_op[0]]:
+        plan.binding = fn
 
 
 def _out_overload(op):

@@ -55,6 +55,7 @@ def rename(text: str) -> str:
     """cuda spelled npu, leaving inductor's config keys (config.triton.cudagraph_*) alone."""
     keys = []
     text = _CONFIG_KEY.sub(lambda m: keys.append(m.group(0)) or f"\0{len(keys) - 1}\0", text)
+    text = re.sub(r"\b([Aa]) (cuda|CUDA)\b", lambda m: f"{m.group(1)}n {m.group(2)}", text)  # an npu
     text = _WORDS.sub(lambda m: _WORD_FOR[m.group(0)], text)
     return re.sub(r"\0(\d+)\0", lambda m: keys[int(m.group(1))], text)
 

@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import collections
 import math
 
 import torch
@@ -122,28 +123,61 @@ class TensorCounters:
     """torch's per-pool statistics of what npu tensors (and caching_allocator_alloc) hold on one
     device: for each stat and pool (all, small_pool, large_pool) current, peak, allocated
     (total increase) and freed (total decrease). Segments and reserved bytes are the pool's
-    segment maps and unmaps seen across these allocations and frees (and empty_cache)."""
+    segment maps and unmaps seen across these allocations and frees (and empty_cache).
+
+    An allocation or free only appends its amounts to `pending` (a deque's append is atomic,
+    so threads need no lock for it, and the order of the appends is the order of the
+    events); they are applied in that order, under the lock, whenever the statistics are
+    read (`values`) or changed otherwise, and every `FOLD_AT` events. Applied in order, the
+    peaks come out exactly as if each event had been counted when it happened."""
+
+    FOLD_AT = 1024
 
     def __init__(self):
         self.lock = fork_safe_lock()
-        self.values = {(stat, pool): [0, 0, 0, 0] for stat in STAT_NAMES
+        self.pending: collections.deque = collections.deque()
+        self._values = {(stat, pool): [0, 0, 0, 0] for stat in STAT_NAMES
                        for pool in ("all", "small_pool", "large_pool")}
         # a block counts as active exactly while it is allocated here (the stream-ordered free
         # keeps a block in use in the pool's hands, not in these counts), so the two pairs of
-        # stats are one row each: what `note` moves on every allocation and free is the rows
-        # of allocation, allocated_bytes and requested_bytes, each in "all" and in the pool
-        # (a loop over lists in hand instead of ten dict look-ups and calls: microseconds of
-        # every npu op)
+        # stats are one row each: what each allocation and free moves is the rows of
+        # allocation, allocated_bytes and requested_bytes, each in "all" and in the pool
         for pool in ("all", "small_pool", "large_pool"):
-            self.values[("active", pool)] = self.values[("allocation", pool)]
-            self.values[("active_bytes", pool)] = self.values[("allocated_bytes", pool)]
-        self._rows = {pool: tuple(self.values[(stat, p)] for stat in ("allocation", "allocated_bytes", "requested_bytes")
+            self._values[("active", pool)] = self._values[("allocation", pool)]
+            self._values[("active_bytes", pool)] = self._values[("allocated_bytes", pool)]
+        self._rows = {pool: tuple(self._values[(stat, p)] for stat in ("allocation", "allocated_bytes", "requested_bytes")
                                   for p in ("all", pool))
                       for pool in ("small_pool", "large_pool")}
 
+    @property
+    def values(self) -> dict:
+        """(stat, pool) -> [current, peak, allocated, freed], every event counted."""
+        self.fold()
+        return self._values
+
+    def note(self, sign: int, requested: int, size: int, reserved_delta: int, segments_delta: int) -> None:
+        """An allocation (sign 1) or free (-1) of a block of `size` bytes for `requested`, and
+        what it changed of the pool's reserved bytes and segments."""
+        pending = self.pending
+        pending.append((sign, requested, size, reserved_delta, segments_delta))
+        if len(pending) > self.FOLD_AT:
+            self.fold(blocking=False)  # (held: a fold runs, and takes this event too)
+
+    def fold(self, blocking: bool = True) -> None:
+        """Apply the pending events, in order. Never waits when not `blocking`, so a free
+        that a garbage collection runs inside a fold (or a read) cannot deadlock."""
+        pending = self.pending
+        if pending and self.lock.acquire(blocking):
+            try:
+                take, apply = pending.popleft, self._apply
+                while pending:
+                    apply(*take())
+            finally:
+                self.lock.release()
+
     def _add(self, stat: str, pool: str, delta: int) -> None:
         for p in ("all", pool):
-            v = self.values[(stat, p)]
+            v = self._values[(stat, p)]
             v[0] += delta
             if delta > 0:
                 v[2] += delta
@@ -151,31 +185,34 @@ class TensorCounters:
             else:
                 v[3] -= delta
 
-    def note(self, sign: int, requested: int, size: int, reserved_delta: int, segments_delta: int) -> None:
+    def _apply(self, sign: int, requested: int, size: int, reserved_delta: int, segments_delta: int) -> None:
+        """One event of `note`, the lock held: the rows of allocation, allocated_bytes and
+        requested_bytes, in "all" and in the pool, move by 1, size and requested (what _add of
+        each stat with sign * amount does)."""
         pool = "small_pool" if size <= SMALL_SIZE else "large_pool"
         amounts = (1, 1, size, size, requested, requested)  # of the rows of _rows, all >= 0
-        with self.lock:  # what _add of each stat with sign * amount does
-            if sign > 0:
-                for v, n in zip(self._rows[pool], amounts):
-                    now = v[0] + n
-                    v[0] = now
-                    v[2] += n
-                    if now > v[1]:
-                        v[1] = now
-            else:
-                for v, n in zip(self._rows[pool], amounts):
-                    v[0] -= n
-                    v[3] += n
-            if reserved_delta:
-                self._add("reserved_bytes", pool, reserved_delta)
-            if segments_delta:
-                self._add("segment", pool, segments_delta)
+        if sign > 0:
+            for v, n in zip(self._rows[pool], amounts):
+                now = v[0] + n
+                v[0] = now
+                v[2] += n
+                if now > v[1]:
+                    v[1] = now
+        else:
+            for v, n in zip(self._rows[pool], amounts):
+                v[0] -= n
+                v[3] += n
+        if reserved_delta:
+            self._add("reserved_bytes", pool, reserved_delta)
+        if segments_delta:
+            self._add("segment", pool, segments_delta)
 
     def note_release(self, reserved_delta: int, segments_delta: int) -> None:
         """empty_cache gave segments back (of either pool: counted against the large one first)."""
+        self.fold()
         with self.lock:
             for pool in ("large_pool", "small_pool"):
-                have = self.values[("reserved_bytes", pool)][0]
+                have = self._values[("reserved_bytes", pool)][0]
                 take = max(reserved_delta, -have) if pool == "large_pool" else reserved_delta
                 if take:
                     self._add("reserved_bytes", pool, take)
@@ -184,18 +221,21 @@ class TensorCounters:
                 self._add("segment", "large_pool", segments_delta)
 
     def reset_peak(self) -> None:
+        self.fold()
         with self.lock:
-            for v in self.values.values():
+            for v in self._values.values():
                 v[1] = v[0]
 
     def reset_accumulated(self) -> None:
+        self.fold()
         with self.lock:
-            for v in self.values.values():
+            for v in self._values.values():
                 v[2] = v[3] = 0
 
     def flat(self) -> dict:
+        self.fold()
         with self.lock:
-            return {f"{stat}.{pool}.{metric}": v[i] for (stat, pool), v in self.values.items()
+            return {f"{stat}.{pool}.{metric}": v[i] for (stat, pool), v in self._values.items()
                     for i, metric in enumerate(("current", "peak", "allocated", "freed"))}
 
 
@@ -316,6 +356,27 @@ def alloc(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> to
     count = inf.counters
     count.note(1, nbytes, block.size, mem.reserved - reserved, mem.segment_maps - maps)
     return _dlpack.tensor_at(ptr, shape, stride, dtype, inf.index, (release, mem, ptr, block, nbytes, count))
+
+
+def alloc_at(inf: DeviceInfo, shape, stride, dtype: torch.dtype, nbytes: int) -> tuple:
+    """(tensor, address, block) of a new npu tensor of `nbytes` > 0 bytes: `alloc`, with the
+    common case (a small block of the device's own pool, no tool listening) in one step and
+    the address and block it has in hand returned (the hot path's: no look-up after)."""
+    mem = inf.memory
+    if ROUTE is None and not HOOKS.active and nbytes <= caching.SMALL_MAX and not mem.no_split:
+        reserved, maps = mem.reserved, mem.segment_maps
+        try:
+            ptr = mem.malloc(nbytes, 0)
+        except NpuOutOfMemory:
+            ptr = None  # alloc's way: its last resort and its error
+        if ptr is not None:
+            block = mem.live[ptr]
+            inf.counters.note(1, nbytes, block.size, mem.reserved - reserved, mem.segment_maps - maps)
+            return _dlpack.tensor_at(ptr, shape, stride, dtype, inf.index,
+                                     (release, mem, ptr, block, nbytes, inf.counters)), ptr, block
+    t = alloc(inf, shape, stride, dtype, nbytes)
+    ptr = t.data_ptr()
+    return t, ptr, inf.live[ptr]
 
 
 def _malloc_from(inf: DeviceInfo, mem, nbytes: int) -> int:

@@ -10,7 +10,7 @@ from ..managed import MANAGED
 from ..memory import HUGE1G_PAGE, HUGE_PAGE, LIVE, NORMAL_PAGE
 from ..observers import HOOKS
 from ..runtime import RUNTIME
-from ..stream import Stream
+from ..stream import Stream, copy_d2d
 from .streams import stream_of
 
 rt = RUNTIME
@@ -237,6 +237,10 @@ def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int, strea
                  require_aligned: bool = True, keep=None) -> int:
     if type(stream) is not Stream or stream.destroyed:  # None, a wrong object, destroyed
         stream = stream_of(stream)
+    if copy_d2d is not None:  # between two blocks' starts on one device: memops' fast path, in C
+        seq = copy_d2d(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
+        if seq is not NotImplemented:
+            return seq
     return memops.memcpy_async(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
 
 

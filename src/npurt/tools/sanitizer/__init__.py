@@ -10,7 +10,7 @@ line). Start it with `npurt.sanitizer.enable()`, `npurt run --sanitize`, or
 from __future__ import annotations
 
 from .core import ALL_TOOLS, Sanitizer, disable, enable
-from .frames import add_internal
+from .frames import add_internal, add_native_entries
 from .report import PREFIX, Report
 
-__all__ = ["ALL_TOOLS", "PREFIX", "Report", "Sanitizer", "add_internal", "disable", "enable"]
+__all__ = ["ALL_TOOLS", "PREFIX", "Report", "Sanitizer", "add_internal", "add_native_entries", "disable", "enable"]

@@ -24,6 +24,8 @@ class Site(NamedTuple):
     func: str
 
     def __str__(self) -> str:
+        if self.file == NATIVE:
+            return f"a native call of {self.func}"
         return f"{os.path.basename(self.file)}:{self.line}"
 
     def to_json(self) -> dict:
@@ -31,6 +33,7 @@ class Site(NamedTuple):
 
 
 UNKNOWN = Site("<unknown>", 0, "?")
+NATIVE = "<native program>"  # a Site's file for a call a C program made through libacl_rt.so
 
 # npurt's own package directory (this file is npurt/tools/sanitizer/frames.py)
 _NPURT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,6 +53,21 @@ def _add_frameworks() -> None:
             folder = os.path.dirname(os.path.abspath(path)) + os.sep
             if folder not in _internal_dirs:
                 _internal_dirs.append(folder)
+
+
+_native_entries: dict = {}  # code object -> the C function (libacl_rt.so's) it answers
+
+
+def add_native_entries(entries: dict) -> None:
+    """The C interface's Python entry points, C name -> callable (`npurt.capi.entry`): a call
+    entering through one of them with no user frame above it came from a native program, and
+    its site is that C function (the C caller's own line is not known). A C accelerator entry
+    (`npurt._speedups.Entry`) is known by the Python slow path it calls (`.slow`), which is
+    what runs whenever a tool listens."""
+    for name, fn in entries.items():
+        code = getattr(getattr(fn, "slow", fn), "__code__", None)
+        if code is not None:
+            _native_entries.setdefault(code, name)
 
 
 def add_internal(path: str) -> None:
@@ -73,12 +91,16 @@ def _is_internal(code) -> bool:
 
 
 def user_site(depth: int = 1) -> Site | None:
-    """The innermost frame of the calling thread outside npurt, or None (all internal:
-    e.g. a scheduler worker)."""
+    """The innermost frame of the calling thread outside npurt; for a call from a native
+    program (all frames npurt's, entered through a C function's entry point), that C
+    function (`NATIVE`); else None (all internal: e.g. a scheduler worker)."""
     f = sys._getframe(depth)
+    native = None
     while f is not None:
         code = f.f_code
         if not _is_internal(code):
             return Site(code.co_filename, f.f_lineno, code.co_name)
+        if _native_entries:
+            native = _native_entries.get(code, native)
         f = f.f_back
-    return None
+    return Site(NATIVE, 0, native) if native is not None else None

@@ -7,10 +7,12 @@ under a live object, but not at process exit, where Python frees it as it shuts 
 """
 from __future__ import annotations
 
+from .frames import NATIVE
 from .report import Actor, Report
 
 _WHAT = {"device": "device memory", "host": "malloc_host memory", "registered": "a host_register registration"}
 _FREE = {"device": "acl.rt.free", "host": "acl.rt.free_host", "registered": "acl.rt.host_unregister"}
+_FREE_C = {"device": "aclrtFree", "host": "aclrtFreeHost", "registered": "aclrtHostUnregister"}  # a native program's
 
 
 def leak_reports(allocs, when: str) -> list[Report]:
@@ -29,7 +31,8 @@ def leak_reports(allocs, when: str) -> list[Report]:
             fix = "drop the arrays (del, or let them go out of scope) before resetting the device"
         else:
             title = f"{n} allocation{'s' if n != 1 else ''} of {what} ({total} bytes) on {where} never freed before {when}"
-            fix = f"{_FREE.get(kind, 'free')} each allocation when done with it"
+            free = (_FREE_C if site is not None and site.file == NATIVE else _FREE).get(kind, "free")
+            fix = f"{free} each allocation when done with it"
         actor = Actor(f"allocated ({what})", "host", site, "at")
         out.append(Report("leakcheck", "leak", title, actors=[actor], details=[f"addresses: {sample}"], fix=fix,
                           address=group[0].addr, nbytes=total,
