@@ -11,8 +11,8 @@
 runtime refuses it). `mode` is "global", "thread_local" or "relaxed" (aclmdlRICaptureMode;
 what each forbids is in docs/graphs.md). Work of other streams that wait on an event recorded
 in the block joins the capture and must rejoin it before the block ends. A call the capture
-forbids raises npurt.CaptureError (code 107030 or 107027) and invalidates the capture: the
-block then ends with CaptureError (507903) naming the call. A replay reads and writes the
+forbids raises npurt.CaptureError (code 107030 or 107027) and does nothing; the capture goes
+on, as CANN's does, and a block that ends with an exception leaves `g` without a graph. A replay reads and writes the
 addresses captured, at replay time; replays of one graph run in order.
 
 Work captured inside `with g.task_group() as grp:` can be replaced after the capture:
@@ -177,6 +177,9 @@ class graph:
         except CaptureError:
             if exc_type is None:
                 raise  # the capture's own failure (invalidated, unjoined)
+            return
+        if exc_type is not None:
+            self.g.reset()  # a block that failed leaves no graph (its capture went on, as CANN's does)
 
 
 def is_capturing(stream: Stream | None = None) -> bool:

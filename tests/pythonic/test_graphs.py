@@ -35,7 +35,7 @@ def test_the_block_is_recorded_and_each_replay_uses_the_current_inputs():
         g.replay()
 
 
-def test_a_forbidden_call_in_the_block_invalidates_the_capture():
+def test_a_forbidden_call_in_the_block_is_refused_and_the_failed_block_leaves_no_graph():
     x = npurt.asarray(np.ones(4, np.float32))
     g = npurt.Graph()
     with pytest.raises(npurt.CaptureError) as err:

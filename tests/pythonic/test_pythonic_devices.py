@@ -129,8 +129,7 @@ def test_synchronize_after_finding_the_device_drained_refuses_a_capturing_stream
     with pytest.raises(npurt.NpuError) as e:
         npurt.synchronize()
     assert e.value.code == C.ACL_ERROR_RT_STREAM_CAPTURED
-    with pytest.raises(npurt.NpuError, match="invalid"):  # the refused wait invalidated the capture
-        g.capture_end()
+    g.capture_end()  # the refused wait did nothing and left the capture going on, as CANN's does
     npurt.synchronize()  # not capturing any more: drained again
 
 

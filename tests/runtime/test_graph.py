@@ -104,11 +104,9 @@ def test_a_synchronous_copy_during_capture_follows_the_mode(rt, bufs, mode, refu
             rt.memcpy(host.ctypes.data, 64, a, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)
         assert err.value.code == C.ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT
         assert "memcpy" in err.value.message and "capture began at" in err.value.message
-        assert rt.capture_info(s)[0] == G.STATUS_INVALIDATED
-        with pytest.raises(NpuError) as end:
-            rt.capture_end(s)
-        assert end.value.code == C.ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED
-        assert "memcpy" in end.value.message
+        # the capture goes on, as CANN's CheckCaptureModeSupport leaves it: the refused copy did nothing
+        assert rt.capture_info(s)[0] == G.STATUS_ACTIVE
+        rt.destroy_graph(rt.capture_end(s))
     else:
         rt.memcpy(host.ctypes.data, 64, a, 64, C.ACL_MEMCPY_DEVICE_TO_HOST)
         rt.destroy_graph(rt.capture_end(s))
@@ -147,8 +145,8 @@ def test_synchronizing_querying_or_destroying_a_capturing_stream_is_refused(rt):
         with pytest.raises(NpuError) as err:
             call()
         assert err.value.code == C.ACL_ERROR_RT_STREAM_CAPTURED
-        with pytest.raises(NpuError):
-            rt.capture_end(s)
+        assert s.capture is not None                # refused, and the capture goes on (as CANN's)
+        rt.destroy_graph(rt.capture_end(s))
     rt.synchronize_stream(s)  # usable again
 
 

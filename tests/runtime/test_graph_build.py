@@ -473,8 +473,7 @@ def test_the_capture_mode_limits_async_copies_of_pageable_host_memory(rt):
     with pytest.raises(NpuError) as e:
         rt.memcpy_async(dev, 64, host.ctypes.data, 64, C.ACL_MEMCPY_HOST_TO_DEVICE, s)
     assert e.value.code == C.ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT
-    with pytest.raises(NpuError):
-        rt.capture_end(s)                         # invalidated
+    rt.destroy_graph(rt.capture_end(s))           # the refusal left the capture going on
     rt.capture_begin(s, G.RELAXED)                # allowed: recorded, reads the host memory at replay
     rt.memcpy_async(dev, 64, host.ctypes.data, 64, C.ACL_MEMCPY_HOST_TO_DEVICE, s)
     graph = rt.capture_end(s)

@@ -22,9 +22,9 @@ Capture modes (ApiErrorDecorator / Context::IsCaptureModeSupport): a call the ru
 GLOBAL) is GLOBAL and a GLOBAL capture is active in the context or the thread itself captures
 THREAD_LOCAL; when it is THREAD_LOCAL and the thread captures GLOBAL or THREAD_LOCAL; never when
 it is RELAXED. Synchronizing, querying or destroying a capturing stream, and replaying onto
-one, are ACL_ERROR_RT_STREAM_CAPTURED (107027). Each refusal invalidates the capture(s) it
-concerns: capture_end then fails with ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED (507903) and a
-message naming the call and where the capture began; the streams leave capture either way.
+one, are ACL_ERROR_RT_STREAM_CAPTURED (107027). A refusal does nothing and ends nothing: the
+capture goes on, as CANN's does (CheckCaptureModeSupport, ApiErrorDecorator::StreamSynchronize);
+the message names the call and where the capture began.
 
 Editing captured graphs (task groups and their updates, per-task queries and parameters) is
 graph_edit.py; conditional tasks and their bodies are graph_cond.py; built models
@@ -305,8 +305,11 @@ class Capture:
 
 # ---------------------------------------------------------------- mode checks
 def check_capture_safe(what: str, context=None) -> None:
-    """Refuse (107030) and invalidate, as CheckCaptureModeSupport does, a call that a capture
-    in progress forbids in this thread."""
+    """Refuse (107030), as CheckCaptureModeSupport does, a call that a capture in progress
+    forbids in this thread. The capture goes on: CANN's check returns the code and ends nothing
+    (src/runtime/feature/aclgraph/capture_model_utils.cc, error_message_manage.hpp's
+    CHECK_CAPTURE_MODE_SUPPORT_AND_RETURN); a refused call did nothing, so the graph lacks
+    nothing it would have had."""
     if not _active:
         return
     exchange, mine = THREAD.exchange, THREAD.capturing
@@ -323,31 +326,31 @@ def check_capture_safe(what: str, context=None) -> None:
             culprits.append(cap)
     if not culprits:
         return
-    for cap in culprits:
-        cap.invalidate(f"{what} was called during the capture")
-        if HOOKS.active:  # the sanitizer reports it with both sites (the call, the capture's begin)
-            HOOKS.emit("capture_invalidated", capture=cap, call=what, code=C.ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT,
+    if HOOKS.active:  # the sanitizer reports it with both sites (the call, the capture's begin)
+        for cap in culprits:
+            HOOKS.emit("capture_refused", capture=cap, call=what, code=C.ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT,
                        mode=MODE_NAMES[cap.mode], thread_mode=MODE_NAMES[exchange])
     cap = culprits[0]
     raise CaptureError(
         f"{what} is not allowed while stream {cap.origin.stream_id} is being captured in "
-        f"{MODE_NAMES[cap.mode]} mode (this thread's mode is {MODE_NAMES[exchange]}); the capture is "
-        f"invalidated. Use the asynchronous form on the capturing stream, or capture in RELAXED mode, or "
+        f"{MODE_NAMES[cap.mode]} mode (this thread's mode is {MODE_NAMES[exchange]}); the call did "
+        f"nothing and the capture goes on. Use the asynchronous form on the capturing stream, or capture in RELAXED mode, or "
         f"call aclmdlRICaptureThreadExchangeMode. The capture began at:\n{cap.where}",
         C.ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT)
 
 
 def refuse_if_capturing(stream, what: str) -> None:
-    """Synchronize / query / destroy of a capturing stream: 107027 (and the capture is invalidated)."""
+    """Synchronize / query / destroy of a capturing stream: 107027, and the capture goes on, as
+    in ApiErrorDecorator::StreamSynchronize (src/runtime/api/impl/api_error.cc), which returns
+    RT_ERROR_STREAM_CAPTURED and ends nothing."""
     cap = stream.capture
     if cap is None:
         return
-    cap.invalidate(f"{what} of capturing stream {stream.stream_id} was called")
     if HOOKS.active and type(cap) is Capture:
-        HOOKS.emit("capture_invalidated", capture=cap, call=what, code=C.ACL_ERROR_RT_STREAM_CAPTURED,
+        HOOKS.emit("capture_refused", capture=cap, call=what, code=C.ACL_ERROR_RT_STREAM_CAPTURED,
                    mode=MODE_NAMES[cap.mode], thread_mode=MODE_NAMES[THREAD.exchange])
     raise CaptureError(f"{what}: stream {stream.stream_id} is being captured (its work is recorded, not "
-                       f"run); end the capture first. The capture is invalidated. It began at:\n{cap.where}",
+                       f"run); end the capture first. The call did nothing; the capture goes on. It began at:\n{cap.where}",
                        C.ACL_ERROR_RT_STREAM_CAPTURED)
 
 

@@ -29,7 +29,7 @@ As torch_npu (torch_npu/npu/graphs.py, which follows torch.cuda.graphs):
 
 A call the capture forbids (a synchronous copy such as `.cpu()` / `.item()`, a synchronize of
 the capturing stream) raises npurt's CaptureError (a RuntimeError carrying the aclError code)
-and invalidates the capture.
+and does nothing; the capture goes on, as CANN's does.
 """
 from __future__ import annotations
 

@@ -569,9 +569,10 @@ class Sanitizer:
         with self.lock:
             self.capture_sites[id(capture)] = (user_site(), threading.current_thread().name)
 
-    def _on_capture_invalidated(self, capture, call, code, mode, thread_mode, **_) -> None:
+    def _on_capture_refused(self, capture, call, code, mode, thread_mode, **_) -> None:
         """A call the capture forbids (107030 / 107027): where it was made and where the
-        capture began, as one report (the runtime's message carries the begin stack too)."""
+        capture began, as one report (the runtime's message carries the begin stack too). The
+        capture goes on, as CANN's does; the program's bug is the call it expected to run."""
         if "sync" not in self.tools:
             return
         with self.lock:
@@ -579,13 +580,13 @@ class Sanitizer:
         stream = capture.origin
         name = threading.current_thread().name
         self.emit(Report(
-            "synccheck", "capture invalidated",
-            f"{call} invalidated the capture of {stream_label(stream)} ({mode} mode): the runtime returned {code}",
+            "synccheck", "capture call refused",
+            f"{call} was refused during the capture of {stream_label(stream)} ({mode} mode): the runtime returned {code}",
             actors=[Actor(call, f"host thread {name} (capture mode {thread_mode})", user_site(), "at"),
                     Actor(f"the capture of {stream_label(stream)}", f"host thread {begin_thread}", begin_site,
                           "began at")],
-            details=["aclmdlRICaptureEnd of it will return ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED (507903); "
-                     "the graph is lost"],
+            details=["the call did nothing (its copy or wait did not run and is not in the graph); the capture "
+                     "goes on"],
             fix="use the asynchronous form on the capturing stream, capture in RELAXED mode, or switch this "
                 "thread's mode with aclmdlRICaptureThreadExchangeMode; never synchronize a capturing stream",
             key=("capture", call, begin_site)))
