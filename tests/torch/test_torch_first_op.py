@@ -12,6 +12,8 @@ import torch
 import torch_npu  # noqa: F401
 x = torch.ones(4, device="npu")
 y = (x + 1).sum().item()
+z = x * x
+z = x * x  # the hot path's first call of a signature (it looks for torch's binding of mul.out)
 print(y, "torch._dynamo" in sys.modules)
 """
 

@@ -180,9 +180,15 @@ class _Seen(TorchDispatchMode):
         super().__init__()
         self.ops = []
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(func)
-        return func(*args, **(kwargs or {}))
+
+def _seen_dispatch(self, func, types, args=(), kwargs=None):
+    self.ops.append(func)
+    return func(*args, **(kwargs or {}))
+
+
+# set after the class is made: torch wraps a mode's own __torch_dispatch__ in its dynamo
+# disable, whose first call imports torch._dynamo (seconds; test_torch_first_op.py)
+_Seen.__torch_dispatch__ = _seen_dispatch
 
 
 def bind(plan: Plan, dtypes, out_dtype) -> None:

@@ -75,6 +75,9 @@ def synchronize_stream(stream: Stream | None, timeout_ms: int = -1) -> None:
         graph.refuse_if_capturing(s, "synchronize_stream")
     if HOOKS.active:
         HOOKS.emit("host_sync", what="stream", obj=s)
+    elif s.completed_seq >= s.enqueued_seq and s.error is None:  # done already: Stream.synchronize's
+        s.streak = 0                                                # first exit, a frame fewer
+        return
     s.synchronize(timeout_ms=timeout_ms)
 
 
