@@ -123,3 +123,14 @@ def test_an_if_node_needs_a_one_element_bool_npu_predicate_and_a_capture(npu):
         _cond_graph(npu, torch.tensor(1, device=npu, dtype=torch.int32), x)
     with pytest.raises(RuntimeError, match="capture_begin\\(\\) must be called before begin_capture_to_if_node"):
         torch.npu.NPUGraph().begin_capture_to_if_node(torch.tensor(True, device=npu))
+
+
+def test_a_random_op_inside_a_branch_of_a_captured_cond_is_refused(npu):
+    # torch_npu refuses it; a conditional body's replays would draw no offset of their own
+    install_torch_npu_alias()
+    from torch_npu.npu._npugraph_conditional_nodes import NPUGraphCaptureControlFlowOpDispatchMode
+    x = torch.ones(4, device=npu)
+    with pytest.raises(RuntimeError, match="RNG op during graph capture but generator is not registered"):
+        with torch.npu.graph(torch.npu.NPUGraph(), stream=torch.npu.Stream()), \
+                NPUGraphCaptureControlFlowOpDispatchMode():
+            torch.cond(torch.tensor(True, device=npu), lambda v: v + torch.randn_like(v), lambda v: v * 2, (x,))

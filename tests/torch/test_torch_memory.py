@@ -248,3 +248,30 @@ def test_memory_summary_is_torch_npus_table_of_memory_stats():
     live = torch.empty(1 << 20, device="npu")
     text = torch.npu.memory_summary()
     assert text.startswith("|" + "=" * 75 + "|\n") and "device ID 0" in text and live.numel()
+
+
+def test_the_counters_fold_their_events_in_order_with_exact_peaks():
+    """TensorCounters applies allocations and frees when read (and every FOLD_AT events):
+    the same currents, peaks and totals as counting each event at once."""
+    import random as _random
+    from npurt.torch.storage import SMALL_SIZE, TensorCounters
+    counts, rng, live, want = TensorCounters(), _random.Random(7), [], {"all": [0, 0], "small_pool": [0, 0]}
+    for _ in range(3 * TensorCounters.FOLD_AT + 5):
+        if live and rng.random() < 0.45:
+            size = live.pop(rng.randrange(len(live)))
+            sign = -1
+        else:
+            size = rng.choice((512, 1024, 4096))
+            live.append(size)
+            sign = 1
+        counts.note(sign, size - 7, size, 0, 0)
+        for pool in ("all", "small_pool"):
+            w = want[pool]
+            w[0] += sign * size
+            w[1] = max(w[1], w[0])
+    assert size <= SMALL_SIZE
+    for pool in ("all", "small_pool"):
+        current, peak, allocated, freed = counts.values[("allocated_bytes", pool)]
+        assert [current, peak] == want[pool] and allocated - freed == current
+        assert counts.values[("allocation", pool)][0] == len(live)
+    assert counts.flat()["requested_bytes.all.current"] == sum(s - 7 for s in live)

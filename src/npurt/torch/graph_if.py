@@ -10,6 +10,8 @@ aclmdlRICaptureToModelRIBegin), which torch_npu.npu._npugraph_conditional_nodes 
   device-to-device copy of the bool tensor: its value at replay decides); an IF task with one
   body is added; a side stream captures into the body and becomes the current stream.
 * end: the body's capture ends and the stream before it is current again.
+* A random op while a body is captured is refused (random.py), as torch_npu refuses it: the
+  body's replays would draw no offset of their own.
 """
 from __future__ import annotations
 

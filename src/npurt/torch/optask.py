@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import threading
 
+import torch
+
 from .. import streams as _streams
 from ..runtime import Task, current_stream_on
 from ..runtime import constants as C
@@ -35,6 +37,12 @@ class OpTask(Task):
         self.cheap = False  # the fast kernel sets it for a small op (runtime inline execution)
 
     def run(self) -> None:
+        if _function_mode():  # run in the user's thread (its synchronize) inside a mode of theirs
+            with _NoTorchFunction():  # which sees none of the task's own torch calls
+                return self._run()
+        self._run()
+
+    def _run(self) -> None:
         writes = self.writes
         args = [_host(a, writes) for a in self.args]
         kwargs = {k: _host(v, writes) for k, v in self.kwargs.items()} if self.kwargs else {}
@@ -67,7 +75,7 @@ class OutOpTask(OpTask):
 
     __slots__ = ()
 
-    def run(self) -> None:
+    def _run(self) -> None:
         out = self.writes[0]
         args = self.args
         if len(args) == 2:  # (a binary op's: no comprehension's frame)
@@ -75,6 +83,10 @@ class OutOpTask(OpTask):
         else:
             views = [read_view(a) for a in args]
         self.fn(views, write_view(out), out[1], out[2])
+
+
+_function_mode = torch._C._is_torch_function_mode_enabled
+_NoTorchFunction = torch._C.DisableTorchFunction
 
 
 def _host(a, writes):

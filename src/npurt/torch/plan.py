@@ -148,18 +148,12 @@ class Plan:
         """`_run_out` for an op with one out: `out` a host view of storage offset 0 laid out
         as (`shape`, `stride`), what the meta kernel said (the fast kernels' task, which knows
         the layout and so need not read it back). `_out_kernel`'s steps, written out; the
-        call is torch's generated binding where `bind` found one, with torch functions off
-        while a torch function mode is on (a task run in the user's synchronize would be
-        seen by it: the OpOverload's call as well)."""
+        call is torch's generated binding where `bind` found one (OpTask.run turns torch
+        functions off while a torch function mode is on)."""
         kwargs = {self.out_name: out}
         if self.out_safe:
             try:
-                call = self.binding or self.out_call
-                if _function_mode():  # the user's mode sees no call of ours
-                    with _NoTorchFunction():
-                        call(*args, **kwargs)
-                else:
-                    call(*args, **kwargs)
+                (self.binding or self.out_call)(*args, **kwargs)
                 return
             except RuntimeError as exc:
                 if "not resizable" not in str(exc):
@@ -170,7 +164,6 @@ class Plan:
 
 
 _function_mode = torch._C._is_torch_function_mode_enabled
-_NoTorchFunction = torch._C.DisableTorchFunction
 
 
 class _Seen(TorchDispatchMode):

@@ -68,6 +68,10 @@ def _graph_rng(index: int) -> GraphRng | None:
     graph = _capturing(index)
     if graph is None:
         return None
+    if graph.parent is not None:  # the body of a conditional task (graph_if.py): its replays draw no offset
+        raise RuntimeError("RNG op during graph capture but generator is not registered with the graph being "
+                           "captured: a random op inside a conditional node's body (a torch.cond branch) is not "
+                           "supported")
     with _lock:
         return _graph_rngs.setdefault((graph, index), GraphRng())
 
