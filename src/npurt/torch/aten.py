@@ -19,6 +19,7 @@ import torch
 
 from ..runtime import note_uses
 from . import copies, pinned, random, storage
+from .shallow_copy import has_compatible_shallow_copy_type
 from .device import index_of
 from .fallback import Call
 from .optask import launch, run_sync
@@ -289,6 +290,7 @@ def npu_kernels() -> dict:
         "native_dropout": native_dropout,
         "_nested_tensor_from_mask_left_aligned": nested_tensor_from_mask_left_aligned,
         "contiguous": contiguous,   # under inference_mode, where the autograd kernel is not reached
+        "_has_compatible_shallow_copy_type": has_compatible_shallow_copy_type,   # cpu_tensor.data = npu_tensor
     }
 
 
