@@ -13,9 +13,22 @@ from npurt.apps.runner import install_torch_npu_alias
 from npurt.torch import port
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _torch_npu_alias():
+    """The torch_npu names for this file's tests only: later files (tests/torch/test_torch_npu_shim.py)
+    expect `torch_npu` unimported outside `npurt run --torch-npu`."""
+    saved = {k: v for k, v in sys.modules.items() if k.startswith("torch_npu") or k == "torch.npu.utils"}
+    finders = list(sys.meta_path)
+    install_torch_npu_alias()
+    yield
+    for k in [k for k in sys.modules if k.startswith("torch_npu")]:
+        del sys.modules[k]
+    sys.modules.update(saved)
+    sys.meta_path[:] = finders
+
+
 @pytest.fixture(scope="module")
 def gt():
-    install_torch_npu_alias()
     import torch_npu.npu._graph_tree as module
     yield module
     module.reset_npugraph_trees()
