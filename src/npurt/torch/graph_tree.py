@@ -13,10 +13,14 @@ import contextlib
 
 import torch  # noqa: F401 - the port's
 
+from ..runtime import fork_safe_lock
 from . import port
 from . import shim as torch_npu  # noqa: F401 - the port's torch_npu._C
 
 port.load("torch._inductor.cudagraph_trees", globals())
+# torch's module-level capture lock, made again as one a forked child gets back unlocked (every
+# module-level lock of npurt is: tests/runtime/test_fork.py); the port's functions read the global
+graph_capture_lock = fork_safe_lock()
 # set by NPUGraphTreeManager.run for the function it runs; None before (torch_npu keeps none)
 NPUGraphTreeManager.compile_id = None  # noqa: F821 - the port's
 NPUGraphTreeManager.mode = None  # noqa: F821
