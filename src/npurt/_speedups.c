@@ -1952,6 +1952,20 @@ owed_of(PyObject *me)
     return owed;
 }
 
+/* me.worker: a scheduler worker's token (else a host thread's) */
+static int
+is_worker(PyObject *me)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);  /* the task's exception, kept across the attribute read */
+    PyObject *w = PyObject_GetAttrString(me, "worker");
+    int r = w != NULL && PyObject_IsTrue(w) > 0;
+    Py_XDECREF(w);
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    return r;
+}
+
 #define RUN_LET_GO (-1)    /* the thread no longer owns the stream */
 #define RUN_FINISH (-2)    /* the task in s.current ran; its retirement is the Python loop's */
 #define RUN_RAISED (-3)    /* an exception: see run_tasks */
@@ -2016,7 +2030,18 @@ run_tasks(PyObject *s, PyObject *me, long long budget, PyObject *until, int defe
         slot_set(s, soff[S_CURRENT], task);
         if (!copy_here(task)) {
             PyObject *res = PyObject_CallMethodNoArgs(task, str_run);
-            if (res == NULL) { Py_DECREF(seq); Py_DECREF(task); return RUN_RAISED; }
+            if (res == NULL) {
+                Py_DECREF(seq);
+                Py_DECREF(task);
+                /* aborted while it ran (KernelTask.expire: the watchdog or a reset failed and
+                 * retired it and handed s on): its own exception is dropped, as the Python loop
+                 * drops it, unless it is an interrupt of a host thread */
+                if (SLOT(s, soff[S_RUNNER]) != me && (PyErr_ExceptionMatches(PyExc_Exception) || is_worker(me))) {
+                    PyErr_Clear();
+                    return RUN_LET_GO;
+                }
+                return RUN_RAISED;
+            }
             Py_DECREF(res);
         }
         if (defer) {  /* me.owed = me.owed or [] */
