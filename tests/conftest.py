@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import sys
 
 import pytest
@@ -11,6 +12,15 @@ import pytest
 # xdist worker too) and the programs its tests start get a namespace of their own, so test
 # runs never see each other's devices (tests/isolation.py gives each fresh interpreter its own)
 os.environ["NPURT_DEVICE_NAMESPACE"] = f"pytest-{os.getpid()}"
+
+# the Ctrl-C tests (runtime/test_interrupts.py, ge/test_model_execution_stops.py, the
+# reliability suite's interrupt scenarios) need SIGINT to reach Python as KeyboardInterrupt. A
+# shell without job control starts a background command (`.ci/run &`) with SIGINT ignored, a
+# child inherits that, and then neither the signal nor _thread.interrupt_main does anything:
+# the tests would report swallowed interrupts and hang. Give SIGINT back its default here, as
+# an interactive terminal has it; the programs the tests start inherit the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from npurt import runtime as _rt  # noqa: E402
 from npurt.runtime.runtime import RUNTIME

@@ -848,6 +848,9 @@ NORMAL_EXIT = {"models"}  # scenarios that end through the interpreter's own exi
 
 if __name__ == "__main__":
     scenario, ops, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    # a rerun from a background shell starts with SIGINT ignored (tests/conftest.py)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     t0 = time.monotonic()
     summary = globals()[f"scenario_{scenario}"](ops, seed)
     print(f"OK {scenario} seed {seed}: {summary} in {time.monotonic() - t0:.1f} s", flush=True)
