@@ -1756,12 +1756,12 @@ slot_set(PyObject *o, Py_ssize_t off, PyObject *v)
 enum {
     S_CAPTURE, S_TASK_STACKS, S_LAUNCH_BLOCKING, S_ENQ_LOCK, S_STOPPED, S_DESTROYED, S_ENQUEUED_SEQ,
     S_QUEUE, S_DEVICE, S_STATE, S_SCHEDULER, S_INLINE, S_STREAK, S_RUNNER, S_TICKET, S_PRIORITY,
-    S_COMPLETED_SEQ, S_DROPPED_UPTO, S_WAITERS, S_WATCHERS, S_CURRENT, S_NFIELDS
+    S_COMPLETED_SEQ, S_DROPPED_UPTO, S_WAITERS, S_WATCHERS, S_CURRENT, S_TOUCHED, S_NFIELDS
 };
 static const char *stream_fields[S_NFIELDS] = {
     "capture", "_task_stacks", "_launch_blocking", "enq_lock", "stopped", "destroyed", "enqueued_seq",
     "queue", "device", "state", "scheduler", "_inline", "streak", "runner", "ticket", "priority",
-    "completed_seq", "dropped_upto", "waiters", "watchers", "current",
+    "completed_seq", "dropped_upto", "waiters", "watchers", "current", "touched",
 };
 static Py_ssize_t soff[S_NFIELDS];
 enum { T_SEQ, T_STREAM, C_DST, C_SRC, C_N, C_DIRECTION, C_KEEP, C_CHEAP, T_NFIELDS };
@@ -1772,7 +1772,7 @@ static PyObject *st_hooks, *st_faults, *st_tls, *st_backends, *st_enqueue_slow, 
     *st_thread_token, *st_finish;
 static PyObject *st_idle, *st_ready, *st_running, *st_d2d;
 static PyObject *str_tasks, *str_token, *str_worker, *str_owed, *str_controlled, *str_ready, *str_wake_for,
-    *str_work_epoch, *str_run, *str_may_block, *str_trivial, *str_popleft, *str_append,
+    *str_work_epoch, *str_touched, *str_starts, *str_containing, *str_cheap, *str_run, *str_may_block, *str_trivial, *str_popleft, *str_append,
     *str_notify_retired, *str_run_stream, *str_release, *str_copy_window;
 static long long st_inline_bytes, st_va_base;
 static long st_streak;
@@ -1912,10 +1912,18 @@ copy_here(PyObject *task)
     long long count = PyLong_AsLongLong(n);
     if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
     if (count <= 0 || count > COPY_C_MAX) return 0;
-    if (((d - (unsigned long long)st_va_base) >> 40) != ((s - (unsigned long long)st_va_base) >> 40)) return 0;
-    char *hd = window_host(d, (unsigned long long)count);
+    unsigned long long base = (unsigned long long)st_va_base;
+    PyObject *keep = SLOT(task, toff[C_KEEP]);
+    int kept = keep != NULL && keep != Py_None;
+    if (d >= base && s >= base) {  /* within one device */
+        if (((d - base) >> 40) != ((s - base) >> 40)) return 0;
+    }
+    else if (!kept || (d < base && s < base)) return 0;
+    /* else between a device and host memory the task keeps alive (the Pythonic API's copies:
+     * `keep` is the numpy array holding that end, so its raw address stays valid) */
+    char *hd = d < base ? (char *)(uintptr_t)d : window_host(d, (unsigned long long)count);
     if (hd == NULL) return 0;
-    char *hs = window_host(s, (unsigned long long)count);
+    char *hs = s < base ? (char *)(uintptr_t)s : window_host(s, (unsigned long long)count);
     if (hs == NULL) return 0;
     memmove(hd, hs, (size_t)count);
     return 1;
@@ -2206,9 +2214,11 @@ error:
 /* Stream.enqueue(CopyTask(dst, src, n, direction, keep), holders=(holder, holder)): args are
  * (stream, dst, src, n, direction, keep, holder, holder), checked by the caller. */
 static PyObject *
+enqueue_built(PyObject *s, PyObject *task, int cheap, PyObject *const *holders, int nholders);
+
+static PyObject *
 enqueue_copy(PyObject *const *args)
 {
-    PyObject *s = args[0];
     PyObject *task = copy_type->tp_alloc(copy_type, 0);  /* as CopyTask(...) */
     if (task == NULL) return NULL;
     int cheap = 0;
@@ -2223,6 +2233,14 @@ enqueue_copy(PyObject *const *args)
     slot_set(task, toff[C_DIRECTION], args[4]);
     slot_set(task, toff[C_KEEP], args[5]);
     slot_set(task, toff[C_CHEAP], cheap ? Py_True : Py_False);
+    return enqueue_built(args[0], task, cheap, args + 6, 2);
+}
+
+/* Stream.enqueue(task, holders=holders) of a task the caller made (a new reference, which
+ * this takes), in C where Stream.enqueue's common case allows, else by _enqueue_slow. */
+static PyObject *
+enqueue_built(PyObject *s, PyObject *task, int cheap, PyObject *const *holders, int nholders)
+{
     LockObject *lock = NULL;
     if (Py_TYPE(s) == stream_type && SLOT(s, soff[S_CAPTURE]) == Py_None && SLOT(s, soff[S_TASK_STACKS]) == Py_False
         && SLOT(s, soff[S_LAUNCH_BLOCKING]) == Py_False && !hooks_listening(st_hooks)) {
@@ -2238,8 +2256,9 @@ enqueue_copy(PyObject *const *args)
         else lock->locked = 1;
     }
     if (lock == NULL) {  /* Stream.enqueue(task, holders=(holder, holder)) */
-        PyObject *call[4] = {s, task, args[6], args[7]};
-        PyObject *res = PyObject_Vectorcall(st_enqueue_slow, call, 4, NULL);
+        PyObject *call[6] = {s, task};
+        for (int i = 0; i < nholders; i++) call[2 + i] = holders[i];
+        PyObject *res = PyObject_Vectorcall(st_enqueue_slow, call, 2 + nholders, NULL);
         Py_DECREF(task);
         return res;
     }
@@ -2249,7 +2268,8 @@ enqueue_copy(PyObject *const *args)
     slot_set(task, toff[T_STREAM], s);
     slot_set(task, toff[T_SEQ], seq);
     /* the memory the task uses is not reused before it retires */
-    if (note_one(args[6], s, seq) < 0 || note_one(args[7], s, seq) < 0) goto unlock_error;
+    for (int i = 0; i < nholders; i++)
+        if (note_one(holders[i], s, seq) < 0) goto unlock_error;
     Py_INCREF(before);
     slot_set(s, soff[S_ENQUEUED_SEQ], seq);
     PyObject *r = PyObject_CallMethodOneArg(SLOT(s, soff[S_QUEUE]), str_append, task);
@@ -2266,6 +2286,12 @@ enqueue_copy(PyObject *const *args)
     int ok = next != NULL && PyObject_SetAttr(device, str_work_epoch, next) == 0;
     Py_XDECREF(epoch);
     Py_XDECREF(next);
+    if (ok && SLOT(s, soff[S_TOUCHED]) != Py_True) {  /* after the seq store: Device.drained's order */
+        PyObject *touched = PyObject_GetAttr(device, str_touched);
+        ok = touched != NULL && PyDict_SetItem(touched, s, Py_None) == 0;
+        Py_XDECREF(touched);
+        if (ok) slot_set(s, soff[S_TOUCHED], Py_True);
+    }
     lock->locked = 0;
     PyThread_release_lock(lock->lock);
     if (!ok || (SLOT(s, soff[S_STATE]) == st_idle && hand_in(s, task, seq, cheap) < 0)) {
@@ -2283,6 +2309,25 @@ unlock_error:
     return NULL;
 }
 
+/* enqueue_task(stream, task, *holders) -> seq: Stream.enqueue(task, holders=holders) for a
+ * task of the runtime's Task classes that the caller has just made (1 to 4 holders): the
+ * Pythonic API's elementwise kernels. */
+static PyObject *
+mod_enqueue_task(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 3 || nargs > 6 || !streams_on || !PyObject_TypeCheck(args[1], task_type)) {
+        PyErr_SetString(PyExc_TypeError, "enqueue_task(stream, task, *holders) of a Task, 1 to 4 holders, "
+                        "after configure_streams");
+        return NULL;
+    }
+    PyObject *flag = PyObject_GetAttr(args[1], str_cheap);
+    if (flag == NULL) return NULL;
+    int cheap = PyObject_IsTrue(flag);
+    Py_DECREF(flag);
+    if (cheap < 0) return NULL;
+    return enqueue_built(args[0], Py_NewRef(args[1]), cheap, args + 2, (int)nargs - 2);
+}
+
 /* enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) -> seq: memops' fast path
  * (its arguments checked there). */
 static PyObject *
@@ -2294,6 +2339,46 @@ mod_enqueue_copy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     return enqueue_copy(args);
+}
+
+/* enqueue_array_copy(stream, dev, arr, n, direction, block, host) -> seq, or NotImplemented
+ * with nothing done: memops.copy_array_async (the Pythonic API's copies between device memory
+ * at `dev` and the whole of a C-contiguous numpy array `arr`) as enqueue_copy's CopyTask that
+ * holds the array. Its address comes through the buffer protocol, not numpy's .ctypes (which
+ * costs microseconds); `host` is the runtime's pinned ranges, asked whether they hold it. */
+static PyObject *
+mod_enqueue_array_copy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7 || !streams_on) {
+        PyErr_SetString(PyExc_TypeError, "enqueue_array_copy(stream, dev, arr, n, direction, block, host) "
+                        "after configure_streams");
+        return NULL;
+    }
+    PyObject *dev = args[1], *arr = args[2], *direction = args[4], *ranges = args[6];
+    int to_device = PyUnicode_Check(direction) && PyUnicode_CompareWithASCIIString(direction, "H2D") == 0;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arr, &view, to_device ? PyBUF_C_CONTIGUOUS : (PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE)) < 0) {
+        PyErr_Clear();  /* a dtype numpy exports no buffer for (datetime64, ...): the Python path */
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *host = PyLong_FromVoidPtr(view.buf);  /* stable: the task holds the array */
+    PyBuffer_Release(&view);
+    if (host == NULL) return NULL;
+    PyObject *pinned = NULL, *starts = PyObject_GetAttr(ranges, str_starts);
+    int any = starts == NULL ? -1 : PyObject_IsTrue(starts);
+    Py_XDECREF(starts);
+    if (any > 0) pinned = PyObject_CallMethodOneArg(ranges, str_containing, host);  /* its free waits too */
+    else if (any == 0) pinned = Py_NewRef(Py_None);
+    if (pinned == NULL) {
+        Py_DECREF(host);
+        return NULL;
+    }
+    PyObject *call[8] = {args[0], to_device ? dev : host, to_device ? host : dev, args[3], direction, arr,
+                         args[5], pinned};
+    PyObject *seq = enqueue_copy(call);
+    Py_DECREF(host);
+    Py_DECREF(pinned);
+    return seq;
 }
 
 /* The LIVE block starting at `addr` of the device `dev` whose first `count` bytes were asked
@@ -2424,6 +2509,10 @@ static PyMethodDef module_methods[] = {
      "configure_streams(Stream, Task, CopyTask, ...): the classes and switches enqueue_copy and run_tasks use"},
     {"enqueue_copy", (PyCFunction)(void (*)(void))mod_enqueue_copy, METH_FASTCALL,
      "enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) -> seq: memops' fast path"},
+    {"enqueue_task", (PyCFunction)(void (*)(void))mod_enqueue_task, METH_FASTCALL,
+     "enqueue_task(stream, task, *holders) -> seq: Stream.enqueue of a task just made"},
+    {"enqueue_array_copy", (PyCFunction)(void (*)(void))mod_enqueue_array_copy, METH_FASTCALL,
+     "enqueue_array_copy(stream, dev, arr, n, direction, block, host) -> seq or NotImplemented"},
     {"copy_d2d", (PyCFunction)(void (*)(void))mod_copy_d2d, METH_FASTCALL,
      "copy_d2d(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep) -> seq or NotImplemented"},
     {"run_tasks", (PyCFunction)(void (*)(void))mod_run_tasks, METH_FASTCALL,
@@ -2464,6 +2553,10 @@ PyInit__speedups(void)
     INTERN(str_ready, "ready");
     INTERN(str_wake_for, "wake_for");
     INTERN(str_work_epoch, "work_epoch");
+    INTERN(str_touched, "touched");
+    INTERN(str_starts, "starts");
+    INTERN(str_containing, "containing");
+    INTERN(str_cheap, "cheap");
     INTERN(str_run, "run");
     INTERN(str_may_block, "may_block");
     INTERN(str_trivial, "trivial");

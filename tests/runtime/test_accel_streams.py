@@ -142,6 +142,70 @@ def test_a_large_copy_goes_through_the_python_copy_and_arrives(rt):
     assert (_read(rt, dst, n) == 4).all()
 
 
+def _held(stream, gate):
+    """Keep a Pythonic stream busy until `gate` is set (what follows is queued, not run inline)."""
+    from npurt import runtime
+    runtime.launch_host_func(stream.runtime_stream, gate.wait, 30)
+
+
+def test_the_pythonic_copies_hold_their_host_arrays_until_they_ran(rt):
+    """DeviceArray.copy_from_host / copy_to_host go through enqueue_array_copy (the array's
+    address read in C, a CopyTask holding the array): queued behind busy work, a copy from an
+    array the caller dropped still copies it, and a copy into an array arrives there."""
+    import gc
+
+    import npurt
+    s = npurt.Stream()
+    gate = threading.Event()
+    _held(s, gate)
+    dev = npurt.empty(1024, np.float32)
+    dev.copy_from_host(np.arange(1024, dtype=np.float32) * 3, stream=s)  # held by the task alone
+    gc.collect()
+    out = np.zeros(1024, np.float32)
+    dev.copy_to_host(out, stream=s, blocking=False)
+    assert not out.any()  # queued behind the held stream
+    gate.set()
+    s.synchronize()
+    assert (out == np.arange(1024, dtype=np.float32) * 3).all()
+
+
+def test_a_pythonic_copy_into_an_array_that_a_finalize_freed_is_refused(fresh_runtime):
+    import npurt
+    from npurt.exceptions import InvalidValueError
+    fresh_runtime.init()
+    fresh_runtime.set_device(0)
+    a = npurt.empty(16, np.float32)
+    with pytest.warns(Warning):  # the finalize reports the allocation still in use
+        fresh_runtime.finalize()
+    fresh_runtime.init()
+    fresh_runtime.set_device(0)
+    with pytest.raises(InvalidValueError, match="not inside any allocation"):
+        a.copy_from_host(np.ones(16, np.float32))
+
+
+def test_an_elementwise_op_is_enqueued_in_c_and_keeps_its_operands_until_it_ran(rt):
+    """`a + b` enqueues one ElementwiseTask through enqueue_task with the three allocations as
+    holders: queued behind busy work, dropping the operands does not let their memory be reused
+    before the op has read it."""
+    import npurt
+    from npurt.runtime import enqueue_task
+    assert (enqueue_task is not None) == HAVE_C
+    s = npurt.Stream()
+    gate = threading.Event()
+    with npurt.stream(s):
+        a, b = npurt.to_device(np.full(1024, 2, np.float32)), npurt.to_device(np.full(1024, 5, np.float32))
+        s.synchronize()
+        _held(s, gate)
+        c = a + b
+        del a, b
+        junk = [npurt.empty(1024, np.float32) for _ in range(8)]  # would take the freed blocks
+        for j in junk:
+            j.copy_from_host(np.full(1024, 100, np.float32), stream=s)
+        gate.set()
+        s.synchronize()
+    assert (c.to_host() == 7).all()
+
+
 _SCRIPT = """
 import numpy as np
 from npurt import runtime as rt

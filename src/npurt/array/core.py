@@ -281,7 +281,7 @@ class DeviceArray:
         s = _rt_stream(stream, self.device)
         src = self.contiguous(stream)
         if out.nbytes:
-            seq = rt.copy_array_async(src._ptr, out, s, to_device=False)
+            seq = rt.copy_array_async(src._ptr, out, s, False, src._mem.block)
             if blocking:
                 s.synchronize(until=seq)
         elif blocking:
@@ -305,7 +305,7 @@ class DeviceArray:
             _copy_into(self, _uploaded(host, self.device, stream), stream)
             return self
         if host.nbytes:
-            rt.copy_array_async(self._ptr, host, _rt_stream(stream, self.device))
+            rt.copy_array_async(self._ptr, host, _rt_stream(stream, self.device), True, self._mem.block)
         return self
 
     # ---------------------------------------------------------- device copies

@@ -28,7 +28,7 @@ import numbers
 import numpy as np
 
 from .core import DeviceArray
-from ..runtime import Task, address, cheap_bytes
+from ..runtime import Task, address, cheap_bytes, enqueue_task
 from ..runtime import constants as C
 from ..ops import kernels as K
 
@@ -110,7 +110,10 @@ def fused_same(op: str, a: DeviceArray, b: DeviceArray, stream) -> DeviceArray |
     if nbytes:
         task = ElementwiseTask(op, ufunc, result._ptr, shape, dtype, nbytes,
                                [(a._ptr, shape, nbytes), (b._ptr, shape, nbytes)], 3 * nbytes)
-        stream.enqueue(task, holders=(mem.block, b._mem.block, rmem.block))
+        if enqueue_task is not None:  # Stream.enqueue's common case in C
+            enqueue_task(stream, task, mem.block, b._mem.block, rmem.block)
+        else:
+            stream.enqueue(task, holders=(mem.block, b._mem.block, rmem.block))
     return result
 
 

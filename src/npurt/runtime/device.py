@@ -49,6 +49,11 @@ class Device:
         # moved since every stream was found drained, they still are (drained_since)
         self.work_epoch = 0
         self._drained_at = -1
+        # the streams given work or a capture since they were last found drained: only they can
+        # be busy, hold a failure or be capturing, so neither drained() nor synchronize_device
+        # walks the other streams (a device with hundreds of streams and one busy is common)
+        self.touched: dict = {}  # (a dict as an ordered set: a destroyed stream leaves it at once)
+        self._drain_lock = threading.Lock()
         self.max_streams = settings.max_streams or self.spec.max_streams
         self.max_events = self.spec.max_events
         self.stream_count = 0
@@ -138,24 +143,54 @@ class Device:
             abandon = getattr(recorder, "abandon", None)
             if abandon is not None:
                 abandon(stream)
+        if stream.touched and stream.completed_seq >= stream.enqueued_seq:
+            with self._drain_lock:  # done: nothing to wait for (work still queued keeps it there)
+                stream.touched = False
+                self.touched.pop(stream, None)
 
     def drained(self) -> bool:
         """True if every stream has retired all it was given, holds no failure and is not
         being captured; the host has then waited for each (the inline-execution streak starts
         again). O(1) while nothing was enqueued since the last time it was true: a stream
-        changes from drained only by an enqueue or a capture start (both move `work_epoch`);
-        retiring, reporting a failure and creating or destroying streams cannot undrain it."""
+        changes from drained only by an enqueue or a capture start (both move `work_epoch` and
+        put the stream on `touched`); retiring, reporting a failure and creating or destroying
+        streams cannot undrain it. Otherwise it looks at the touched streams only."""
         epoch = self.work_epoch  # read before the scan: an enqueue during it moves it on
         if epoch == self._drained_at:
             return True
-        streams = self.all_streams()
-        for s in streams:
-            if s.completed_seq < s.enqueued_seq or s.error is not None or s.capture is not None:
+        with self._drain_lock:
+            # take the list and clear each flag *before* looking at its stream: an enqueue that
+            # comes after a stream was looked at finds its flag clear and puts it on the new list
+            pending, self.touched = self.touched, {}
+            for s in pending:
+                s.touched = False
+            clean = True
+            for s in pending:
+                if s.completed_seq < s.enqueued_seq or s.error is not None or s.capture is not None:
+                    clean = False
+                    break
+            if not clean:
+                for s in pending:  # all of them stay touched until a scan finds them all drained
+                    if not s.touched:
+                        s.touched = True
+                        self.touched[s] = None
                 return False
-        for s in streams:
-            s.streak = 0
-        self._drained_at = epoch
-        return True
+            for s in pending:
+                s.streak = 0
+            self._drained_at = epoch
+            return True
+
+    def touch(self, stream) -> None:
+        """`stream` is given work or starts a capture: the device is not drained."""
+        self.work_epoch += 1
+        if not stream.touched:
+            stream.touched = True
+            self.touched[stream] = None
+
+    def busy_streams(self) -> list["Stream"]:
+        """The streams that may have work queued, a failure or a capture (a superset), in the
+        order they were given work: what synchronize_device waits for."""
+        return list(self.touched)
 
     def all_streams(self) -> list["Stream"]:
         streams = []

@@ -248,7 +248,7 @@ class Capture:
             lane = self.lanes[stream] = len(self.lanes)
             self.last[lane] = None
             stream.capture = self
-            stream.device.work_epoch += 1  # a capturing stream is not drained (Device.drained)
+            stream.device.touch(stream)  # a capturing stream is not drained (Device.drained)
         self._add(lane, "join", rec)
         return stream.enqueued_seq
 
@@ -391,7 +391,7 @@ def capture_begin(stream, mode: int = GLOBAL, into: Graph | None = None) -> None
         graph = Graph(stream.device, stream.context)
     cap = Capture(stream, mode, graph)
     stream.capture = cap
-    stream.device.work_epoch += 1  # a capturing stream is not drained (Device.drained)
+    stream.device.touch(stream)  # a capturing stream is not drained (Device.drained)
     with _lock:
         _active.append(cap)
     THREAD.capturing = mode

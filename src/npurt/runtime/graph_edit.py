@@ -133,7 +133,7 @@ def capture_task_update_begin(stream, group: TaskGroup) -> None:
         raise ParamInvalidError(f"capture_task_update_begin: the group's graph is on device "
                                 f"{group.graph.device.id}, stream {stream.stream_id} on {stream.device.id}")
     stream.capture = _Updating(stream, group)
-    stream.device.work_epoch += 1  # a capturing stream is not drained (Device.drained)
+    stream.device.touch(stream)  # a capturing stream is not drained (Device.drained)
 
 
 def capture_task_update_cancel(stream) -> None:

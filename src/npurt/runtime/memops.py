@@ -55,7 +55,7 @@ from .context import current_context
 from .interrupts import held
 from . import graph
 from .observers import HOOKS
-from .stream import Stream, enqueue_copy
+from .stream import Stream, enqueue_array_copy, enqueue_copy
 from .tasks import ArrayCopyTask, Copy2dTask, CopyTask, MemsetTask, copy2d
 
 if TYPE_CHECKING:
@@ -436,22 +436,38 @@ def _memcpy_async_checked(rt, dst, dest_max, src, count, kind, stream, require_a
     return seq
 
 
-def copy_array_async(rt: "Runtime", dev: int, arr: np.ndarray, stream: "Stream", to_device: bool) -> int:
+def copy_array_async(rt: "Runtime", dev: int, arr: np.ndarray, stream: "Stream", to_device: bool,
+                     block=None) -> int:
     """Enqueue a copy between the device memory at `dev` and the whole of `arr`, a
     C-contiguous numpy array (writable when it is the destination), which the task holds
-    until the copy ran. Returns the task's sequence number."""
+    until the copy ran. `block`: the live block that holds [dev, dev + arr.nbytes), when the
+    caller owns it (a DeviceArray's allocation), which spares the look-up. Returns the task's
+    sequence number."""
     n = arr.nbytes
-    quick = _quick(rt, dev, n) if dev >= _VA_BASE else None
-    if quick is not None and quick[0] is not None:  # the start of a live device block
+    if block is not None:  # still this runtime's live block? (the look-up below says why not:
+        # freed by a reset or a finalize, a parent's before a fork; memory imported from another
+        # process is found there)
+        device = rt.device_by_physical.get((dev - _VA_BASE) >> 40) if dev >= _VA_BASE else None
+        if device is None or device.memory.live.get(block.addr) is not block:
+            block = None
+    quick = _quick(rt, dev, n) if block is None and dev >= _VA_BASE else None
+    if block is not None:
+        pass
+    elif quick is not None and quick[0] is not None:  # the start of a live device block
         block = quick[1]
     else:
         span = locate(rt, dev, n, "destination" if to_device else "source")
         if span.device is None:
             raise InvalidValueError(f"0x{dev:x} is host memory; a device address is expected here")
         block = span.block
+    direction = "H2D" if to_device else "D2H"
+    if enqueue_array_copy is not None:  # a CopyTask that holds the array, its address read in C
+        seq = enqueue_array_copy(stream, dev, arr, n, direction, block, rt.host)
+        if seq is not NotImplemented:
+            return seq
     # the array may lie in pinned memory: its free waits for the copy too
     pinned = rt.host.containing(address.host_address(arr)) if rt.host.starts else None
-    return stream.enqueue(ArrayCopyTask(dev, arr, n, "H2D" if to_device else "D2H"), holders=(block, pinned))
+    return stream.enqueue(ArrayCopyTask(dev, arr, n, direction), holders=(block, pinned))
 
 
 def memset_async(rt: "Runtime", ptr, max_count, value, count, stream: "Stream") -> int:

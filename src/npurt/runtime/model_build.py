@@ -252,7 +252,7 @@ def bind_stream(model: BuiltModel, stream, flag: int = STREAM_FLAG_HEAD) -> None
         program = _Program(stream, flag == STREAM_FLAG_HEAD)
         model.programs.append(program)
     stream.capture = _Binding(model, program)
-    stream.device.work_epoch += 1  # a bound stream is not drained (Device.drained)
+    stream.device.touch(stream)  # a bound stream is not drained (Device.drained)
 
 
 def unbind_stream(model: BuiltModel, stream) -> None:

@@ -60,7 +60,7 @@ class Stream:
                  "queue", "enq_lock", "ticket", "state", "runner", "current", "enqueued_seq", "completed_seq",
                  "dropped_upto", "_cond", "waiters", "takers", "wake_at", "lock", "watchers", "parked_on", "error", "stopped",
                  "abort_epoch", "destroyed", "closing", "_task_stacks", "_launch_blocking", "_inline", "streak",
-                 "capture", "__weakref__", "__dict__")
+                 "touched", "capture", "__weakref__", "__dict__")
     # rarely set (created on demand in the instance dict)
     is_default = False
     flags = 0
@@ -113,6 +113,7 @@ class Stream:
         # cheap tasks may run in the enqueuing thread (inline.py); launch blocking waits anyway
         self._inline = settings.inline and not settings.launch_blocking
         self.streak = 0                      # tasks run inline since the host last waited (inline.py)
+        self.touched = False                 # on device.touched: given work since found drained
 
     @property
     def attributes(self) -> dict:
@@ -187,6 +188,9 @@ class Stream:
             self.enqueued_seq = seq
             self.queue.append(task)  # no call between the store and the append: both or neither
             self.device.work_epoch += 1  # the device is no longer drained (Device.drained)
+            if not self.touched:
+                self.touched = True
+                self.device.touched[self] = None
         if self.state is IDLE:  # test and set (see scheduler.py); an owner empties the queue
             scheduler = self.scheduler
             if inline:
@@ -446,9 +450,10 @@ class Stream:
             cond.notify_all()
 
 
-def _enqueue_slow(stream: Stream, task: "Task", holder, other) -> int:
-    """Where _speedups.enqueue_copy takes the Python path (a tool listening, a capture, ...)."""
-    return stream.enqueue(task, holders=(holder, other))
+def _enqueue_slow(stream: Stream, task: "Task", *holders) -> int:
+    """Where _speedups.enqueue_copy and enqueue_task take the Python path (a tool listening,
+    a capture, ...)."""
+    return stream.enqueue(task, holders=holders)
 
 
 if SPEEDUPS is not None:  # Stream.enqueue's and run_stream's common case in C (_speedups.c: streams)
@@ -458,6 +463,13 @@ if SPEEDUPS is not None:  # Stream.enqueue's and run_stream's common case in C (
 enqueue_copy = SPEEDUPS.enqueue_copy if SPEEDUPS is not None else None
 """enqueue_copy(stream, dst, src, n, direction, keep, holder, other) -> seq: Stream.enqueue of
 CopyTask(dst, src, n, direction, keep) with the two holders, in C; None without the extension."""
+enqueue_task = SPEEDUPS.enqueue_task if SPEEDUPS is not None else None
+"""enqueue_task(stream, task, *holders) -> seq: Stream.enqueue(task, holders=holders) of a task
+just made (1 to 4 holders), in C; None without the extension."""
+enqueue_array_copy = SPEEDUPS.enqueue_array_copy if SPEEDUPS is not None else None
+"""enqueue_array_copy(stream, dev, arr, n, direction, block, host_ranges) -> seq, or
+NotImplemented (nothing done): memops.copy_array_async as enqueue_copy's CopyTask holding the
+array, its address read in C; None without the extension."""
 copy_d2d = SPEEDUPS.copy_d2d if SPEEDUPS is not None else None
 """copy_d2d(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep) -> seq, or
 NotImplemented (nothing done): memops.memcpy_async's fast path for a copy between the starts of

@@ -117,12 +117,14 @@ def synchronize_device(timeout_ms: int = -1) -> None:
     deadline = None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
     if HOOKS.active:
         HOOKS.emit("host_sync", what="device", obj=device)
-    streams = device.all_streams()
     hooked = HOOKS.active
+    # the tools see a wait on every stream; otherwise only the streams given work since the
+    # device was last found drained can have any (Device.touched)
+    streams = device.all_streams() if hooked else device.busy_streams()
     for stream in streams:
         if stream.completed_seq >= stream.enqueued_seq and stream.capture is None and not hooked:
             stream.streak = 0  # done already: what its synchronize would do, without the call
-            continue           # (a device with hundreds of streams and one busy is common)
+            continue
         left = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
         try:
             stream.synchronize(timeout_ms=left, report_errors=False)

@@ -244,13 +244,14 @@ def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int, strea
     return memops.memcpy_async(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep)
 
 
-def copy_array_async(dev: int, arr, stream: Stream | None, to_device: bool = True) -> int:
+def copy_array_async(dev: int, arr, stream: Stream | None, to_device: bool = True, block=None) -> int:
     """Copy the whole of a C-contiguous numpy array to device memory at `dev` (or, with
     to_device=False, from there into the array), in stream order; the task holds the array
-    until the copy ran (the Pythonic API's copies)."""
+    until the copy ran (the Pythonic API's copies). `block`: the live block holding that
+    device memory, if the caller owns it (memops.copy_array_async)."""
     if type(stream) is not Stream or stream.destroyed:
         stream = stream_of(stream)
-    return memops.copy_array_async(rt, dev, arr, stream, to_device)
+    return memops.copy_array_async(rt, dev, arr, stream, to_device, block)
 
 
 def memcpy2d(dst, dpitch, src, spitch, width, height, kind) -> None:
