@@ -189,8 +189,10 @@ class Device:
 
     def busy_streams(self) -> list["Stream"]:
         """The streams that may have work queued, a failure or a capture (a superset), in the
-        order they were given work: what synchronize_device waits for."""
-        return list(self.touched)
+        order they were given work: what synchronize_device waits for. Under the drain lock:
+        a drained() in another thread empties the set for the moment it looks at the streams."""
+        with self._drain_lock:
+            return list(self.touched)
 
     def all_streams(self) -> list["Stream"]:
         streams = []
