@@ -793,7 +793,7 @@ mod_configure_allocations(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 
 
 /* ------------------------------------------------------------------ Entry */
-enum { K_MALLOC, K_FREE, K_ACL_MALLOC, K_ACL_FREE, K_ALLOCATE, K_EMPTY };
+enum { K_MALLOC, K_FREE, K_ACL_MALLOC, K_ACL_FREE, K_ALLOCATE, K_EMPTY, K_BINARY };
 
 typedef struct {
     PyObject_HEAD
@@ -807,7 +807,7 @@ typedef struct {
     PyObject *dict;
     /* K_EMPTY: the array type, whose instances it fills (slot offsets below), the layout
      * cache ((shape, dtype) -> (shape, dtype, nbytes, strides)), numpy's dtype type and
-     * the default dtype ("float32") */
+     * the default dtype ("float32"); K_BINARY: the array type and the layout cache */
     PyObject *extra;
     PyTypeObject *array_type;
     PyObject *layouts, *dtype_type, *default_dtype;
@@ -833,6 +833,7 @@ typedef struct {
     unsigned long long gen;
     PoolObject *pool;        /* strong reference */
     PyObject *device;        /* strong reference: the context's Device */
+    PyObject *context;       /* strong reference: the context (its default stream) */
 } ThreadSlot;
 static ThreadSlot thread_slots[THREAD_SLOTS];
 static PoolObject *phys_pools[PHYS_SLOTS];
@@ -845,13 +846,14 @@ invalidate_caches(void)
     generation++;
     /* moved out first: dropping a pool may run Python code, which may call back here */
     PoolObject *pools[THREAD_SLOTS + PHYS_SLOTS];
-    PyObject *devices[THREAD_SLOTS];
+    PyObject *devices[THREAD_SLOTS], *contexts[THREAD_SLOTS];
     for (int i = 0; i < THREAD_SLOTS; i++) {
-        pools[i] = thread_slots[i].pool; devices[i] = thread_slots[i].device;
-        thread_slots[i].pool = NULL; thread_slots[i].device = NULL; thread_slots[i].tid = 0;
+        pools[i] = thread_slots[i].pool; devices[i] = thread_slots[i].device; contexts[i] = thread_slots[i].context;
+        thread_slots[i].pool = NULL; thread_slots[i].device = NULL; thread_slots[i].context = NULL;
+        thread_slots[i].tid = 0;
     }
     for (int i = 0; i < PHYS_SLOTS; i++) { pools[THREAD_SLOTS + i] = phys_pools[i]; phys_pools[i] = NULL; }
-    for (int i = 0; i < THREAD_SLOTS; i++) { Py_XDECREF(pools[i]); Py_XDECREF(devices[i]); }
+    for (int i = 0; i < THREAD_SLOTS; i++) { Py_XDECREF(pools[i]); Py_XDECREF(devices[i]); Py_XDECREF(contexts[i]); }
     for (int i = 0; i < PHYS_SLOTS; i++) Py_XDECREF(pools[THREAD_SLOTS + i]);
 }
 
@@ -881,14 +883,14 @@ current_slot(PyObject *per_thread)
         Py_XDECREF(alive);
         if (PyErr_Occurred()) PyErr_Clear();
     }
-    Py_DECREF(ctx);  /* may run Python code: the slot is filled after it */
-    if (pool == NULL) return NULL;
+    if (pool == NULL) { Py_DECREF(ctx); return NULL; }  /* may run Python code: the slot is filled after it */
     unsigned long long gen = generation;
     PoolObject *old_pool = slot->pool;
-    PyObject *old_device = slot->device;
-    slot->tid = tid; slot->gen = gen; slot->pool = pool; slot->device = device;
+    PyObject *old_device = slot->device, *old_context = slot->context;
+    slot->tid = tid; slot->gen = gen; slot->pool = pool; slot->device = device; slot->context = ctx;
     Py_XDECREF(old_pool);
     Py_XDECREF(old_device);
+    Py_XDECREF(old_context);
     return slot->tid == tid && slot->gen == generation ? slot : NULL;
 }
 
@@ -972,6 +974,35 @@ set_slot(PyObject *obj, Py_ssize_t offset, PyObject *value)
     Py_XSETREF(*p, value);
 }
 
+/* The cached layout (shape, dtype, nbytes, strides) of an array of `shape` (an int or a tuple
+ * of ints) and `dtype` (a new reference), or NULL with no error: not cached yet. */
+static PyObject *
+cached_layout(EntryObject *e, PyObject *shape, PyObject *dtype)
+{
+    PyObject *layout;
+    if (shape == e->last_shape && dtype == e->last_dtype) {
+        /* the same objects as last time (a loop's constants): an int or a tuple of ints and
+         * a dtype, none of which can change, so the same layout */
+        layout = e->last_layout;
+        Py_INCREF(layout);
+        return layout;
+    }
+    PyObject *key = PyTuple_Pack(2, shape, dtype);
+    if (key == NULL) { PyErr_Clear(); return NULL; }
+    layout = PyDict_GetItemWithError(e->layouts, key);  /* borrowed */
+    Py_DECREF(key);
+    if (layout == NULL || !PyTuple_CheckExact(layout) || PyTuple_GET_SIZE(layout) != 4) {
+        PyErr_Clear();  /* new, or an unhashable dtype: the Python path */
+        return NULL;
+    }
+    Py_INCREF(layout);  /* the cache may be cleared by Python code the caller runs */
+    PyObject *old_shape = e->last_shape, *old_dtype = e->last_dtype, *old_layout = e->last_layout;
+    Py_INCREF(shape); Py_INCREF(dtype); Py_INCREF(layout);
+    e->last_shape = shape; e->last_dtype = dtype; e->last_layout = layout;
+    Py_XDECREF(old_shape); Py_XDECREF(old_dtype); Py_XDECREF(old_layout);
+    return layout;
+}
+
 /* npurt.empty's common forms, decided as the Python function decides them: empty(n),
  * empty(shape), empty(n or shape, dtype) and empty(n or shape, dtype=dtype), on the
  * current device, whose layout is cached and whose block is cached. NULL with no error
@@ -1010,28 +1041,8 @@ fast_empty(EntryObject *e, PyObject *const *args, Py_ssize_t nargs, PyObject *kw
     if (hooks_listening(e->hooks)) return NULL;
     ThreadSlot *slot = current_slot(e->per_thread);
     if (slot == NULL) return NULL;
-    PyObject *layout;
-    if (shape == e->last_shape && dtype == e->last_dtype) {
-        /* the same objects as last time (a loop's constants): an int or a tuple of ints and
-         * a dtype, none of which can change, so the same layout */
-        layout = e->last_layout;
-        Py_INCREF(layout);
-    }
-    else {
-        PyObject *key = PyTuple_Pack(2, shape, dtype);
-        if (key == NULL) { PyErr_Clear(); return NULL; }
-        layout = PyDict_GetItemWithError(e->layouts, key);  /* borrowed */
-        Py_DECREF(key);
-        if (layout == NULL || !PyTuple_CheckExact(layout) || PyTuple_GET_SIZE(layout) != 4) {
-            PyErr_Clear();  /* new, or an unhashable dtype: the Python path */
-            return NULL;
-        }
-        Py_INCREF(layout);  /* the cache may be cleared by Python code run below */
-        PyObject *old_shape = e->last_shape, *old_dtype = e->last_dtype, *old_layout = e->last_layout;
-        Py_INCREF(shape); Py_INCREF(dtype); Py_INCREF(layout);
-        e->last_shape = shape; e->last_dtype = dtype; e->last_layout = layout;
-        Py_XDECREF(old_shape); Py_XDECREF(old_dtype); Py_XDECREF(old_layout);
-    }
+    PyObject *layout = cached_layout(e, shape, dtype);
+    if (layout == NULL) return NULL;
     PyObject *out = NULL;
     PyObject *mem = fast_allocate(slot->pool, PyTuple_GET_ITEM(layout, 2), slot->device);
     if (mem != NULL) {
@@ -1050,6 +1061,8 @@ fast_empty(EntryObject *e, PyObject *const *args, Py_ssize_t nargs, PyObject *kw
     return out;
 }
 
+static PyObject *fast_binary(EntryObject *e, PyObject *const *args, Py_ssize_t nargs, int *raised);
+
 static PyObject *
 entry_vectorcall(EntryObject *e, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -1057,6 +1070,11 @@ entry_vectorcall(EntryObject *e, PyObject *const *args, size_t nargsf, PyObject 
     if (e->kind == K_EMPTY) {
         PyObject *out = fast_empty(e, args, nargs, kwnames);
         if (out != NULL) return out;
+    }
+    else if (e->kind == K_BINARY) {
+        int raised = 0;
+        PyObject *out = kwnames == NULL ? fast_binary(e, args, nargs, &raised) : NULL;
+        if (out != NULL || raised) return out;
     }
     else if (kwnames == NULL && !tools_listening(e)) {
         switch (e->kind) {
@@ -1216,9 +1234,15 @@ entry_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
     else if (!strcmp(kind, "acl_free")) k = K_ACL_FREE;
     else if (!strcmp(kind, "allocate")) k = K_ALLOCATE;
     else if (!strcmp(kind, "empty")) k = K_EMPTY;
+    else if (!strcmp(kind, "binary")) k = K_BINARY;
     else {
-        PyErr_Format(PyExc_ValueError, "unknown entry kind %s (malloc, free, acl_malloc, acl_free, allocate, empty)",
-                     kind);
+        PyErr_Format(PyExc_ValueError, "unknown entry kind %s (malloc, free, acl_malloc, acl_free, allocate, empty, "
+                     "binary)", kind);
+        return NULL;
+    }
+    if (k == K_BINARY && (extra == NULL || !PyTuple_CheckExact(extra) || PyTuple_GET_SIZE(extra) != 2
+                          || !PyType_Check(PyTuple_GET_ITEM(extra, 0)) || !PyDict_CheckExact(PyTuple_GET_ITEM(extra, 1)))) {
+        PyErr_SetString(PyExc_TypeError, "a binary entry's extra: (array type, layouts dict)");
         return NULL;
     }
     if (k == K_EMPTY && (extra == NULL || !PyTuple_CheckExact(extra) || PyTuple_GET_SIZE(extra) != 4
@@ -1236,12 +1260,12 @@ entry_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
     Py_INCREF(hooks); e->hooks = hooks;
     Py_INCREF(runtime); e->runtime = runtime;
     e->va_base = va_base;
-    if (k == K_EMPTY) {
+    if (k == K_EMPTY || k == K_BINARY) {
         Py_INCREF(extra); e->extra = extra;
         e->array_type = (PyTypeObject *)PyTuple_GET_ITEM(extra, 0);
         e->layouts = PyTuple_GET_ITEM(extra, 1);
-        e->dtype_type = PyTuple_GET_ITEM(extra, 2);
-        e->default_dtype = PyTuple_GET_ITEM(extra, 3);
+        e->dtype_type = k == K_EMPTY ? PyTuple_GET_ITEM(extra, 2) : NULL;
+        e->default_dtype = k == K_EMPTY ? PyTuple_GET_ITEM(extra, 3) : NULL;
         if ((e->off_mem = slot_offset(e->array_type, "_mem")) < 0 || (e->off_ptr = slot_offset(e->array_type, "_ptr")) < 0
             || (e->off_shape = slot_offset(e->array_type, "shape")) < 0
             || (e->off_dtype = slot_offset(e->array_type, "dtype")) < 0
@@ -1266,7 +1290,7 @@ entry_clear(EntryObject *e)
 {
     Py_CLEAR(e->slow); Py_CLEAR(e->per_thread); Py_CLEAR(e->hooks); Py_CLEAR(e->runtime); Py_CLEAR(e->dict);
     Py_CLEAR(e->last_shape); Py_CLEAR(e->last_dtype); Py_CLEAR(e->last_layout);
-    Py_CLEAR(e->extra);  /* the borrowed views of it are read only with `kind` K_EMPTY, while it lives */
+    Py_CLEAR(e->extra);  /* the borrowed views of it are read only with `kind` K_EMPTY or K_BINARY, while it lives */
     return 0;
 }
 
@@ -1974,6 +1998,8 @@ is_worker(PyObject *me)
     return r;
 }
 
+static int elementwise_here(PyObject *task);
+
 #define RUN_LET_GO (-1)    /* the thread no longer owns the stream */
 #define RUN_FINISH (-2)    /* the task in s.current ran; its retirement is the Python loop's */
 #define RUN_RAISED (-3)    /* an exception: see run_tasks */
@@ -2036,7 +2062,7 @@ run_tasks(PyObject *s, PyObject *me, long long budget, PyObject *until, int defe
         }
         budget -= 1;
         slot_set(s, soff[S_CURRENT], task);
-        if (!copy_here(task)) {
+        if (!copy_here(task) && !elementwise_here(task)) {
             PyObject *res = PyObject_CallMethodNoArgs(task, str_run);
             if (res == NULL) {
                 Py_DECREF(seq);
@@ -2328,6 +2354,308 @@ mod_enqueue_task(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     return enqueue_built(args[0], Py_NewRef(args[1]), cheap, args + 2, (int)nargs - 2);
 }
 
+/* ------------------------------------------------------------------ elementwise */
+/* The Pythonic API's `a op b` (npurt.array.fused) in C: `fast_binary` (the Entry kind
+ * "binary", DeviceArray's operators for two arrays) makes the result and the one
+ * ElementwiseTask of the op and queues it as enqueue_task does; `elementwise_here` runs
+ * such a task inside run_tasks, so an op on an idle stream (inline) or a worker's run of
+ * small ones calls no Python code.
+ *
+ * Here only what gives numpy's bits by definition: add, subtract, multiply of two operands of
+ * one shape in float32, float64 and the integer types (integers wrap, as numpy's do), and
+ * divide in the float types. IEEE 754 rounds each of + - * / correctly, so one operation in
+ * C (no -ffast-math, SSE arithmetic: FLT_EVAL_METHOD 0 on x86-64 and aarch64) is bit for bit
+ * numpy's loop. maximum, minimum and power, scalars and broadcasting, a big op (numpy releases
+ * the GIL for it), and anything unusual (an unaligned or partly overlapping operand, memory
+ * the device's backend does not describe) keep ElementwiseTask.run. One difference, documented
+ * (docs/pythonic.md): numpy's floating-point warnings (overflow, divide by zero) are not
+ * raised for the ops run here. */
+enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_NOPS };
+enum { EW_F32, EW_F64, EW_I8, EW_I16, EW_I32, EW_I64, EW_U8, EW_NDT };
+enum { E_NAME, E_UFUNC, E_OUT, E_SHAPE, E_DTYPE, E_NBYTES, E_OPERANDS, E_CHEAP, E_NFIELDS };
+#define EW_C_MAX (16 << 10)  /* bytes an op may touch (read + written) here, the GIL held */
+static PyTypeObject *ew_type;
+static PyObject *ew_run, *ew_names[EW_NOPS], *ew_ufuncs[EW_NOPS], *ew_dtypes[EW_NDT];
+static Py_ssize_t eoff[E_NFIELDS];
+static int ew_on;
+static unsigned long long ew_computed;  /* tasks elementwise_here computed (elementwise_computed()) */
+static PyObject *str_streams, *str_id, *str_default_stream;
+
+static PyObject *
+mod_configure_elementwise(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    /* (ElementwiseTask, names, ufuncs, dtypes) in the orders of the enums above */
+    if (nargs != 4 || !PyType_Check(args[0]) || !PyTuple_CheckExact(args[1]) || PyTuple_GET_SIZE(args[1]) != EW_NOPS
+        || !PyTuple_CheckExact(args[2]) || PyTuple_GET_SIZE(args[2]) != EW_NOPS || !PyTuple_CheckExact(args[3])
+        || PyTuple_GET_SIZE(args[3]) != EW_NDT) {
+        PyErr_SetString(PyExc_TypeError, "configure_elementwise(ElementwiseTask, (add, sub, mul, div names), "
+                        "(their ufuncs), (float32, float64, int8, int16, int32, int64, uint8 dtypes))");
+        return NULL;
+    }
+    ew_on = 0;
+    PyTypeObject *tt = (PyTypeObject *)args[0];
+    static const char *fields[E_NFIELDS] = {"name", "ufunc", "out", "shape", "dtype", "nbytes", "operands", "cheap"};
+    for (int i = 0; i < E_NFIELDS; i++)
+        if ((eoff[i] = slot_offset(tt, fields[i])) < 0) return NULL;
+    PyObject *run = PyDict_GetItemWithError(tt->tp_dict, str_run);
+    if (run == NULL) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "ElementwiseTask.run missing"); return NULL; }
+    for (int i = 0; i < EW_NOPS; i++) {
+        PyObject *name = PyTuple_GET_ITEM(args[1], i);
+        if (!PyUnicode_CheckExact(name)) { PyErr_SetString(PyExc_TypeError, "op names are str"); return NULL; }
+        Py_INCREF(name);
+        PyUnicode_InternInPlace(&name);  /* the operators pass literals, which are interned */
+        Py_XSETREF(ew_names[i], name);
+        Py_INCREF(PyTuple_GET_ITEM(args[2], i)); Py_XSETREF(ew_ufuncs[i], PyTuple_GET_ITEM(args[2], i));
+    }
+    for (int i = 0; i < EW_NDT; i++) { Py_INCREF(PyTuple_GET_ITEM(args[3], i)); Py_XSETREF(ew_dtypes[i], PyTuple_GET_ITEM(args[3], i)); }
+    Py_INCREF(tt); Py_XSETREF(ew_type, tt);
+    Py_INCREF(run); Py_XSETREF(ew_run, run);
+    ew_on = 1;
+    Py_RETURN_NONE;
+}
+
+static inline int
+ew_dtype_code(PyObject *dtype)
+{
+    for (int i = 0; i < EW_NDT; i++) if (dtype == ew_dtypes[i]) return i;
+    return -1;  /* not one of them (an equal dtype that is another object: the Python path) */
+}
+
+static inline int
+ew_op_code(PyObject *const *table, PyObject *x)
+{
+    for (int i = 0; i < EW_NOPS; i++) if (x == table[i]) return i;
+    return -1;
+}
+
+/* Integers wrap as numpy's do: the arithmetic in an unsigned type of at least int's width
+ * (no promotion to a signed int that could overflow), converted back (modulo, as gcc does). */
+#define EW_INT_LOOP(T, U)                                                                   \
+    do {                                                                                    \
+        T *o = (T *)po; const T *x = (const T *)p0, *y = (const T *)p1;                     \
+        switch (k) {                                                                        \
+        case EW_ADD: for (i = 0; i < count; i++) o[i] = (T)((U)x[i] + (U)y[i]); break;      \
+        case EW_SUB: for (i = 0; i < count; i++) o[i] = (T)((U)x[i] - (U)y[i]); break;      \
+        case EW_MUL: for (i = 0; i < count; i++) o[i] = (T)((U)x[i] * (U)y[i]); break;      \
+        }                                                                                   \
+    } while (0)
+#define EW_FLOAT_LOOP(T)                                                                    \
+    do {                                                                                    \
+        T *o = (T *)po; const T *x = (const T *)p0, *y = (const T *)p1;                     \
+        switch (k) {                                                                        \
+        case EW_ADD: for (i = 0; i < count; i++) o[i] = x[i] + y[i]; break;                 \
+        case EW_SUB: for (i = 0; i < count; i++) o[i] = x[i] - y[i]; break;                 \
+        case EW_MUL: for (i = 0; i < count; i++) o[i] = x[i] * y[i]; break;                 \
+        case EW_DIV: for (i = 0; i < count; i++) o[i] = x[i] / y[i]; break;                 \
+        }                                                                                   \
+    } while (0)
+
+static const int ew_itemsize[EW_NDT] = {4, 8, 1, 2, 4, 8, 1};
+
+/* An operand's bytes [p, p + n) may be the output's exactly (element i read before it is
+ * written) or apart from them; a partial overlap is numpy's business (it copies first). */
+static inline int
+ew_apart(const char *p, const char *po, long long n)
+{
+    return p == po || p + n <= po || po + n <= p;
+}
+
+/* 1: the ElementwiseTask `task` ran here; 0: not here (its run() computes it). */
+static int
+elementwise_here(PyObject *task)
+{
+    if (!ew_on || Py_TYPE(task) != ew_type) return 0;
+    PyObject *run = PyDict_GetItemWithError(ew_type->tp_dict, str_run);
+    if (run != ew_run) { PyErr_Clear(); return 0; }  /* replaced (a test's wrapper): call it */
+    PyObject *ufunc = SLOT(task, eoff[E_UFUNC]), *dtype = SLOT(task, eoff[E_DTYPE]), *out = SLOT(task, eoff[E_OUT]),
+        *nb = SLOT(task, eoff[E_NBYTES]), *ops = SLOT(task, eoff[E_OPERANDS]);
+    if (ufunc == NULL || dtype == NULL || out == NULL || nb == NULL || ops == NULL) return 0;
+    int k = ew_op_code(ew_ufuncs, ufunc), d = ew_dtype_code(dtype);
+    if (k < 0 || d < 0 || (k == EW_DIV && d > EW_F64)) return 0;
+    if (!PyLong_CheckExact(out) || !PyLong_CheckExact(nb) || !PyList_CheckExact(ops) || PyList_GET_SIZE(ops) != 2)
+        return 0;
+    long long n = PyLong_AsLongLong(nb);
+    if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    if (n <= 0 || n > EW_C_MAX / 3 || n % ew_itemsize[d]) return 0;
+    unsigned long long addr[3];
+    addr[0] = PyLong_AsUnsignedLongLong(out);
+    for (int j = 0; j < 2; j++) {
+        PyObject *x = PyList_GET_ITEM(ops, j);
+        if (!PyTuple_CheckExact(x) || PyTuple_GET_SIZE(x) != 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(x, 0))
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(x, 2)))
+            return 0;  /* a scalar operand */
+        long long xn = PyLong_AsLongLong(PyTuple_GET_ITEM(x, 2));
+        addr[1 + j] = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(x, 0));
+        if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
+        if (xn != n) return 0;  /* broadcast: another shape */
+    }
+    if (PyErr_Occurred()) { PyErr_Clear(); return 0; }
+    char *po = window_host(addr[0], (unsigned long long)n), *p0 = window_host(addr[1], (unsigned long long)n),
+        *p1 = window_host(addr[2], (unsigned long long)n);
+    if (po == NULL || p0 == NULL || p1 == NULL) return 0;
+    int size = ew_itemsize[d];
+    if (((uintptr_t)po | (uintptr_t)p0 | (uintptr_t)p1) % (uintptr_t)size) return 0;
+    if (!ew_apart(p0, po, n) || !ew_apart(p1, po, n)) return 0;
+    long long i, count = n / size;
+    switch (d) {
+    case EW_F32: EW_FLOAT_LOOP(float); break;
+    case EW_F64: EW_FLOAT_LOOP(double); break;
+    case EW_I8: EW_INT_LOOP(int8_t, unsigned int); break;
+    case EW_I16: EW_INT_LOOP(int16_t, unsigned int); break;
+    case EW_I32: EW_INT_LOOP(int32_t, uint32_t); break;
+    case EW_I64: EW_INT_LOOP(int64_t, uint64_t); break;
+    case EW_U8: EW_INT_LOOP(uint8_t, unsigned int); break;
+    }
+    ew_computed++;
+    return 1;
+}
+
+/* The calling thread's current runtime stream on `device` (a new reference), as
+ * npurt.streams._runtime_stream(device.id) answers it: the stream it made current there,
+ * else the default stream of its context when that is the device's; NULL with no error
+ * otherwise (a destroyed current stream, another device's context: the Python path). */
+static PyObject *
+current_stream_of(EntryObject *e, ThreadSlot *slot, PyObject *device)
+{
+    PyObject *streams = PyObject_GetAttr(e->per_thread, str_streams);
+    if (streams == NULL) { PyErr_Clear(); return NULL; }
+    PyObject *s = NULL;
+    if (PyDict_CheckExact(streams)) {
+        if (PyDict_GET_SIZE(streams) == 0) s = Py_None;  /* (no id to look up) */
+        else {
+            PyObject *id = PyObject_GetAttr(device, str_id);
+            if (id != NULL) {
+                s = PyDict_GetItemWithError(streams, id);  /* borrowed: `streams` holds it */
+                if (s == NULL && !PyErr_Occurred()) s = Py_None;
+                Py_DECREF(id);
+            }
+        }
+    }
+    if (s != NULL && s != Py_None) {
+        if (Py_TYPE(s) != stream_type || SLOT(s, soff[S_DESTROYED]) != Py_False) s = NULL;
+        else Py_INCREF(s);
+    }
+    Py_DECREF(streams);
+    if (s == Py_None) {
+        s = NULL;
+        if (slot->device == device) {
+            s = PyObject_GetAttr(slot->context, str_default_stream);
+            if (s != NULL && Py_TYPE(s) != stream_type) Py_CLEAR(s);
+        }
+    }
+    if (s == NULL) PyErr_Clear();
+    return s;
+}
+
+static inline int
+same_strides(PyObject *x, PyObject *canonical)
+{
+    if (x == canonical) return 1;
+    if (x == NULL || !PyTuple_CheckExact(x)) return 0;
+    int eq = PyObject_RichCompareBool(x, canonical, Py_EQ);  /* tuples of ints: no Python code */
+    if (eq < 0) { PyErr_Clear(); return 0; }
+    return eq;
+}
+
+/* binary(op, a, b) for two DeviceArrays: fused_same's case (one shape and dtype, C-contiguous,
+ * one device, the thread's current stream there), decided as operations._binary decides it,
+ * with a cached layout and block and an op and dtype of the table above. The result, or NULL:
+ * with *raised set, an error of the enqueue (as enqueue_task's); else the Python path's case,
+ * nothing changed. */
+static PyObject *
+fast_binary(EntryObject *e, PyObject *const *args, Py_ssize_t nargs, int *raised)
+{
+    if (nargs != 3 || !ew_on || !streams_on) return NULL;
+    PyObject *op = args[0], *a = args[1], *b = args[2];
+    PyTypeObject *at = e->array_type;
+    if (Py_TYPE(a) != at || Py_TYPE(b) != at) return NULL;
+    int k = ew_op_code(ew_names, op);
+    PyObject *dtype = SLOT(a, e->off_dtype);
+    if (k < 0 || dtype == NULL || dtype != SLOT(b, e->off_dtype)) return NULL;
+    int d = ew_dtype_code(dtype);
+    if (d < 0 || (k == EW_DIV && d > EW_F64)) return NULL;
+    PyObject *shape = SLOT(a, e->off_shape), *bshape = SLOT(b, e->off_shape);
+    if (shape == NULL || bshape == NULL || !PyTuple_CheckExact(shape) || !PyTuple_CheckExact(bshape)) return NULL;
+    if (shape != bshape) {
+        int eq = PyObject_RichCompareBool(shape, bshape, Py_EQ);
+        if (eq != 1) { PyErr_Clear(); return NULL; }
+    }
+    PyObject *ma = SLOT(a, e->off_mem), *mb = SLOT(b, e->off_mem);
+    if (ma == NULL || mb == NULL || Py_TYPE(ma) != &AllocType || Py_TYPE(mb) != &AllocType) return NULL;
+    PyObject *device = ((AllocObject *)ma)->device;
+    if (device == NULL || device != ((AllocObject *)mb)->device || tools_listening(e)) return NULL;
+    ThreadSlot *slot = current_slot(e->per_thread);
+    if (slot == NULL) return NULL;
+    PoolObject *pool = pool_of_device(e, device);
+    if (pool == NULL) return NULL;
+    Py_INCREF(pool);  /* the slot may be refilled by Python code run below */
+    PyObject *layout = cached_layout(e, shape, dtype);
+    if (layout == NULL) { Py_DECREF(pool); return NULL; }
+    PyObject *s = NULL, *out = NULL, *mr = NULL, *task = NULL;
+    PyObject *strides = PyTuple_GET_ITEM(layout, 3), *nbytes = PyTuple_GET_ITEM(layout, 2);
+    if (!same_strides(SLOT(a, e->off_strides), strides) || !same_strides(SLOT(b, e->off_strides), strides))
+        goto python;
+    s = current_stream_of(e, slot, device);
+    if (s == NULL || SLOT(s, soff[S_DEVICE]) != device) goto python;
+    mr = fast_allocate(pool, nbytes, device);  /* the first change */
+    if (mr == NULL) goto python;
+    out = at->tp_alloc(at, 0);
+    if (out == NULL) goto error;
+    set_slot(out, e->off_mem, mr);
+    set_slot(out, e->off_ptr, ((AllocObject *)mr)->ptr);
+    set_slot(out, e->off_shape, PyTuple_GET_ITEM(layout, 0));
+    set_slot(out, e->off_dtype, PyTuple_GET_ITEM(layout, 1));
+    set_slot(out, e->off_strides, strides);
+    if (!is_zero(nbytes)) {  /* as ElementwiseTask(op, ufunc, out, shape, dtype, nbytes, operands, 3 * nbytes) */
+        long long n = PyLong_AsLongLong(nbytes);
+        if (n == -1 && PyErr_Occurred()) goto error;
+        PyObject *canon = PyTuple_GET_ITEM(layout, 0);
+        task = ew_type->tp_alloc(ew_type, 0);
+        PyObject *ops = PyList_New(2);
+        if (task == NULL || ops == NULL) { Py_XDECREF(ops); goto error; }
+        slot_set(task, eoff[E_OPERANDS], ops);
+        Py_DECREF(ops);
+        PyObject *xa = PyTuple_Pack(3, SLOT(a, e->off_ptr), canon, nbytes);
+        PyObject *xb = xa == NULL ? NULL : PyTuple_Pack(3, SLOT(b, e->off_ptr), canon, nbytes);
+        if (xb == NULL) { Py_XDECREF(xa); goto error; }
+        PyList_SET_ITEM(ops, 0, xa);
+        PyList_SET_ITEM(ops, 1, xb);
+        int cheap = n <= st_inline_bytes / 3;
+        slot_set(task, eoff[E_NAME], ew_names[k]);
+        slot_set(task, eoff[E_UFUNC], ew_ufuncs[k]);
+        slot_set(task, eoff[E_OUT], ((AllocObject *)mr)->ptr);
+        slot_set(task, eoff[E_SHAPE], canon);
+        slot_set(task, eoff[E_DTYPE], PyTuple_GET_ITEM(layout, 1));
+        slot_set(task, eoff[E_NBYTES], nbytes);
+        slot_set(task, eoff[E_CHEAP], cheap ? Py_True : Py_False);
+        PyObject *holders[3] = {((AllocObject *)ma)->block, ((AllocObject *)mb)->block, ((AllocObject *)mr)->block};
+        for (int i = 0; i < 3; i++) if (holders[i] == NULL) holders[i] = Py_None;
+        PyObject *seq = enqueue_built(s, task, cheap, holders, 3);  /* takes the task */
+        task = NULL;
+        if (seq == NULL) goto error;
+        Py_DECREF(seq);
+    }
+    Py_DECREF(mr);
+    Py_DECREF(s);
+    Py_DECREF(layout);
+    Py_DECREF(pool);
+    return out;
+error:
+    *raised = 1;
+    Py_XDECREF(task);
+    Py_XDECREF(out);
+    Py_XDECREF(mr);  /* (frees the block again) */
+    Py_XDECREF(s);
+    Py_DECREF(layout);
+    Py_DECREF(pool);
+    return NULL;
+python:
+    Py_XDECREF(s);
+    Py_DECREF(layout);
+    Py_DECREF(pool);
+    return NULL;
+}
+
 /* enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) -> seq: memops' fast path
  * (its arguments checked there). */
 static PyObject *
@@ -2476,6 +2804,12 @@ mod_suspended(PyObject *m, PyObject *Py_UNUSED(ignored))
 }
 
 static PyObject *
+mod_elementwise_computed(PyObject *m, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromUnsignedLongLong(ew_computed);
+}
+
+static PyObject *
 mod_direct_calls(PyObject *m, PyObject *Py_UNUSED(ignored))
 {
     return PyLong_FromUnsignedLongLong(capi_served);
@@ -2507,6 +2841,8 @@ static PyMethodDef module_methods[] = {
     {"suspended", mod_suspended, METH_NOARGS, "how many suspend() calls are in force"},
     {"configure_streams", (PyCFunction)(void (*)(void))mod_configure_streams, METH_FASTCALL,
      "configure_streams(Stream, Task, CopyTask, ...): the classes and switches enqueue_copy and run_tasks use"},
+    {"configure_elementwise", (PyCFunction)(void (*)(void))mod_configure_elementwise, METH_FASTCALL,
+     "configure_elementwise(ElementwiseTask, names, ufuncs, dtypes): the ops the binary entry and run_tasks compute here"},
     {"enqueue_copy", (PyCFunction)(void (*)(void))mod_enqueue_copy, METH_FASTCALL,
      "enqueue_copy(stream, dst, src, n, direction, keep, holder, holder) -> seq: memops' fast path"},
     {"enqueue_task", (PyCFunction)(void (*)(void))mod_enqueue_task, METH_FASTCALL,
@@ -2519,6 +2855,8 @@ static PyMethodDef module_methods[] = {
      "run_tasks(stream, me, budget, until, defer) -> budget left, -1 (let go) or -2 (finish in Python)"},
     {"forget_copy_windows", mod_forget_copy_windows, METH_NOARGS,
      "forget what the devices' backends said of their memory (the devices were forgotten)"},
+    {"elementwise_computed", mod_elementwise_computed, METH_NOARGS,
+     "how many elementwise tasks the run loop computed in C (not by their run())"},
     {"direct_calls", mod_direct_calls, METH_NOARGS,
      "how many C calls (libacl_rt.so's aclrtMalloc / aclrtFree) an entry's c_api answered"},
     {NULL}
@@ -2567,6 +2905,9 @@ PyInit__speedups(void)
     INTERN(str_release, "release");
     INTERN(str_copy_window, "copy_window");
     INTERN(st_d2d, "D2D");
+    INTERN(str_streams, "streams");
+    INTERN(str_id, "id");
+    INTERN(str_default_stream, "default_stream");
     one_obj = PyLong_FromLong(1);
     zero_ret = PyLong_FromLong(0);
     if (PyType_Ready(&BlockType) < 0 || PyType_Ready(&BinType) < 0 || PyType_Ready(&PoolType) < 0

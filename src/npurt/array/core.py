@@ -432,26 +432,32 @@ class DeviceArray:
         return getattr(_ops, name)(*args, **kw)
 
     def __add__(self, other):
-        if type(other) is DeviceArray:  # the common case, one call shorter
-            return _ops.add(self, other)
+        if type(other) is DeviceArray:  # the common case: one C call with the accelerator
+            return _ops.binary_same("add", self, other)
         return self._op("add", self, _operand(other))
 
     def __radd__(self, other):
         return self._op("add", _operand(other), self)
 
     def __sub__(self, other):
+        if type(other) is DeviceArray:
+            return _ops.binary_same("sub", self, other)
         return self._op("sub", self, _operand(other))
 
     def __rsub__(self, other):
         return self._op("sub", _operand(other), self)
 
     def __mul__(self, other):
+        if type(other) is DeviceArray:
+            return _ops.binary_same("mul", self, other)
         return self._op("mul", self, _operand(other))
 
     def __rmul__(self, other):
         return self._op("mul", _operand(other), self)
 
     def __truediv__(self, other):
+        if type(other) is DeviceArray:
+            return _ops.binary_same("div", self, other)
         return self._op("div", self, _operand(other))
 
     def __rtruediv__(self, other):

@@ -20,6 +20,12 @@ Anything else returns None and takes the general route. For tools the task is a 
 (`kind`), named after the op, whose `accesses()` are the operands it reads and the result
 it writes; the allocations it uses are its holders (the stream-ordered free). Small ops are
 cheap (runtime inline execution).
+
+With the C accelerator the common case is C from the operator to the result: the `binary`
+entry (operations.binary_same) makes the result and the task and queues it, and the run loop
+computes add, sub, mul and div of two same-shape operands of up to 16 KiB in all itself
+(`IN_C`: the ops and dtypes below, for which IEEE 754 or integer wrap-around fixes the bits,
+so they are numpy's); anything else calls ElementwiseTask.run.
 """
 from __future__ import annotations
 
@@ -28,7 +34,7 @@ import numbers
 import numpy as np
 
 from .core import DeviceArray
-from ..runtime import Task, address, cheap_bytes, enqueue_task
+from ..runtime import Task, address, cheap_bytes, compute_in_c, enqueue_task
 from ..runtime import constants as C
 from ..ops import kernels as K
 
@@ -77,6 +83,12 @@ class ElementwiseTask(Task):
 
     def details(self) -> dict:
         return {"name": self.name, "bytes": sum(n for _, n, _ in self.accesses()), "bytes_written": self.nbytes}
+
+
+# The ops and dtypes the C run loop computes itself (_speedups.c: elementwise), in its order.
+_C_OPS = ("add", "sub", "mul", "div")
+_C_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8))
+IN_C = compute_in_c(ElementwiseTask, _C_OPS, tuple(_UFUNCS[op] for op in _C_OPS), _C_DTYPES)
 
 
 def _scalar(x, dtype: np.dtype):

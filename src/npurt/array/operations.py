@@ -28,12 +28,12 @@ import numpy as np
 from .. import devices as _devices
 from ..exceptions import InvalidValueError
 from ..ops import launchers as launch
-from ..runtime import peek_context
+from ..runtime import fast_entry, peek_context
 from ..streams import Stream
 from .core import DeviceArray, _copy_into, _rt_stream, broadcast_to
 from .creation import _default_dtype, full
 from .fused import fused_binary, fused_same
-from .layout import as_dtype, ints
+from .layout import LAYOUTS, as_dtype, ints
 
 __all__ = ["add", "sub", "mul", "div", "maximum", "minimum", "power", "relu", "gelu", "abs", "exp", "log", "sqrt",
            "less", "less_equal", "greater", "greater_equal", "equal", "not_equal", "where", "concatenate", "stack",
@@ -150,8 +150,13 @@ def _binary(op: str, a, b, out, stream) -> DeviceArray:
     return result
 
 
-def _wrap(s):
-    return Stream._wrap(s)
+def _binary_same(op: str, a: DeviceArray, b: DeviceArray) -> DeviceArray:
+    """`a op b` of two DeviceArrays (their operators); with the accelerator fused_same's case is C."""
+    return _binary(op, a, b, None, None)
+
+
+binary_same = fast_entry("binary", _binary_same, (DeviceArray, LAYOUTS))
+_wrap = Stream._wrap
 
 
 def add(a, b, out=None, stream=None) -> DeviceArray:

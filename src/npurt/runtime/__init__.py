@@ -40,7 +40,7 @@ from .observers import API_SURFACES, HOOKS
 from .runtime import RUNTIME
 from .scheduler import Blocker
 from .task_failures import task_error
-from .stream import Stream, enqueue_task
+from .stream import Stream, compute_in_c, enqueue_task
 from .tasks import HostFuncTask, Task
 from .inline import MAX_BYTES as INLINE_MAX_BYTES, cheap_bytes
 from . import graph
@@ -76,8 +76,8 @@ __all__ = [
     # inline execution (inline.py): what a task may touch and still run in the enqueuing thread
     'INLINE_MAX_BYTES', 'cheap_bytes',
     # Stream.enqueue(task, holders=holders) of a task just made, in C (None without the
-    # extension): the Pythonic API's per-op tasks
-    'enqueue_task',
+    # extension): the Pythonic API's per-op tasks; which of them the C run loop computes
+    'enqueue_task', 'compute_in_c',
     # the current stream per thread and device
     'current_stream_on', 'current_streams', 'set_current_stream',
     # the C accelerator: which pool runs (a line for `npurt info`), C entry points of malloc/free,

@@ -12,6 +12,7 @@ for everything else; without it, `slow` itself. The kinds:
 | `acl_free` | `acl.rt.free(dev_ptr)`: `ret` | as free, returning 0 |
 | `allocate` | `npurt.array.allocation.allocate(nbytes, device)`: an Allocation record | a cached block of the device's pool, no listening tool |
 | `empty` | `npurt.empty(*size, dtype=None, device=None)`: a DeviceArray | `empty(n or shape[, dtype])` on the current device with a cached layout and block |
+| `binary` | `npurt.array.operations.binary_same(op, a, b)`: `a op b` of two DeviceArrays | add, sub, mul (div: floats) of one shape, dtype (float32, float64, int8-64, uint8) and device, C-contiguous, on the thread's current stream there, with a cached layout and block (`stream.compute_in_c` configured): the result array and its one ElementwiseTask, queued as `enqueue_task` does |
 
 The entry decides before it changes anything, so whatever it hands to `slow` (a listening
 tool: HOOKS.active; armed fault injection: `accel.suspend`; no live context; an argument to
@@ -28,14 +29,14 @@ from .context import PER_THREAD
 from .observers import HOOKS
 from .runtime import RUNTIME
 
-KINDS = ("malloc", "free", "acl_malloc", "acl_free", "allocate", "empty")
+KINDS = ("malloc", "free", "acl_malloc", "acl_free", "allocate", "empty", "binary")
 
 
 def fast_entry(kind: str, slow, extra: tuple | None = None):
     """The C entry point of `kind` standing for the Python function `slow` (see the module
     docstring); `slow` itself without the accelerator. `extra`: what the kind needs besides
     the runtime (for `empty`: the array type, its layout cache, numpy.dtype, the default
-    dtype)."""
+    dtype; for `binary`: the array type and its layout cache)."""
     if kind not in KINDS:
         raise ValueError(f"fast_entry kind {kind!r}: one of {', '.join(KINDS)}")
     if accel.SPEEDUPS is None:

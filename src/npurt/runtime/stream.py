@@ -466,6 +466,20 @@ CopyTask(dst, src, n, direction, keep) with the two holders, in C; None without 
 enqueue_task = SPEEDUPS.enqueue_task if SPEEDUPS is not None else None
 """enqueue_task(stream, task, *holders) -> seq: Stream.enqueue(task, holders=holders) of a task
 just made (1 to 4 holders), in C; None without the extension."""
+
+
+def compute_in_c(task_type, names: tuple, ufuncs: tuple, dtypes: tuple) -> bool:
+    """Let the C run loop compute the elementwise tasks of `task_type` (npurt.array.fused's
+    ElementwiseTask) whose op and dtype it knows (_speedups.c: elementwise): `names` and
+    `ufuncs` of add, sub, mul, div, `dtypes` float32, float64, int8, int16, int32, int64,
+    uint8, in those orders. The `binary` C entry (entries.fast_entry) needs it. False, doing
+    nothing, without the extension."""
+    if SPEEDUPS is None:
+        return False
+    SPEEDUPS.configure_elementwise(task_type, names, ufuncs, dtypes)
+    return True
+
+
 enqueue_array_copy = SPEEDUPS.enqueue_array_copy if SPEEDUPS is not None else None
 """enqueue_array_copy(stream, dev, arr, n, direction, block, host_ranges) -> seq, or
 NotImplemented (nothing done): memops.copy_array_async as enqueue_copy's CopyTask holding the
