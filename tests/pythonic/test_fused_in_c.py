@@ -133,6 +133,23 @@ def test_what_the_c_loop_does_not_compute_is_run_in_python_with_numpy_s_result()
         assert _computed() == before, "computed in C"
 
 
+def test_division_by_zero_gives_inf_and_nan_without_a_warning_in_c_and_in_python():
+    """The device gives IEEE 754's answers silently, whichever route computes the op: the
+    C loop (4 KiB) or ElementwiseTask.run (48 KiB), in this thread or a worker."""
+    import warnings
+    small = npurt.to_device(np.array([1.0, -1.0, 0.0, 2.0] * 256, np.float32))
+    zeros = npurt.to_device(np.zeros(1024, np.float32))
+    big, big_zeros = npurt.to_device(np.ones(4096, np.float32)), npurt.to_device(np.zeros(4096, np.float32))
+    npurt.synchronize()
+    with warnings.catch_warnings(record=True) as seen:  # the filters are the process's: every thread
+        warnings.simplefilter("always")
+        q, r = small / zeros, big / big_zeros
+        npurt.synchronize()
+    assert [str(w.message) for w in seen] == []
+    np.testing.assert_array_equal(q.to_host()[:4], [np.inf, -np.inf, np.nan, np.inf])
+    assert np.isposinf(r.to_host()).all()
+
+
 def test_a_replaced_run_is_the_one_called(monkeypatch):
     calls = []
     original = ElementwiseTask.run

@@ -72,7 +72,8 @@ class ElementwiseTask(Task):
             else:
                 args.append(x)
         out = view(self.out, self.nbytes, d)
-        self.ufunc(*args, out=out if len(self.shape) == 1 else out.reshape(self.shape))
+        with np.errstate(all="ignore"):  # as the C loop and the device: inf and nan, no warning
+            self.ufunc(*args, out=out if len(self.shape) == 1 else out.reshape(self.shape))
 
     def accesses(self) -> tuple:
         reads = tuple((x[0], x[2], "r") for x in self.operands if type(x) is tuple)
