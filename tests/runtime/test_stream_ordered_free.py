@@ -278,3 +278,28 @@ def test_the_retire_of_the_work_a_pending_block_waits_for_gives_it_back_to_its_b
         threading.Event().wait(0.001)
     assert mem.pending_count == 0 and block in mem.normal_pool.bins[block.size]
     assert rt.malloc(N) == dev
+
+
+def test_a_pending_block_taken_back_at_its_address_still_waits_for_its_queued_work(rt, gate):
+    """take_at (a checkpointed pool state put back: torch's setCheckpointPoolState) makes a
+    pending block live again; the work queued on it is still the block's, so its next free
+    is pending too and emptying the cache keeps its pages (they were once unmapped under a
+    worker's write: a segfault)."""
+    from npurt.runtime.memory_take import take_at
+    mem = rt.current_device().memory
+    s = rt.create_stream()
+    dev = rt.malloc(N)
+    rt.launch_host_func(s, gate.wait, 30)
+    rt.memset_async(dev, N, 5, N, s)  # writes `dev` once the gate opens
+    rt.free(dev)
+    assert _pending(rt) == 1
+    assert take_at(mem, dev, N)
+    assert _pending(rt) == 0  # live again
+    rt.free(dev)
+    assert _pending(rt) == 1, "freed as if nothing were queued on it"
+    unmaps = rt.memory_stats()["segment_unmaps"]
+    rt.empty_cache()
+    assert rt.memory_stats()["segment_unmaps"] == unmaps
+    gate.set()
+    rt.synchronize_stream(s)
+    assert _pending(rt) == 0

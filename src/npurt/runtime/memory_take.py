@@ -6,7 +6,8 @@ follows a replayed one): the blocks live at the checkpoint are live again, at th
 addresses, whatever was freed since. `take_at(memory, addr, size)` does that for one block of
 a DeviceMemory: a free block (cached in a bin) holding `[addr, addr + size)` is split around it
 and handed out; a block freed while queued work (or a captured graph) still used it is live
-again at once (it leaves the pending queue: the replayed graph writes it, as at the checkpoint).
+again at once (it leaves the pending queue: the replayed graph writes it, as at the checkpoint),
+keeping the uses of the work still queued on it, so that its next free waits for them.
 """
 from __future__ import annotations
 
@@ -40,7 +41,9 @@ def take_at(memory, addr: int, size: int, requested: int | None = None) -> bool:
             if block.addr != addr:
                 return False
             _unpark(memory, block)
-            block.uses.clear()
+            # its uses stay: the work still queued on it must retire before the next free can
+            # let the block (or its segment's pages) go (a cleared record let a pool's release
+            # unmap memory a worker was writing)
         elif block.state == FREE:
             pool = block.pool
             if not pool.claim(block):
