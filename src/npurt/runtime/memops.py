@@ -450,16 +450,15 @@ def copy_array_async(rt: "Runtime", dev: int, arr: np.ndarray, stream: "Stream",
         device = rt.device_by_physical.get((dev - _VA_BASE) >> 40) if dev >= _VA_BASE else None
         if device is None or device.memory.live.get(block.addr) is not block:
             block = None
-    quick = _quick(rt, dev, n) if block is None and dev >= _VA_BASE else None
-    if block is not None:
-        pass
-    elif quick is not None and quick[0] is not None:  # the start of a live device block
-        block = quick[1]
-    else:
-        span = locate(rt, dev, n, "destination" if to_device else "source")
-        if span.device is None:
-            raise InvalidValueError(f"0x{dev:x} is host memory; a device address is expected here")
-        block = span.block
+    if block is None:
+        quick = _quick(rt, dev, n) if dev >= _VA_BASE else None
+        if quick is not None and quick[0] is not None:  # the start of a live device block
+            block = quick[1]
+        else:
+            span = locate(rt, dev, n, "destination" if to_device else "source")
+            if span.device is None:
+                raise InvalidValueError(f"0x{dev:x} is host memory; a device address is expected here")
+            block = span.block
     direction = "H2D" if to_device else "D2H"
     if enqueue_array_copy is not None:  # a CopyTask that holds the array, its address read in C
         seq = enqueue_array_copy(stream, dev, arr, n, direction, block, rt.host)

@@ -33,7 +33,6 @@ from .inline import MAX_BYTES as INLINE_BYTES
 
 if TYPE_CHECKING:
     from .context import Context
-    from .tasks import Task
 
 log = logging.getLogger("npurt")
 
