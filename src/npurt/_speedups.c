@@ -2367,9 +2367,9 @@ mod_enqueue_task(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
  * C (no -ffast-math, SSE arithmetic: FLT_EVAL_METHOD 0 on x86-64 and aarch64) is bit for bit
  * numpy's loop. maximum, minimum and power, scalars and broadcasting, a big op (numpy releases
  * the GIL for it), and anything unusual (an unaligned or partly overlapping operand, memory
- * the device's backend does not describe) keep ElementwiseTask.run. One difference, documented
- * (docs/pythonic.md): numpy's floating-point warnings (overflow, divide by zero) are not
- * raised for the ops run here. */
+ * the device's backend does not describe) keep ElementwiseTask.run, which runs its ufunc under
+ * np.errstate(all="ignore"): neither route raises numpy's floating-point warnings (overflow,
+ * divide by zero), as the device raises none (npurt.array.operations' rules). */
 enum { EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_NOPS };
 enum { EW_F32, EW_F64, EW_I8, EW_I16, EW_I32, EW_I64, EW_U8, EW_NDT };
 enum { E_NAME, E_UFUNC, E_OUT, E_SHAPE, E_DTYPE, E_NBYTES, E_OPERANDS, E_CHEAP, E_NFIELDS };

@@ -16,6 +16,9 @@ Rules (documented for users):
   on the same stream first (`DeviceArray.contiguous()`); results are always contiguous.
 * Supported dtypes are the kernels': float32, float16, bfloat16 (ml_dtypes), int32, int8
   for elementwise ops and casts; matmul, reductions, softmax and layer norm are for floats.
+* Floating-point results are IEEE 754's (inf, nan), as on the device: the one-task ops of
+  float32, float64 and the integer types raise no numpy warning; float16 and bfloat16 go
+  through the kernels, whose numpy loops may warn.
 """
 from __future__ import annotations
 
