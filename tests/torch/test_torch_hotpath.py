@@ -177,6 +177,10 @@ def test_the_hot_path_queues_on_the_current_stream_in_order(npu, gate, recorder)
     s = torch.npu.Stream()
     x = torch.ones(16, device=npu)
     twice(torch.mul, x, x)
+    # s reads x, which the current stream makes: order it after x's producer (without this
+    # the read races, on any path: under load with NPURT_INLINE=0 the fill could still be
+    # queued when the gate opened, 1 run in 20)
+    s.wait_stream(torch.npu.current_stream())
     with torch.npu.stream(s):
         gate.hold()
         y = torch.mul(x, x)       # hot: queued behind the gate on s
