@@ -8,6 +8,8 @@ Python route, with the same results (a fresh interpreter, NPURT_SPEEDUPS=0)."""
 from __future__ import annotations
 
 import sys
+import warnings
+
 import numpy as np
 import pytest
 
@@ -136,7 +138,6 @@ def test_what_the_c_loop_does_not_compute_is_run_in_python_with_numpy_s_result()
 def test_division_by_zero_gives_inf_and_nan_without_a_warning_in_c_and_in_python():
     """The device gives IEEE 754's answers silently, whichever route computes the op: the
     C loop (4 KiB) or ElementwiseTask.run (48 KiB), in this thread or a worker."""
-    import warnings
     small = npurt.to_device(np.array([1.0, -1.0, 0.0, 2.0] * 256, np.float32))
     zeros = npurt.to_device(np.zeros(1024, np.float32))
     big, big_zeros = npurt.to_device(np.ones(4096, np.float32)), npurt.to_device(np.zeros(4096, np.float32))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from npurt.runtime import constants as C
+from npurt.runtime.memory_take import take_at
 from npurt.runtime.errors import InvalidValueError
 
 H2D, D2H, D2D = C.ACL_MEMCPY_HOST_TO_DEVICE, C.ACL_MEMCPY_DEVICE_TO_HOST, C.ACL_MEMCPY_DEVICE_TO_DEVICE
@@ -285,7 +286,6 @@ def test_a_pending_block_taken_back_at_its_address_still_waits_for_its_queued_wo
     pending block live again; the work queued on it is still the block's, so its next free
     is pending too and emptying the cache keeps its pages (they were once unmapped under a
     worker's write: a segfault)."""
-    from npurt.runtime.memory_take import take_at
     mem = rt.current_device().memory
     s = rt.create_stream()
     dev = rt.malloc(N)
