@@ -1618,6 +1618,196 @@ static PyTypeObject LockType = {
     .tp_methods = lock_methods,
 };
 
+/* ------------------------------------------------------------------ Doorbell */
+/* A deferred worker wake-up (scheduler.py, "Deferred wake-ups"). Waking a sleeping worker
+ * costs the waker a futex wake, which on a VM is an inter-processor interrupt of tens of
+ * microseconds; when the host thread that launched the work synchronizes at once, it runs the
+ * work itself and the woken worker only contests the GIL with it. So a launch onto an idle
+ * stream may ring the bell instead (`defer`): a store, no system call. One idle worker per
+ * scheduler, the *poller*, sleeps in `wait` with short timeouts for DOORBELL_WINDOW_US after
+ * the scheduler's last defer() call (a launch that tried to defer), without the GIL, and answers a deferral that nobody took back
+ * (`take`) within DOORBELL_GRACE_US: the work then starts at most about
+ * DOORBELL_GRACE_US + DOORBELL_POLL_US late. With no poller, `defer` refuses and the caller
+ * wakes a worker as before. Fields are read and written with atomics: the poller has no GIL.
+ *
+ *   defer()              -> its stamp (a poller will answer it), or 0: wake a worker yourself
+ *   take(stamp=0)        -> True if that deferral (0: any) was pending; it is no longer
+ *   wait(lock, timeout)  a worker's sleep on its wake lock (a _speedups.Lock it holds):
+ *                        1 when released by a waker, 0 on timeout, 2 when it answered a
+ *                        deferral (it then looks for work, as after a timeout)
+ *   pollers()            -> 0 or 1, for tests */
+#define DOORBELL_POLL_US 500
+#define DOORBELL_GRACE_US 100
+#define DOORBELL_WINDOW_US 20000   /* the poller polls this long after the last defer() call */
+
+/* deferrals pending in any doorbell: a C enqueue flushes its scheduler's while there are any */
+static int doorbell_pending;
+
+typedef struct {
+    PyObject_HEAD
+    long long deferred_at;   /* monotonic µs of the pending deferral; 0: none */
+    long long last_defer;    /* of the latest defer() call, answered or not */
+    long long grace_us, poll_us, window_us;  /* DOORBELL_*_US; settable (tests) */
+    int pollers;
+} DoorbellObject;
+
+static PyMemberDef doorbell_members[] = {
+    {"grace_us", T_LONGLONG, offsetof(DoorbellObject, grace_us), 0, "how old a deferral the poller answers"},
+    {"poll_us", T_LONGLONG, offsetof(DoorbellObject, poll_us), 0, "the poller's sleep between looks"},
+    {"window_us", T_LONGLONG, offsetof(DoorbellObject, window_us), 0, "how long after the last deferral it polls"},
+    {NULL}
+};
+
+static PyObject *
+doorbell_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
+{
+    if (PyTuple_GET_SIZE(args) || (kw && PyDict_GET_SIZE(kw))) {
+        PyErr_SetString(PyExc_TypeError, "Doorbell() takes no arguments");
+        return NULL;
+    }
+    DoorbellObject *self = (DoorbellObject *)tp->tp_alloc(tp, 0);
+    if (self == NULL) return NULL;
+    self->grace_us = DOORBELL_GRACE_US;
+    self->poll_us = DOORBELL_POLL_US;
+    self->window_us = DOORBELL_WINDOW_US;
+    return (PyObject *)self;
+}
+
+static PyObject *
+doorbell_defer(DoorbellObject *self, PyObject *Py_UNUSED(ignored))
+{
+    long long now = monotonic_us(), none = 0;
+    __atomic_store_n(&self->last_defer, now, __ATOMIC_SEQ_CST);
+    if (!__atomic_compare_exchange_n(&self->deferred_at, &none, now, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        return PyLong_FromLong(0);  /* one is pending already: this one wakes a worker itself */
+    __atomic_add_fetch(&doorbell_pending, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&self->pollers, __ATOMIC_SEQ_CST) == 0) {
+        long long mine = now;
+        /* nobody polls: take it back; if that fails a leaving poller took it and looks */
+        if (__atomic_compare_exchange_n(&self->deferred_at, &mine, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+            __atomic_sub_fetch(&doorbell_pending, 1, __ATOMIC_SEQ_CST);
+            return PyLong_FromLong(0);
+        }
+    }
+    return PyLong_FromLongLong(now);
+}
+
+/* take(stamp=0): the deferral `stamp` (0: whichever) back; True if it was still pending */
+static PyObject *
+doorbell_take(DoorbellObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long stamp = 0;
+    if (nargs > 1) {
+        PyErr_SetString(PyExc_TypeError, "take(stamp=0)");
+        return NULL;
+    }
+    if (nargs == 1) {
+        stamp = PyLong_AsLongLong(args[0]);
+        if (stamp == -1 && PyErr_Occurred()) return NULL;
+    }
+    int got;
+    if (stamp == 0) got = __atomic_exchange_n(&self->deferred_at, 0, __ATOMIC_SEQ_CST) != 0;
+    else got = __atomic_compare_exchange_n(&self->deferred_at, &stamp, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    if (got) __atomic_sub_fetch(&doorbell_pending, 1, __ATOMIC_SEQ_CST);
+    return PyBool_FromLong(got);
+}
+
+/* Claim a deferral at least `grace` µs old; 1 if this thread got it. */
+static int
+doorbell_claim(DoorbellObject *self, long long now, long long grace)
+{
+    long long d = __atomic_load_n(&self->deferred_at, __ATOMIC_SEQ_CST);
+    if (d == 0 || now - d < grace) return 0;
+    if (!__atomic_compare_exchange_n(&self->deferred_at, &d, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return 0;
+    __atomic_sub_fetch(&doorbell_pending, 1, __ATOMIC_SEQ_CST);
+    return 1;
+}
+
+static PyObject *
+doorbell_wait(DoorbellObject *self, PyObject *args)
+{
+    LockObject *lk;
+    double timeout;
+    if (!PyArg_ParseTuple(args, "O!d:wait", &LockType, &lk, &timeout)) return NULL;
+    if (!lk->locked) {
+        PyErr_SetString(PyExc_RuntimeError, "Doorbell.wait: the caller must hold the lock");
+        return NULL;
+    }
+    long long now = monotonic_us(), end = now + (long long)(timeout * 1e6);
+    int none = 0;
+    int polling = __atomic_compare_exchange_n(&self->pollers, &none, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    int acquired = 0, answered = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        now = monotonic_us();
+        if (polling) {
+            /* the settings read at each look: a test may change them while we poll */
+            long long window = self->window_us, poll = self->poll_us > 0 ? self->poll_us : 1;
+            long long last = __atomic_load_n(&self->last_defer, __ATOMIC_SEQ_CST);
+            long long window_end = last + window;  /* no launch tried to defer lately: no polling */
+            if (now >= window_end || now >= end) {
+                __atomic_store_n(&self->pollers, 0, __ATOMIC_SEQ_CST);
+                polling = 0;
+                if (doorbell_claim(self, now, 0)) { answered = 1; break; }  /* one came in as we left */
+                continue;
+            }
+            long long wait = end - now < poll ? end - now : poll;
+            if (PyThread_acquire_lock_timed(lk->lock, wait, 0) == PY_LOCK_ACQUIRED) { acquired = 1; break; }
+            if (doorbell_claim(self, monotonic_us(), self->grace_us)) {
+                /* we stop polling; one deferred meanwhile (it saw us polling) is ours too: we
+                 * look for work now and find its ticket */
+                __atomic_store_n(&self->pollers, 0, __ATOMIC_SEQ_CST);
+                polling = 0;
+                doorbell_claim(self, monotonic_us(), 0);
+                answered = 1;
+                break;
+            }
+        }
+        else {
+            if (now >= end) break;
+            if (PyThread_acquire_lock_timed(lk->lock, end - now, 0) == PY_LOCK_ACQUIRED) { acquired = 1; break; }
+        }
+    }
+    if (polling) __atomic_store_n(&self->pollers, 0, __ATOMIC_SEQ_CST);
+    Py_END_ALLOW_THREADS
+    if (acquired) lk->locked = 1;
+    return PyLong_FromLong(acquired ? 1 : answered ? 2 : 0);
+}
+
+static void
+doorbell_dealloc(DoorbellObject *self)
+{
+    if (__atomic_exchange_n(&self->deferred_at, 0, __ATOMIC_SEQ_CST) != 0)
+        __atomic_sub_fetch(&doorbell_pending, 1, __ATOMIC_SEQ_CST);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+doorbell_pollers(DoorbellObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromLong(__atomic_load_n(&self->pollers, __ATOMIC_SEQ_CST));
+}
+
+static PyMethodDef doorbell_methods[] = {
+    {"defer", (PyCFunction)doorbell_defer, METH_NOARGS, "defer() -> stamp (0: not deferred)"},
+    {"take", (PyCFunction)(void (*)(void))doorbell_take, METH_FASTCALL, "take(stamp=0) -> bool"},
+    {"wait", (PyCFunction)doorbell_wait, METH_VARARGS, "wait(lock, timeout) -> 1 woken, 0 timed out, 2 answered"},
+    {"pollers", (PyCFunction)doorbell_pollers, METH_NOARGS, "pollers() -> int"},
+    {NULL}
+};
+
+static PyTypeObject DoorbellType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "npurt._speedups.Doorbell",
+    .tp_basicsize = sizeof(DoorbellObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A deferred worker wake-up, answered by a polling idle worker.",
+    .tp_new = doorbell_new,
+    .tp_dealloc = (destructor)doorbell_dealloc,
+    .tp_methods = doorbell_methods,
+    .tp_members = doorbell_members,
+};
+
 /* ------------------------------------------------------------------ DLPack capsules */
 /* capsule(ptr, shape, strides, code, bits, device_type, device_id, owner): the legacy
  * "dltensor" capsule of npurt.array.dlpack.capsule_at, made here in one allocation instead of
@@ -1797,7 +1987,7 @@ static PyObject *st_hooks, *st_faults, *st_tls, *st_backends, *st_enqueue_slow, 
 static PyObject *st_idle, *st_ready, *st_running, *st_d2d;
 static PyObject *str_tasks, *str_token, *str_worker, *str_owed, *str_controlled, *str_ready, *str_wake_for,
     *str_work_epoch, *str_touched, *str_starts, *str_containing, *str_cheap, *str_run, *str_may_block, *str_trivial, *str_popleft, *str_append,
-    *str_notify_retired, *str_run_stream, *str_release, *str_copy_window;
+    *str_notify_retired, *str_run_stream, *str_release, *str_copy_window, *str_flush_deferred;
 static long long st_inline_bytes, st_va_base;
 static long st_streak;
 static int streams_on;
@@ -2268,6 +2458,13 @@ static PyObject *
 enqueue_built(PyObject *s, PyObject *task, int cheap, PyObject *const *holders, int nholders)
 {
     LockObject *lock = NULL;
+    if (__atomic_load_n(&doorbell_pending, __ATOMIC_RELAXED) && Py_TYPE(s) == stream_type) {
+        /* a deferred wake-up lasts until the host's next enqueue (Scheduler.flush_deferred) */
+        PyObject *sched = SLOT(s, soff[S_SCHEDULER]);
+        PyObject *r = sched == NULL ? NULL : PyObject_CallMethodOneArg(sched, str_flush_deferred, s);
+        if (r == NULL) { if (sched != NULL) { Py_DECREF(task); return NULL; } }
+        else Py_DECREF(r);
+    }
     if (Py_TYPE(s) == stream_type && SLOT(s, soff[S_CAPTURE]) == Py_None && SLOT(s, soff[S_TASK_STACKS]) == Py_False
         && SLOT(s, soff[S_LAUNCH_BLOCKING]) == Py_False && !hooks_listening(st_hooks)) {
         lock = (LockObject *)SLOT(s, soff[S_ENQ_LOCK]);
@@ -2904,6 +3101,7 @@ PyInit__speedups(void)
     INTERN(str_run_stream, "run_stream");
     INTERN(str_release, "release");
     INTERN(str_copy_window, "copy_window");
+    INTERN(str_flush_deferred, "flush_deferred");
     INTERN(st_d2d, "D2D");
     INTERN(str_streams, "streams");
     INTERN(str_id, "id");
@@ -2912,7 +3110,7 @@ PyInit__speedups(void)
     zero_ret = PyLong_FromLong(0);
     if (PyType_Ready(&BlockType) < 0 || PyType_Ready(&BinType) < 0 || PyType_Ready(&PoolType) < 0
         || PyType_Ready(&EntryType) < 0 || PyType_Ready(&AllocType) < 0
-        || PyType_Ready(&LockType) < 0)
+        || PyType_Ready(&LockType) < 0 || PyType_Ready(&DoorbellType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
@@ -2922,6 +3120,9 @@ PyInit__speedups(void)
         || PyModule_AddObjectRef(m, "Entry", (PyObject *)&EntryType) < 0
         || PyModule_AddObjectRef(m, "Allocation", (PyObject *)&AllocType) < 0
         || PyModule_AddObjectRef(m, "Lock", (PyObject *)&LockType) < 0
+        || PyModule_AddObjectRef(m, "Doorbell", (PyObject *)&DoorbellType) < 0
+        || PyModule_AddIntConstant(m, "DOORBELL_GRACE_US", DOORBELL_GRACE_US) < 0
+        || PyModule_AddIntConstant(m, "DOORBELL_POLL_US", DOORBELL_POLL_US) < 0
         || PyModule_AddIntConstant(m, "SIZE_CLASS", SIZE_CLASS) < 0
         || PyModule_AddIntConstant(m, "SMALL_REQUEST", SMALL_REQUEST) < 0) {
         Py_DECREF(m);

@@ -156,6 +156,31 @@ def test_float32_gelu_gives_the_bits_of_the_bench_plain_formula(dev, rng):
     assert np.array_equal(dev.get(po, n, F32).view(np.int32), want.view(np.int32))
 
 
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("offset", [0, 16, 2048, 4092])
+def test_a_kernel_scratch_chunk_lies_half_a_page_from_its_operand(dtype, offset):
+    """The scratch chunk is placed against 4K aliasing (kernels._chunk_buffer): its start
+    differs from the operand's by half a page modulo the page, wherever the operand lies."""
+    raw = np.empty(K.CHUNK + 4096, dtype)
+    start = (-raw.ctypes.data % 4096 + offset) % 4096 // dtype.itemsize
+    x = raw[start:start + 100]
+    buf = K._chunk_buffer(dtype, 0, x)
+    assert len(buf) == K.CHUNK and buf.dtype == dtype
+    assert (buf.ctypes.data - x.ctypes.data) % 4096 == 2048
+    assert K._chunk_buffer(dtype, 0, x).ctypes.data == buf.ctypes.data  # kept between calls
+
+
+def test_each_thread_has_its_own_scratch_chunks():
+    import threading
+    mine = K._chunk_buffer(F32, 0)
+    theirs = []
+    th = threading.Thread(target=lambda: theirs.append(K._chunk_buffer(F32, 0)))
+    th.start()
+    th.join()
+    assert not np.may_share_memory(mine, theirs[0])
+    assert not np.may_share_memory(K._chunk_buffer(F32, 0), K._chunk_buffer(F32, 1))
+
+
 @pytest.mark.parametrize("dtype", [F32, F16], ids=str)
 def test_gelu_in_place_gives_the_same_bits_as_into_another_buffer(dev, rng, dtype):
     n = K.CHUNK + 4096

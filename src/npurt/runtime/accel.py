@@ -13,7 +13,8 @@ behaviour, the same tests):
 | `Entry` | the runtime's and the facades' malloc/free, the Pythonic `allocate` and `npurt.empty` as C callables (see `npurt.runtime.entries`); a malloc or free entry's `c_api` is a capsule of its fast case as C functions with C arguments, which libacl_rt.so's aclrtMalloc / aclrtFree call directly (`direct_calls()` counts the calls they answered) | the Python functions themselves (no `c_api`: the C interface calls them) |
 | `Allocation` | the Pythonic allocation record in C; its dealloc frees through the pool's fast path (`entries.allocation_record`) | the Python record with `__del__` (npurt.array.allocation) |
 | `note_use`, `note_uses`, `prune_uses` | memory.py's use records of blocks, in C | memory.py's functions |
-| `Lock` | threading.Lock not tracked by the garbage collector (a stream's enqueue lock) | threading.Lock |
+| `Lock` | threading.Lock not tracked by the garbage collector (a stream's enqueue lock, a worker's wake lock) | threading.Lock |
+| `Doorbell` | a deferred worker wake-up: a launch's store instead of a futex wake, answered by an idle worker that polls it without the GIL (scheduler.py, "Deferred wake-ups") | nothing: every launch wakes a worker |
 | `capsule` | a DLPack capsule at an address npurt chooses, one C allocation whose deleter calls the owner's release (`dlpack_capsule`: npu tensors' storage, each op's output) | npurt.array.dlpack's rewrite of numpy's capsule |
 
 The C entries cache the calling thread's context pool and each device's pool; `invalidate`

@@ -35,6 +35,7 @@ Workers sleep on a private lock each and are woken when a ticket is queued while
 idle (and look for work once a second anyway, which heals a wake-up lost to an exception).
 When every worker has been busy on the same tasks for STALL_S while work waits (kernels that
 do not return), a spare worker starts; spares leave when they find nothing to do.
+A launch that a synchronize will take may wake nobody: deferred wake-ups (wakeups.py).
 """
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ from .observers import HOOKS
 from .task_failures import interrupted_error, task_error
 from .tokens import TLS, HostToken, on_worker, thread_token  # noqa: F401 - re-exported (the owner tokens)
 from .watchdog import WATCHDOG
+from . import wakeups
 
 if TYPE_CHECKING:
     from .device import Device
@@ -118,7 +120,7 @@ class Worker:
     worker = True
 
     def __init__(self, spare: bool = False) -> None:
-        self.wake = threading.Lock()
+        self.wake = wakeups.WakeLock()
         self.wake.acquire()  # held = asleep; _wake() releases it to wake the worker
         self.ran = 0         # streams taken: progress, for the stall check
         self.retired = False  # stuck in an aborted task: leaves the pool when it returns
@@ -148,6 +150,8 @@ class Scheduler:
         self.stopping = False
         self.stall_armed = False
         self._start_lock = threading.Lock()
+        self.doorbell = wakeups.new_doorbell()
+        self.deferred: tuple | None = None  # (stream, stamp) of the pending deferred wake-up
 
     # ------------------------------------------------------------ tickets
     def submit(self, s: "Stream") -> None:
@@ -180,12 +184,13 @@ class Scheduler:
         self.ready[s.priority].append(t)
         self.wake_for(s)
 
-    def wake_for(self, s: "Stream") -> None:
+    def wake_for(self, s: "Stream", defer: bool = False) -> None:
         """`s` became READY: tell host threads waiting for it (they may run it inline) and,
         unless one of them will take the stream (a *taker*: an untimed synchronize, which
         claims the ticket and runs the work itself), wake a worker. Waking one for a ticket a
         taker claims first costs a thread switch and a GIL contest for nothing; a taker that
-        leaves without claiming wakes a worker itself (Stream.synchronize)."""
+        leaves without claiming wakes a worker itself (Stream.synchronize). `defer`: a host
+        thread's enqueue onto idle `s`, which may defer the wake-up (wakeups.py)."""
         if s.waiters:
             taken = s.takers and not _host_code_next(s)
             cond = s._cond
@@ -193,7 +198,11 @@ class Scheduler:
                 cond.notify_all()
             if taken:
                 return
+        if (defer or self.deferred is not None) and wakeups.defer(self, s, defer and not _host_code_next(s)):
+            return
         self._wake()
+
+    flush_deferred, taken = wakeups.flush_deferred, wakeups.taken  # deferred wake-ups (wakeups.py)
 
     def _wake(self) -> None:
         if self.controlled is not None:
@@ -322,11 +331,7 @@ class Scheduler:
             except ValueError:  # a waker took us: consume its release
                 me.wake.acquire(timeout=IDLE_POLL_S)
             return
-        if not me.wake.acquire(timeout=IDLE_POLL_S):
-            try:
-                idle.remove(me)
-            except ValueError:
-                me.wake.acquire(timeout=IDLE_POLL_S)
+        wakeups.sleep_on(self, me, IDLE_POLL_S)
 
     def _arm_stall_check(self) -> None:
         self.stall_armed = True
@@ -357,6 +362,7 @@ class Scheduler:
         with self._start_lock:
             self.stopping = True
             workers = list(self.workers)
+        wakeups.forget(self)
         for worker in workers:
             try:
                 worker.wake.release()

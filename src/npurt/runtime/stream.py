@@ -61,6 +61,7 @@ class Stream:
                  "abort_epoch", "destroyed", "closing", "_task_stacks", "_launch_blocking", "_inline", "streak",
                  "touched", "capture", "__weakref__", "__dict__")
     # rarely set (created on demand in the instance dict)
+    sync_follows = False           # a host thread took work the workers were told of (scheduler.py)
     is_default = False
     flags = 0
     stop_seen = False              # a synchronize or query has reported the stop to the host
@@ -171,6 +172,9 @@ class Stream:
         task.stream = self
         if self._task_stacks:
             task.capture_stack()
+        pending = self.scheduler.deferred
+        if pending is not None and pending[0] is not self:  # the host moved on (scheduler.py)
+            self.scheduler.flush_deferred()
         with self.enq_lock:
             stopped = self.stopped  # checked under the lock: a failure may stop the stream concurrently
             if self.destroyed or (stopped is not None and self.stop_seen):
@@ -218,7 +222,7 @@ class Stream:
                     self.state = READY
                     t = self.ticket = [self]
                     scheduler.ready[self.priority].append(t)
-                    scheduler.wake_for(self)
+                    scheduler.wake_for(self, self._inline and (TLS.token is None or not TLS.token.worker))
         if self._launch_blocking:
             self.synchronize(seq)
         return seq
@@ -315,6 +319,9 @@ class Stream:
         if self.capture is not None:
             self.capture.refuse_wait(self)
         self.streak = 0  # the host waits: the next cheap task may run inline again (inline.py)
+        pending = self.scheduler.deferred
+        if pending is not None and (pending[0] is not self or (timeout_ms is not None and timeout_ms >= 0)):
+            self.scheduler.flush_deferred()  # a wait that will not take the deferred stream's work
         if until is None:
             until = self.enqueued_seq
         if self.completed_seq >= until and not HOOKS.active:  # done already: nothing to wait for
@@ -339,6 +346,7 @@ class Stream:
                         self.runner = token
                         self.state = RUNNING
                         claimed = True
+                        self.scheduler.taken(self)
                     elif self.state is IDLE and self.queue:  # work an interrupted enqueue left behind
                         self.runner = token
                         self.state = RUNNING
@@ -411,6 +419,8 @@ class Stream:
         """True if every task enqueued so far has finished (then raises a pending failure)."""
         until = self.enqueued_seq
         self.streak = 0  # the host polls: as a wait (inline.py)
+        if self.scheduler.deferred is not None:
+            self.scheduler.flush_deferred()  # a host that polls will not take the work
         if self.completed_seq < until and self.scheduler.controlled is not None:
             self.scheduler.controlled.poll()  # a controlled device progresses one step per query
         done = self.completed_seq >= until

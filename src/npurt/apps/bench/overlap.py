@@ -10,12 +10,13 @@ import numpy as np
 
 from ...ops import launch as ops_launch
 from ...ops.kernels import gelu_into
-from ...runtime import RUNTIME
+from ...runtime import RUNTIME, address
 from .handoff import compute_idle
 from .harness import Profile, Stat, clock, paired, sample
 from .metrics import D2H, H2D, AclCallError, Session, stream_object, check, host_array, value
 
 OVERLAP_BUFFERS = 3  # device buffers in the ring: the copy may run up to 2 batches ahead
+GELU_PAIRS = 21  # gelu_ratio's pairs at least: a 4 ms memory-bound pair moves by +-5 % on these VMs
 OVERLAP_OP = "gelu"  # compute-bound; a memory-bound kernel would share the copy's memory bandwidth
 
 
@@ -109,30 +110,48 @@ def plain_gelu(x: np.ndarray, y: np.ndarray, t: np.ndarray) -> None:
         np.divide(xs, tt, out=ys)
 
 
+def skewed_scratch(x: np.ndarray, n: int) -> np.ndarray:
+    """n float32 elements starting half a page from x's start, modulo the page (as
+    npurt.ops.kernels places its scratch chunks)."""
+    raw = np.empty(n + 1024, np.float32)
+    skew = (x.ctypes.data + 2048 - raw.ctypes.data) % 4096 // 4
+    return raw[skew:skew + n]
+
+
 def _gelu_ratio(s: Session, d_in: int, d_out: int, m: int, repeats: int, warmup: int) -> Stat:
-    """Built-in gelu (one block, launch + synchronize) over the plain numpy formula on host
-    arrays, the same m float32 elements, timed alternately: > 1 means the kernel is slower.
-    Each pair gives one time ratio (the inverse of `paired`'s speed ratio, so the median of
-    an odd count and the range carry over exactly)."""
+    """Built-in gelu (one block, launch + synchronize) over the plain numpy formula on the
+    same m float32 elements in the same memory (the plain formula reads d_in and writes d_out
+    through host views of the simulated device's memory), timed alternately: > 1 means the
+    kernel is slower. The same memory, because where an array's pages lie moves the formula's
+    time by 5-20 % between processes on these VMs (host arrays of >= 4 MiB get transparent huge
+    pages through numpy's madvise, or not; the device's shared memory is on 4 KiB pages), which
+    is no property of the kernel. The formula's scratch chunk is placed as the kernel places
+    its own (half a page from the input, modulo the page: `skewed_scratch`), its best case; a
+    plain np.empty chunk 16 bytes past a page start made it 11 % slower (4K aliasing against
+    the page-aligned input), which would flatter the kernel. Each pair gives one time ratio (the inverse of `paired`'s
+    speed ratio, so the median of an odd count and the range carry over exactly)."""
     launch = ops_launch
     x = np.random.default_rng().standard_normal(m).astype(np.float32)
     y, t = np.empty_like(x), np.empty(1 << 16, np.float32)
     check(s.acl.rt.memcpy(d_in, x.nbytes, x.ctypes.data, x.nbytes, H2D), "memcpy H2D")  # the same elements
+    xs = address.view(d_in, x.nbytes).view(np.float32)   # ... in the same memory as the kernel's
+    ys = address.view(d_out, x.nbytes).view(np.float32)
+    t = skewed_scratch(xs, len(t))
     stream, sync = stream_object(s), s.acl.rt.synchronize_stream
     with np.errstate(over="ignore"):
-        plain = lambda: plain_gelu(x, y, t)  # noqa: E731
+        plain = lambda: plain_gelu(xs, ys, t)  # noqa: E731
 
         def subject() -> None:
             launch.elementwise("gelu", d_out, d_in, None, m, np.float32, stream=stream, num_blocks=1)
             check(sync(s.stream), "synchronize_stream after gelu")
 
+        plain_gelu(x, y, t)  # the expected values, on host arrays
         subject()
-        plain()
         got = np.empty_like(x)
         check(s.acl.rt.memcpy(got.ctypes.data, got.nbytes, d_out, got.nbytes, D2H), "memcpy D2H")
         if not np.allclose(got, y, rtol=1e-5, atol=1e-6):
             raise AclCallError("the gelu kernel disagrees with the plain numpy formula")
-        speed = paired(plain, subject, repeats, warmup).ratio
+        speed = paired(plain, subject, max(repeats, GELU_PAIRS), warmup).ratio
     return Stat(1 / speed.median, 1 / speed.hi, 1 / speed.lo, speed.n)
 
 
