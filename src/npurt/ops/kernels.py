@@ -149,10 +149,14 @@ def _chunk_buffer(dtype: np.dtype, slot: int = 0, across: np.ndarray | None = No
     buf = bufs.get((dtype, slot))
     if buf is None:
         buf = bufs[(dtype, slot)] = np.empty(CHUNK + PAGE // dtype.itemsize, dtype)
-    if across is None:
-        return buf[:CHUNK]
-    skew = (across.ctypes.data + PAGE // 2 - buf.ctypes.data) % PAGE // dtype.itemsize
-    return buf[skew:skew + CHUNK]
+    return buf[:CHUNK] if across is None else half_a_page_from(across, buf, CHUNK)
+
+
+def half_a_page_from(across: np.ndarray, buf: np.ndarray, n: int) -> np.ndarray:
+    """The n elements of `buf` (at least n + PAGE bytes) that start half a page from `across`'s
+    start, modulo the page (see _chunk_buffer)."""
+    skew = (across.ctypes.data + PAGE // 2 - buf.ctypes.data) % PAGE // buf.itemsize
+    return buf[skew:skew + n]
 
 
 def gelu_into(dst: np.ndarray, src: np.ndarray) -> None:

@@ -172,9 +172,8 @@ class Stream:
         task.stream = self
         if self._task_stacks:
             task.capture_stack()
-        pending = self.scheduler.deferred
-        if pending is not None and pending[0] is not self:  # the host moved on (scheduler.py)
-            self.scheduler.flush_deferred()
+        if self.scheduler.deferred is not None:  # the host moved on from a launch elsewhere (wakeups.py)
+            self.scheduler.flush_deferred(self)
         with self.enq_lock:
             stopped = self.stopped  # checked under the lock: a failure may stop the stream concurrently
             if self.destroyed or (stopped is not None and self.stop_seen):
@@ -319,9 +318,8 @@ class Stream:
         if self.capture is not None:
             self.capture.refuse_wait(self)
         self.streak = 0  # the host waits: the next cheap task may run inline again (inline.py)
-        pending = self.scheduler.deferred
-        if pending is not None and (pending[0] is not self or (timeout_ms is not None and timeout_ms >= 0)):
-            self.scheduler.flush_deferred()  # a wait that will not take the deferred stream's work
+        if self.scheduler.deferred is not None:  # a wait that will not take the deferred work wakes a worker
+            self.scheduler.flush_deferred(None if timeout_ms is not None and timeout_ms >= 0 else self)
         if until is None:
             until = self.enqueued_seq
         if self.completed_seq >= until and not HOOKS.active:  # done already: nothing to wait for

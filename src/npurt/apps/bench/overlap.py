@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from ...ops import launch as ops_launch
-from ...ops.kernels import gelu_into
+from ...ops.kernels import PAGE, gelu_into, half_a_page_from
 from ...runtime import RUNTIME, address
 from .handoff import compute_idle
 from .harness import Profile, Stat, clock, paired, sample
@@ -110,14 +110,6 @@ def plain_gelu(x: np.ndarray, y: np.ndarray, t: np.ndarray) -> None:
         np.divide(xs, tt, out=ys)
 
 
-def skewed_scratch(x: np.ndarray, n: int) -> np.ndarray:
-    """n float32 elements starting half a page from x's start, modulo the page (as
-    npurt.ops.kernels places its scratch chunks)."""
-    raw = np.empty(n + 1024, np.float32)
-    skew = (x.ctypes.data + 2048 - raw.ctypes.data) % 4096 // 4
-    return raw[skew:skew + n]
-
-
 def _gelu_ratio(s: Session, d_in: int, d_out: int, m: int, repeats: int, warmup: int) -> Stat:
     """Built-in gelu (one block, launch + synchronize) over the plain numpy formula on the
     same m float32 elements in the same memory (the plain formula reads d_in and writes d_out
@@ -126,17 +118,16 @@ def _gelu_ratio(s: Session, d_in: int, d_out: int, m: int, repeats: int, warmup:
     time by 5-20 % between processes on these VMs (host arrays of >= 4 MiB get transparent huge
     pages through numpy's madvise, or not; the device's shared memory is on 4 KiB pages), which
     is no property of the kernel. The formula's scratch chunk is placed as the kernel places
-    its own (half a page from the input, modulo the page: `skewed_scratch`), its best case; a
+    its own (half a page from the input, modulo the page: `half_a_page_from`), its best case; a
     plain np.empty chunk 16 bytes past a page start made it 11 % slower (4K aliasing against
     the page-aligned input), which would flatter the kernel. Each pair gives one time ratio (the inverse of `paired`'s
     speed ratio, so the median of an odd count and the range carry over exactly)."""
     launch = ops_launch
     x = np.random.default_rng().standard_normal(m).astype(np.float32)
-    y, t = np.empty_like(x), np.empty(1 << 16, np.float32)
     check(s.acl.rt.memcpy(d_in, x.nbytes, x.ctypes.data, x.nbytes, H2D), "memcpy H2D")  # the same elements
     xs = address.view(d_in, x.nbytes).view(np.float32)   # ... in the same memory as the kernel's
     ys = address.view(d_out, x.nbytes).view(np.float32)
-    t = skewed_scratch(xs, len(t))
+    y, t = np.empty_like(x), half_a_page_from(xs, np.empty((1 << 16) + PAGE, np.float32), 1 << 16)
     stream, sync = stream_object(s), s.acl.rt.synchronize_stream
     with np.errstate(over="ignore"):
         plain = lambda: plain_gelu(xs, ys, t)  # noqa: E731
