@@ -28,12 +28,15 @@ REQUIRED_KEYS = {
     # issue 28: latencies in units of the run's bare-call floor; the torch add's CPU over CPU torch's
     "enqueue_floors", "roundtrip_floors", "event_sync_floors", "torch_op_cpu_ratio",
     "shared_alloc_free_ratio", "ipc_copy_ratio",  # issue 26: a device shared by processes
+    # issue 28: the rest of its targets (Pythonic add + synchronize, overlap of the plain threads'
+    # limit, the compute stream's idle share, the torch add + synchronize's CPU time)
+    "elementwise_sync_py_ratio", "overlap_of_limit", "overlap_compute_idle_pct", "torch_op_sync_cpu_us",
 }
 # measured where the C interface can be built (gcc, a shared libpython, cffi), else skipped with a note
 CAPI_KEYS = {"c_call_ratio", "c_malloc_free_ratio", "c_first_call_s"}
 # measured when PyTorch is installed (the optional extra npurt[torch]), else skipped with a note
 TORCH_KEYS = {"torch_op_us", "torch_transformer_ratio", "ddp_step_ratio", "torch_graph_step_ratio",
-              "torch_op_cpu_ratio"}
+              "torch_op_cpu_ratio", "torch_op_sync_cpu_us"}
 # two whole processes per sample: measured by `npurt bench` and --quick, not at the test size
 TINY_SKIPS = {"torch_script_ratio"}
 # find_spec, not import: without PyTorch, `import torch` would find tests/torch (a namespace package)

@@ -16,7 +16,8 @@ from .harness import Profile, Stat, clock, paired, sample
 from .metrics import D2H, H2D, AclCallError, Session, stream_object, check, host_array, value
 
 OVERLAP_BUFFERS = 3  # device buffers in the ring: the copy may run up to 2 batches ahead
-GELU_PAIRS = 21  # gelu_ratio's pairs at least: a 4 ms memory-bound pair moves by +-5 % on these VMs
+GELU_PAIRS = 41  # gelu_ratio's pairs at least: a 4 ms memory-bound pair moves by +-5 % (+-30 % on some) of these VMs
+HANDOFF_RUNS = 15  # compute_idle's runs at least: one slow wake-up moves a run's share by 1-3 %
 OVERLAP_OP = "gelu"  # compute-bound; a memory-bound kernel would share the copy's memory bandwidth
 
 
@@ -45,22 +46,26 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
     events = [value(rt.create_event(), "create_event") for _ in range(2 * OVERLAP_BUFFERS)]
     try:
         def pipeline(copy_stream: int, compute_stream: int, m: int, copies: bool = True,
-                     kernels: bool = True) -> float:
-            ready, done = events[:OVERLAP_BUFFERS], events[OVERLAP_BUFFERS:]
+                     kernels: bool = True, marks: tuple | None = None) -> float:
+            # marks (compute_idle's): a ready, start and done event per batch instead of the ring's
+            ready, done = (marks[0], marks[2]) if marks else (events[:OVERLAP_BUFFERS], events[OVERLAP_BUFFERS:])
+            ring = len(ready)
             compute_obj = RUNTIME.streams.get(compute_stream)
             t0 = clock()
             for i in range(batches):
                 j = i % OVERLAP_BUFFERS
                 if i >= OVERLAP_BUFFERS:  # buffer j is free once the kernel that last read it is done
-                    rt.stream_wait_event(copy_stream, done[j])
+                    rt.stream_wait_event(copy_stream, done[(i - OVERLAP_BUFFERS) % ring])
                 if copies:
                     rt.memcpy_async(d_in[j], B, host + i * B, B, H2D, copy_stream)
-                rt.record_event(ready[j], copy_stream)
-                rt.stream_wait_event(compute_stream, ready[j])
+                rt.record_event(ready[i % ring], copy_stream)
+                rt.stream_wait_event(compute_stream, ready[i % ring])
+                if marks:
+                    rt.record_event(marks[1][i], compute_stream)
                 if kernels:
                     launch.elementwise(OVERLAP_OP, d_out[j], d_in[j], None, m, np.float32, stream=compute_obj,
                                        num_blocks=1)
-                rt.record_event(done[j], compute_stream)
+                rt.record_event(done[i % ring], compute_stream)
             check(rt.synchronize_stream(compute_stream), "synchronize_stream")
             check(rt.synchronize_stream(copy_stream), "synchronize_stream")
             return clock() - t0
@@ -80,8 +85,8 @@ def measure_overlap(s: Session, p: Profile) -> dict[str, Stat]:
                                         p.overlap_repeats)
         switches = switches_per_batch(lambda: pipeline(copy_h, one, m), batches, p.overlap_repeats)
         gelu = _gelu_ratio(s, d_in[0], d_out[0], m, p.overlap_repeats, p.warmup)
-        idle, handoff = compute_idle(lambda: pipeline(copy_h, one, m), RUNTIME.streams.get(copy_h),
-                                      RUNTIME.streams.get(one), p.overlap_repeats)
+        idle, handoff = compute_idle(lambda marks: pipeline(copy_h, one, m, marks=marks), rt, batches,
+                                     max(p.overlap_repeats, HANDOFF_RUNS))
         return {"overlap_compute_idle_pct": idle, "overlap_handoff_us": handoff,
                 "overlap_speedup": res.ratio, **threads, "overlap_switches_per_batch": switches,
                 "overlap_one_stream_ms": res.reference_s.scaled(1e3),
