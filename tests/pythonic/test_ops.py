@@ -6,6 +6,7 @@ Tolerances are the ones documented in npurt.ops.launch.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -44,6 +45,9 @@ def dev(rt):
 
         def empty(self, shape, dtype):
             return rt.malloc(max(int(math.prod(np.atleast_1d(shape))) * np.dtype(dtype).itemsize, 1))
+
+        def free(self, ptr):
+            rt.free(ptr)
 
         def get(self, ptr, shape, dtype):
             rt.synchronize_stream(None)
@@ -95,6 +99,28 @@ def test_binary_elementwise_matches_numpy(dev, rng, op, dtype):
     got = across_blocks(dev, lambda nb: L.elementwise(op, po, pa, pb, n, dtype, num_blocks=nb), po, n, dtype)
     ref = in_f32(fn, a, b, dtype=dtype) if dtype in (F16, BF16) else fn(a, b)
     assert np.array_equal(got, ref)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [F64], ids=str)
+def test_binary_elementwise_gives_ieee_results_without_warnings(dev, dtype):
+    # as the vector unit: x / 0 is +-inf, 0 / 0 nan, an overflow of the dtype inf; no
+    # exception (a numpy warning in the kernel, an error here, would fail the task: 507015)
+    n = 6000
+    a = np.tile(np.array([1, -1, 0, 60000], np.float32), n // 4).astype(dtype)
+    z = np.zeros(n, dtype)
+    pa, pz, po = dev.put(a), dev.put(z), dev.empty(n, dtype)
+    with np.errstate(all="ignore"):
+        ref = in_f32(np.divide, a, z, dtype=dtype) if dtype in (F16, BF16) else np.divide(a, z)
+        big = in_f32(np.multiply, a, a, dtype=dtype) if dtype in (F16, BF16) else np.multiply(a, a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        L.elementwise("div", po, pa, pz, n, dtype)
+        assert np.array_equal(dev.get(po, n, dtype), ref, equal_nan=True)
+        L.elementwise("mul", po, pa, pa, n, dtype)
+        got = dev.get(po, n, dtype)
+    assert np.array_equal(got, big) and (dtype != F16 or np.isinf(got[3]))
+    for p in (pa, pz, po):
+        dev.free(p)
 
 
 def test_div_of_ints_is_invalid(dev):

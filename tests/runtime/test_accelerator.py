@@ -438,3 +438,30 @@ def test_a_stream_adds_no_object_for_the_collector_to_walk_with_its_enqueue_lock
         assert type(s.enq_lock) is accel.SPEEDUPS.Lock and not gc.is_tracked(s.enq_lock)
     finally:
         rt.destroy_stream(s)
+
+
+_FAILED_ALLOCATION = """
+import gc, json, sys, npurt
+unraisable = []
+sys.unraisablehook = lambda info: unraisable.append(repr(info.exc_value))
+npurt.faults.inject("alloc@1")
+try:
+    npurt.empty(16)
+    outcome = "allocated"
+except npurt.OutOfMemoryError:
+    outcome = "OutOfMemoryError"
+npurt.faults.clear()
+gc.collect()
+after = npurt.empty(16).size  # the runtime stays usable
+print("RESULT " + json.dumps([outcome, unraisable, after]))
+"""
+
+
+@pytest.mark.parametrize("speedups", ["1", "0"])
+def test_an_array_whose_allocation_fails_leaves_no_record_behind_to_free(speedups):
+    # (the Python record used to exist before its malloc ran: collecting it raised
+    # AttributeError 'ptr' in __del__, reported as an ignored exception)
+    code, text = run_isolated(_FAILED_ALLOCATION, env={"NPURT_SPEEDUPS": speedups})
+    assert code == 0, text
+    outcome, unraisable, after = json.loads(next(line[7:] for line in text.splitlines() if line.startswith("RESULT ")))
+    assert outcome == "OutOfMemoryError" and unraisable == [] and after == 16

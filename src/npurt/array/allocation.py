@@ -26,16 +26,23 @@ class Allocation:
 
     def __init__(self, nbytes: int, device):
         memory = device.memory
-        if HOOKS.active:
-            self.ptr = ptr = rt.malloc_on(device, nbytes or 1, managed=True)
-        else:  # the hot path: the pool itself
-            self.ptr = ptr = memory.malloc(nbytes or 1)
+        self.ptr = ptr = _malloc(memory, device, nbytes)
         self.device = device
         self.nbytes = nbytes
         self.block = memory.live.get(ptr)
 
     def __del__(self) -> None:
-        release(self.ptr, self.device, self.block)
+        try:
+            ptr = self.ptr
+        except AttributeError:  # its malloc failed (out of memory): nothing to free
+            return
+        release(ptr, self.device, self.block)
+
+
+def _malloc(memory, device, nbytes: int) -> int:
+    if HOOKS.active:
+        return rt.malloc_on(device, nbytes or 1, managed=True)
+    return memory.malloc(nbytes or 1)  # the hot path: the pool itself
 
 
 def release(ptr: int, device, block) -> None:
@@ -65,12 +72,10 @@ _new_record = Allocation.__new__
 def allocate(nbytes: int, device) -> Allocation:
     """A new Allocation of `nbytes` (at least 1 byte is taken) on a runtime Device: what
     `Allocation(nbytes, device)` makes, its __init__'s steps inlined."""
-    mem = _new_record(Allocation)
     memory = device.memory
-    if HOOKS.active:
-        mem.ptr = ptr = rt.malloc_on(device, nbytes or 1, managed=True)
-    else:  # the hot path: the pool itself
-        mem.ptr = ptr = memory.malloc(nbytes or 1)
+    ptr = _malloc(memory, device, nbytes)  # first: a record whose malloc failed is never made
+    mem = _new_record(Allocation)
+    mem.ptr = ptr
     mem.device = device
     mem.nbytes = nbytes
     mem.block = memory.live.get(ptr)

@@ -77,18 +77,22 @@ def binary(ctx, out: GM, a: GM, b: GM, n: np.int64, op: np.int32, dt: np.int32):
         return
     x, y, o = ctx.gm(a, d, n, "r")[lo:hi], ctx.gm(b, d, n, "r")[lo:hi], ctx.gm(out, d, n, "w")[lo:hi]
     ufunc = _BINARY_UFUNCS[op]
-    if _wide(d):
-        # two float32 scratch chunks reused for the whole range: no allocation per chunk
-        xa, ya = _scratch(hi - lo), _scratch(hi - lo)
-        for s in range(0, hi - lo, CHUNK):
-            e = min(s + CHUNK, hi - lo)
-            xs, ys = xa[:e - s], ya[:e - s]
-            np.copyto(xs, x[s:e])
-            np.copyto(ys, y[s:e])
-            ufunc(xs, ys, out=xs)
-            np.copyto(o[s:e], xs, casting="unsafe")
-    else:
-        ufunc(x, y, out=o)
+    # IEEE results, as the vector unit gives them (x / 0 is inf, 0 / 0 nan, float16 overflow
+    # inf): numpy's floating-point warnings would be raised in the kernel, an AI core
+    # exception under `-W error`
+    with np.errstate(all="ignore"):
+        if _wide(d):
+            # two float32 scratch chunks reused for the whole range: no allocation per chunk
+            xa, ya = _scratch(hi - lo), _scratch(hi - lo)
+            for s in range(0, hi - lo, CHUNK):
+                e = min(s + CHUNK, hi - lo)
+                xs, ys = xa[:e - s], ya[:e - s]
+                np.copyto(xs, x[s:e])
+                np.copyto(ys, y[s:e])
+                ufunc(xs, ys, out=xs)
+                np.copyto(o[s:e], xs, casting="unsafe")
+        else:
+            ufunc(x, y, out=o)
 
 
 @kernel
