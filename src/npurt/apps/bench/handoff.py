@@ -19,12 +19,15 @@ def compute_idle(run, rt, batches: int, repeats: int) -> tuple[Stat, Stat]:
     `run(marks)` runs the pipeline with `marks` = (ready, start, done): a timing event per
     batch for each, and returns its wall time in seconds. The timestamps are the runtime's
     own (event_get_timestamp, µs), so the measured runs take the same path as the timed ones;
-    a listening observer would not (it takes the tool path, which adds about 10 µs to each
-    task: in session 10 the task events measured 2.0-3.4 % where the timestamps gave
-    0.6-1.1 % of the same pipeline). The `start` record is the one task these runs add to
-    the timed pipeline."""
-    marks = tuple([value(rt.create_event(), "create_event") for _ in range(batches)] for _ in range(3))
+    a listening observer would not (it puts every task on the tool path: a hand-off between
+    two kernels measured 40 µs through task events and 12-17 µs by timestamps; alternated on
+    one pipeline, 2.1 % against 1.4 % median, docs/performance.md "Session 10"). The `start`
+    record is the one task these runs add to the timed pipeline."""
+    marks: tuple[list, list, list] = ([], [], [])
     try:
+        for events in marks:
+            for _ in range(batches):
+                events.append(value(rt.create_event(), "create_event"))
         shares, gaps = [], []
         for _ in range(repeats):
             wall = run(marks)
