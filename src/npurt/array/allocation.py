@@ -26,7 +26,10 @@ class Allocation:
 
     def __init__(self, nbytes: int, device):
         memory = device.memory
-        self.ptr = ptr = _malloc(memory, device, nbytes)
+        if HOOKS.active:
+            self.ptr = ptr = rt.malloc_on(device, nbytes or 1, managed=True)
+        else:  # the hot path: the pool itself
+            self.ptr = ptr = memory.malloc(nbytes or 1)
         self.device = device
         self.nbytes = nbytes
         self.block = memory.live.get(ptr)
@@ -37,12 +40,6 @@ class Allocation:
         except AttributeError:  # its malloc failed (out of memory): nothing to free
             return
         release(ptr, self.device, self.block)
-
-
-def _malloc(memory, device, nbytes: int) -> int:
-    if HOOKS.active:
-        return rt.malloc_on(device, nbytes or 1, managed=True)
-    return memory.malloc(nbytes or 1)  # the hot path: the pool itself
 
 
 def release(ptr: int, device, block) -> None:
@@ -73,7 +70,11 @@ def allocate(nbytes: int, device) -> Allocation:
     """A new Allocation of `nbytes` (at least 1 byte is taken) on a runtime Device: what
     `Allocation(nbytes, device)` makes, its __init__'s steps inlined."""
     memory = device.memory
-    ptr = _malloc(memory, device, nbytes)  # first: a record whose malloc failed is never made
+    # the malloc first: a record whose malloc failed is never made (__del__ would find no ptr)
+    if HOOKS.active:
+        ptr = rt.malloc_on(device, nbytes or 1, managed=True)
+    else:  # the hot path: the pool itself
+        ptr = memory.malloc(nbytes or 1)
     mem = _new_record(Allocation)
     mem.ptr = ptr
     mem.device = device
