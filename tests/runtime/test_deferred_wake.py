@@ -14,6 +14,7 @@ import time
 import pytest
 
 from npurt.runtime import HOOKS, HostFuncTask, Task
+from npurt.runtime import scheduler as scheduler_module
 from npurt.runtime.accel import SPEEDUPS
 
 needs_doorbell = pytest.mark.skipif(
@@ -62,26 +63,33 @@ def rt(fresh_runtime, monkeypatch):
     return fresh_runtime
 
 
-def poll_for_the_test(sched) -> None:
+def poll_for_the_test(sched, monkeypatch) -> None:
     """Make an idle worker the doorbell's poller for the rest of the test: a worker polls
     for window_us after a launch last tried to defer (one does here, and finds no poller),
-    and is woken so that it goes back to sleep polling."""
+    and is woken so that it goes back to sleep polling. A poller also stops when its sleep's
+    timeout (IDLE_POLL_S, 1 s) ends, and polls again once it is back asleep: a launch in that
+    gap wakes a worker instead of deferring (right, and rare; it failed this file once in CI
+    on a loaded machine). So every idle worker is woken to go back to sleep with a timeout
+    no test reaches."""
+    monkeypatch.setattr(scheduler_module, "IDLE_POLL_S", NEVER_US / 1e6)
     sched.doorbell.window_us = NEVER_US  # however slow the machine
     if sched.doorbell.defer():  # (a worker still polls after the last test's launches)
         assert sched.doorbell.take()
-    sched._wake()
-    until(lambda: sched.doorbell.pollers() == 1, what="a worker polling the doorbell")
+    for _ in range(len(sched.idle)):
+        sched._wake()
+    until(lambda: len(sched.idle) == len(sched.workers) and sched.doorbell.pollers() == 1,
+          what="a worker polling the doorbell")
 
 
 @pytest.fixture
-def polled(rt):
+def polled(rt, monkeypatch):
     """A stream whose last launch the host took, and a scheduler with a worker polling its
     doorbell (one ran a task and went back to sleep); the poller's grace is `grace_us`."""
     s = rt.create_stream()
     sched = s.scheduler
     warm = s.enqueue(Work())  # starts a worker, which runs it and then polls
     retired(s, warm)
-    poll_for_the_test(sched)
+    poll_for_the_test(sched, monkeypatch)
     sched.doorbell.grace_us = NEVER_US
     s.sync_follows = True
     yield rt, s, sched
@@ -251,7 +259,7 @@ def test_with_inline_execution_off_nothing_is_deferred(fresh_runtime, monkeypatc
     s = fresh_runtime.create_stream()
     retired(s, s.enqueue(Work()))
     s.sync_follows = True
-    poll_for_the_test(s.scheduler)
+    poll_for_the_test(s.scheduler, monkeypatch)
     seq = s.enqueue(Work())
     assert s.scheduler.deferred is None
     retired(s, seq)
