@@ -223,6 +223,38 @@ def test_a_record_enqueued_while_the_wait_registers_is_still_waited_for(rt, gate
     assert seen == [COMPLETE]  # b ran only after the record completed
 
 
+@pytest.mark.skipif(event_module._enqueue_task is None, reason="the C enqueue path needs the accelerator")
+def test_a_wait_registered_after_the_record_ran_but_before_it_was_published_is_released(rt, monkeypatch):
+    """The C enqueue path publishes a record after its task is queued, and a tiny record on an
+    idle stream has run by then: a wait that registered in between (it saw no record) is
+    fired by the publication, not left parked."""
+    a, b = rt.create_stream(), rt.create_stream()
+    e = rt.create_event(C.ACL_EVENT_SYNC)
+    real = event_module._enqueue_task
+    ran_first = []
+
+    def enqueue_then_another_thread_waits(stream, task, *holders):
+        seq = real(stream, task, *holders)
+        ran_first.append(task.rec.ran)
+        rt.stream_wait_event(b, e)  # the event has no published record yet: b parks on the next one
+        return seq
+
+    monkeypatch.setattr(event_module, "_enqueue_task", enqueue_then_another_thread_waits)
+    rt.record_event(e, a)
+    assert ran_first == [True]  # (the window this test is about)
+    rt.synchronize_stream(b, 10_000)  # SyncTimeoutError (507046) if the wait was never released
+    assert e.record.stream is a and e.record.ran
+
+
+def test_of_two_records_on_one_stream_published_out_of_order_the_later_stays(rt):
+    s = rt.create_stream()
+    e = rt.create_event()
+    first, second = event_module.Record(s), event_module.Record(s)
+    e._published(second, 2)
+    e._published(first, 1)  # a host thread that enqueued first and published last
+    assert e.record is second and e.record.seq == 2
+
+
 def test_a_timeout_after_the_record_was_enqueued_names_the_recording_stream(rt, gates):
     a, b = rt.create_stream(), rt.create_stream()
     e = rt.create_event(C.ACL_EVENT_SYNC)

@@ -25,8 +25,10 @@ import time
 from typing import TYPE_CHECKING
 
 from . import constants as C
+from .accel import SPEEDUPS
 from .errors import (EventError, FeatureNotSupportedError, InvalidHandleError, ParamInvalidError,
                      SyncTimeoutError, TaskError)
+from .observers import HOOKS
 from .scheduler import Blocker, Callback, Scheduler
 from .watchdog import WATCHDOG
 from .tasks import NopTask, StreamProgress, Task
@@ -34,6 +36,9 @@ from .tasks import NopTask, StreamProgress, Task
 if TYPE_CHECKING:
     from .device import Device
     from .stream import Stream
+
+# Stream.enqueue's common case in C (stream.enqueue_task; configured when stream.py loads)
+_enqueue_task = SPEEDUPS.enqueue_task if SPEEDUPS is not None else None
 
 RT_EVENT_DDSYNC = 0x4     # no ACL name; part of what create_event() gets
 RT_EVENT_DEFAULT = C.ACL_EVENT_CAPTURE_STREAM_PROGRESS | RT_EVENT_DDSYNC | C.ACL_EVENT_TIME_LINE  # 0x0E
@@ -85,6 +90,12 @@ class Event:
     # ------------------------------------------------------------ stream side
     def record_on(self, stream: "Stream") -> int:
         rec = Record(stream)
+        if _enqueue_task is not None and stream.capture is None and not HOOKS.active:
+            # Stream.enqueue's common case in C; the record is published once its sequence
+            # number is back (_published). A captured record keeps Capture.take's path, and a
+            # listening tool sees every record task with its sequence number already set
+            self._published(rec, _enqueue_task(stream, RecordTask(self, rec), None))
+            return rec.seq
 
         def publish(seq: int) -> None:  # under the stream lock, before the task can run
             rec.seq = seq
@@ -95,6 +106,23 @@ class Event:
                     self.cond.notify_all()
 
         return stream.enqueue(RecordTask(self, rec), on_seq=publish)
+
+    def _published(self, rec: Record, seq: int) -> None:
+        """The record enqueued as task `seq` becomes the event's latest. It may have run
+        already (inline, or on a worker): a blocker that registered meanwhile saw the record
+        before it and waits, so it is fired here. Of two records on one stream published out
+        of their order (two host threads), the later task stays the latest."""
+        rec.seq = seq
+        with self.lock:
+            latest = self.record
+            if latest is not None and latest.stream is rec.stream and latest.seq > seq:
+                return
+            self.record = rec
+            self.has_reset = False
+            if self.cond._waiters:
+                self.cond.notify_all()
+        if rec.ran and self.watchers:
+            self.fire_watchers()
 
     def wait_on(self, stream: "Stream") -> int:
         if not self.waitable:
@@ -132,9 +160,10 @@ class Event:
         rec.ran = True
         self.device_flag = True
         if self.watchers or self.cond._waiters:
-            # (nobody to fire, the usual case: no lock. A blocker registers under the lock, and
-            # `publish` set this record under it before the task could run, so one that
-            # registers too late to be seen here found the record and did not wait)
+            # (nobody to fire, the usual case: no lock. A blocker registers under the lock; one
+            # that registers too late to be seen here found this record, which `publish` set
+            # under the lock before the task could run, and did not wait; or, on the C enqueue
+            # path, found none yet and is fired by `_published`)
             self.fire_watchers()
 
     def fire_watchers(self) -> None:

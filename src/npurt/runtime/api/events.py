@@ -183,7 +183,8 @@ def synchronize_event(event: Event, timeout_ms: int = -1) -> None:
     if timeout_ms != -1 and (type(timeout_ms) is not int or timeout_ms < -1 or timeout_ms == 0):
         raise ParamInvalidError(f"event synchronize timeout must be -1 (wait forever) or a positive number "
                                 f"of milliseconds, got {timeout_ms!r}")
-    _unsupported(_live(event), "synchronize_event", C.ACL_EVENT_EXTERNAL)
+    if _live(event).flags == C.ACL_EVENT_EXTERNAL:  # (the test inline: this is a hot path)
+        _unsupported(event, "synchronize_event", C.ACL_EVENT_EXTERNAL)
     if HOOKS.active:
         HOOKS.emit("host_sync", what="event", obj=event)
     event.synchronize(timeout_ms)
