@@ -223,14 +223,14 @@ def test_a_record_enqueued_while_the_wait_registers_is_still_waited_for(rt, gate
     assert seen == [COMPLETE]  # b ran only after the record completed
 
 
-@pytest.mark.skipif(event_module._enqueue_task is None, reason="the C enqueue path needs the accelerator")
+@pytest.mark.skipif(event_module.enqueue_task is None, reason="the C enqueue path needs the accelerator")
 def test_a_wait_registered_after_the_record_ran_but_before_it_was_published_is_released(rt, monkeypatch):
     """The C enqueue path publishes a record after its task is queued, and a tiny record on an
     idle stream has run by then: a wait that registered in between (it saw no record) is
     fired by the publication, not left parked."""
     a, b = rt.create_stream(), rt.create_stream()
     e = rt.create_event(C.ACL_EVENT_SYNC)
-    real = event_module._enqueue_task
+    real = event_module.enqueue_task
     ran_first = []
 
     def enqueue_then_another_thread_waits(stream, task, *holders):
@@ -239,7 +239,7 @@ def test_a_wait_registered_after_the_record_ran_but_before_it_was_published_is_r
         rt.stream_wait_event(b, e)  # the event has no published record yet: b parks on the next one
         return seq
 
-    monkeypatch.setattr(event_module, "_enqueue_task", enqueue_then_another_thread_waits)
+    monkeypatch.setattr(event_module, "enqueue_task", enqueue_then_another_thread_waits)
     rt.record_event(e, a)
     assert ran_first == [True]  # (the window this test is about)
     rt.synchronize_stream(b, 10_000)  # SyncTimeoutError (507046) if the wait was never released

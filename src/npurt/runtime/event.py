@@ -25,20 +25,17 @@ import time
 from typing import TYPE_CHECKING
 
 from . import constants as C
-from .accel import SPEEDUPS
 from .errors import (EventError, FeatureNotSupportedError, InvalidHandleError, ParamInvalidError,
                      SyncTimeoutError, TaskError)
 from .observers import HOOKS
 from .scheduler import Blocker, Callback, Scheduler
+from .stream import enqueue_task
 from .watchdog import WATCHDOG
 from .tasks import NopTask, StreamProgress, Task
 
 if TYPE_CHECKING:
     from .device import Device
     from .stream import Stream
-
-# Stream.enqueue's common case in C (stream.enqueue_task; configured when stream.py loads)
-_enqueue_task = SPEEDUPS.enqueue_task if SPEEDUPS is not None else None
 
 RT_EVENT_DDSYNC = 0x4     # no ACL name; part of what create_event() gets
 RT_EVENT_DEFAULT = C.ACL_EVENT_CAPTURE_STREAM_PROGRESS | RT_EVENT_DDSYNC | C.ACL_EVENT_TIME_LINE  # 0x0E
@@ -90,28 +87,23 @@ class Event:
     # ------------------------------------------------------------ stream side
     def record_on(self, stream: "Stream") -> int:
         rec = Record(stream)
-        if _enqueue_task is not None and stream.capture is None and not HOOKS.active:
-            # Stream.enqueue's common case in C; the record is published once its sequence
-            # number is back (_published). A captured record keeps Capture.take's path, and a
-            # listening tool sees every record task with its sequence number already set
-            self._published(rec, _enqueue_task(stream, RecordTask(self, rec), None))
-            return rec.seq
-
-        def publish(seq: int) -> None:  # under the stream lock, before the task can run
-            rec.seq = seq
-            with self.lock:
-                self.record = rec
-                self.has_reset = False
-                if self.cond._waiters:  # notify_all is Python code: half a microsecond for nobody
-                    self.cond.notify_all()
-
-        return stream.enqueue(RecordTask(self, rec), on_seq=publish)
+        task = RecordTask(self, rec)
+        if enqueue_task is not None and stream.capture is None and not HOOKS.active:
+            # Stream.enqueue's common case in C, which has no on_seq: the record is published
+            # once its sequence number is back. A captured record keeps Capture.take's path,
+            # and a listening tool sees every record task with its sequence number already set
+            seq = enqueue_task(stream, task, None)
+            self._published(rec, seq)
+            return seq
+        return stream.enqueue(task, on_seq=lambda seq: self._published(rec, seq))
 
     def _published(self, rec: Record, seq: int) -> None:
-        """The record enqueued as task `seq` becomes the event's latest. It may have run
-        already (inline, or on a worker): a blocker that registered meanwhile saw the record
-        before it and waits, so it is fired here. Of two records on one stream published out
-        of their order (two host threads), the later task stays the latest."""
+        """The record enqueued as task `seq` becomes the event's latest: from Stream.enqueue
+        under the stream's lock, before the task can run, or after the C enqueue returned,
+        when it may have run already (inline, or on a worker). Then a blocker that registered
+        meanwhile saw the record before it and waits, so it is fired here; and of two records
+        on one stream published out of their order (two host threads), the later task stays
+        the latest."""
         rec.seq = seq
         with self.lock:
             latest = self.record
@@ -119,7 +111,7 @@ class Event:
                 return
             self.record = rec
             self.has_reset = False
-            if self.cond._waiters:
+            if self.cond._waiters:  # notify_all is Python code: half a microsecond for nobody
                 self.cond.notify_all()
         if rec.ran and self.watchers:
             self.fire_watchers()
@@ -161,7 +153,7 @@ class Event:
         self.device_flag = True
         if self.watchers or self.cond._waiters:
             # (nobody to fire, the usual case: no lock. A blocker registers under the lock; one
-            # that registers too late to be seen here found this record, which `publish` set
+            # that registers too late to be seen here found this record, which `_published` set
             # under the lock before the task could run, and did not wait; or, on the C enqueue
             # path, found none yet and is fired by `_published`)
             self.fire_watchers()
