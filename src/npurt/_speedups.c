@@ -2410,7 +2410,22 @@ hand_in(PyObject *s, PyObject *task, PyObject *seq, int cheap)
             PyObject *r = PyObject_CallMethodOneArg(q, str_append, t);
             if (r == NULL) { Py_DECREF(q); Py_DECREF(t); goto error; }
             Py_DECREF(r);
-            r = PyObject_CallMethodOneArg(sched, str_wake_for, s);
+            /* wake_for(s, defer) as Stream.enqueue calls it: a host thread's enqueue onto a
+             * stream that may run inline may defer the wake-up (wakeups.py) */
+            int defer = SLOT(s, soff[S_INLINE]) == Py_True;
+            if (defer) {
+                PyObject *tok = PyObject_GetAttr(st_tls, str_token);
+                if (tok == NULL) { Py_DECREF(q); Py_DECREF(t); goto error; }
+                if (tok != Py_None) {
+                    PyObject *worker = PyObject_GetAttr(tok, str_worker);
+                    defer = worker == NULL ? -1 : worker == Py_False;
+                    Py_XDECREF(worker);
+                }
+                Py_DECREF(tok);
+                if (defer < 0) { Py_DECREF(q); Py_DECREF(t); goto error; }
+            }
+            PyObject *call[3] = {sched, s, defer ? Py_True : Py_False};
+            r = PyObject_VectorcallMethod(str_wake_for, call, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
             if (r == NULL) { Py_DECREF(q); Py_DECREF(t); goto error; }
             Py_DECREF(r);
         }
@@ -2549,6 +2564,19 @@ mod_enqueue_task(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     Py_DECREF(flag);
     if (cheap < 0) return NULL;
     return enqueue_built(args[0], Py_NewRef(args[1]), cheap, args + 2, (int)nargs - 2);
+}
+
+/* data_address(obj) -> int: the address of the first element of an object that exports a
+ * buffer (a numpy array: read-only, strided, empty or not), as arr.ctypes.data gives it without
+ * numpy's Python code (npurt.runtime.address.host_address). */
+static PyObject *
+mod_data_address(PyObject *m, PyObject *obj)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_STRIDES) < 0) return NULL;
+    PyObject *addr = PyLong_FromVoidPtr(view.buf);
+    PyBuffer_Release(&view);
+    return addr;
 }
 
 /* ------------------------------------------------------------------ elementwise */
@@ -3048,6 +3076,8 @@ static PyMethodDef module_methods[] = {
      "enqueue_array_copy(stream, dev, arr, n, direction, block, host) -> seq or NotImplemented"},
     {"copy_d2d", (PyCFunction)(void (*)(void))mod_copy_d2d, METH_FASTCALL,
      "copy_d2d(rt, dst, dest_max, src, count, kind, stream, require_aligned, keep) -> seq or NotImplemented"},
+    {"data_address", (PyCFunction)mod_data_address, METH_O,
+     "data_address(array) -> int: the address of its first element (the buffer protocol)"},
     {"run_tasks", (PyCFunction)(void (*)(void))mod_run_tasks, METH_FASTCALL,
      "run_tasks(stream, me, budget, until, defer) -> budget left, -1 (let go) or -2 (finish in Python)"},
     {"forget_copy_windows", mod_forget_copy_windows, METH_NOARGS,

@@ -17,7 +17,7 @@ import threading
 
 import numpy as np
 
-from ..runtime import GM, resolve_dtype
+from ..runtime import GM, address, resolve_dtype
 from ..runtime import kernel_function as kernel
 
 # dtype codes (kernel argument `dt`)
@@ -145,22 +145,63 @@ def _chunk_buffer(dtype: np.dtype, slot: int = 0, across: np.ndarray | None = No
     a load of the operand whose addresses agree in their low 12 bits stall each other (4K
     aliasing), and a fresh numpy allocation of this size sits 16 bytes past a page start, as
     the device's buffers do at a page start: the plain formula with such a scratch chunk was
-    11 % slower (measured on these VMs, session 9)."""
+    11 % slower (measured on these VMs, session 9). The placed view is kept too, per the
+    operand's place in its page: a kernel right after a big one runs with cold caches, where
+    every object made costs microseconds (session 12)."""
     try:
         bufs = _BUFFERS.bufs
     except AttributeError:
         bufs = _BUFFERS.bufs = {}
-    buf = bufs.get((dtype, slot))
-    if buf is None:
-        buf = bufs[(dtype, slot)] = np.empty(CHUNK + PAGE // dtype.itemsize, dtype)
-    return buf[:CHUNK] if across is None else half_a_page_from(across, buf, CHUNK)
+    key = (dtype, slot, None if across is None else address.host_address(across) % PAGE)
+    chunk = bufs.get(key)
+    if chunk is None:
+        buf = bufs.get((dtype, slot))
+        if buf is None:
+            buf = bufs[(dtype, slot)] = np.empty(CHUNK + PAGE // dtype.itemsize, dtype)
+        chunk = bufs[key] = buf[:CHUNK] if across is None else half_a_page_from(across, buf, CHUNK)
+    return chunk
 
 
 def half_a_page_from(across: np.ndarray, buf: np.ndarray, n: int) -> np.ndarray:
     """The n elements of `buf` (at least n + PAGE bytes) that start half a page from `across`'s
     start, modulo the page (see _chunk_buffer)."""
-    skew = (across.ctypes.data + PAGE // 2 - buf.ctypes.data) % PAGE // buf.itemsize
+    skew = (address.host_address(across) + PAGE // 2 - address.host_address(buf)) % PAGE // buf.itemsize
     return buf[skew:skew + n]
+
+
+# np.errstate(over="ignore") without its Python frames (numpy 2 keeps the error state in a
+# context variable; the object that ignores overflow is made once per state it is entered
+# from): about 4 µs instead of 9 right after a big kernel. numpy 1.x: np.errstate.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _ERRSTATE, _make_extobj
+except ImportError:  # numpy < 2
+    _ERRSTATE = None
+_OVERFLOW_IGNORED: dict = {}  # the error state in force -> the same with over="ignore"
+
+
+def _ignore_overflow():
+    """Enter np.errstate(over="ignore"); returns what _restore_errors takes."""
+    if _ERRSTATE is None:
+        state = np.errstate(over="ignore")
+        state.__enter__()
+        return state
+    current = _ERRSTATE.get()
+    ignored = _OVERFLOW_IGNORED.get(current)
+    if ignored is None:
+        if len(_OVERFLOW_IGNORED) >= 16:  # states a program enters are few; never grow without bound
+            _OVERFLOW_IGNORED.clear()
+        ignored = _OVERFLOW_IGNORED[current] = _make_extobj(over="ignore")  # (reads the state in force)
+    return _ERRSTATE.set(ignored)
+
+
+def _restore_errors(token) -> None:
+    if _ERRSTATE is None:
+        token.__exit__(None, None, None)
+    else:
+        _ERRSTATE.reset(token)
+
+
+_GELU_CONSTANTS: dict = {}  # compute dtype -> (0.044715, -2 sqrt(2/pi), 1) as its scalars
 
 
 def gelu_into(dst: np.ndarray, src: np.ndarray) -> None:
@@ -185,9 +226,13 @@ def gelu_into(dst: np.ndarray, src: np.ndarray) -> None:
     # the constants as scalars of the compute dtype and the ufuncs called positionally: the
     # same values numpy makes of the Python floats (NEP 50), so the same bits, with 1.5 µs
     # less Python per chunk (issue 28: a launch is compared with the plain formula)
-    cubic, scale, one = cd.type(0.044715), cd.type(-_GELU_C), cd.type(1.0)
+    constants = _GELU_CONSTANTS.get(cd)
+    if constants is None:
+        constants = _GELU_CONSTANTS[cd] = (cd.type(0.044715), cd.type(-_GELU_C), cd.type(1.0))
+    cubic, scale, one = constants
     mul, add, div, exp = np.multiply, np.add, np.divide, np.exp
-    with np.errstate(over="ignore"):  # exp overflow for very negative x gives the right 0
+    errors = _ignore_overflow()  # exp overflow for very negative x gives the right 0
+    try:
         for s in range(0, n, CHUNK):
             e = min(s + CHUNK, n)
             if wide:
@@ -208,6 +253,8 @@ def gelu_into(dst: np.ndarray, src: np.ndarray) -> None:
             else:
                 div(v, t, t)
                 np.copyto(dst[s:e], t, casting="unsafe")
+    finally:
+        _restore_errors(errors)
 
 
 @kernel

@@ -112,9 +112,11 @@ def elementwise(op, out, a, b, n, dtype, stream=None, num_blocks=None) -> int:
             raise InvalidValueError(f"elementwise {op} is unary: pass b=None")
         code = _code(dtype, _FLOAT | (_SIGNED if op in ("relu", "abs") else set()), "elementwise", op)
         size = n * K.dtype_of(code).itemsize
-        _need(out=out, a=a)
+        canonical = type(out) is int and type(a) is int and out > 0 and a > 0 and n < 1 << 63  # as binary's
+        if not canonical:
+            _need(out=out, a=a)
         return _launch(K.unary, _blocks(num_blocks, n), (out, a, n, K.UNARY_OPS.index(op), code), stream,
-                       extents=(size, size))
+                       extents=(size, size), canonical=canonical)
     raise InvalidValueError(f"unknown elementwise op {op!r}; binary: {', '.join(K.BINARY_OPS)}; "
                             f"unary: {', '.join(K.UNARY_OPS)}")
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..driver.layout import DEVICE_WINDOW, HOST_ALIAS_OFFSET, VA_BASE
+from .accel import SPEEDUPS
 from .errors import InvalidValueError, as_int, fork_hint
 from .memory import LIVE, note_use, usable_size
 from .observers import HOOKS
@@ -27,12 +28,19 @@ if TYPE_CHECKING:
 HOST_LIMIT = 1 << 47  # user-space host addresses are below this
 
 _c_char_from_buffer, _addressof = ctypes.c_char.from_buffer, ctypes.addressof
+_data_address = getattr(SPEEDUPS, "data_address", None)
 
 
 def host_address(arr: np.ndarray) -> int:
-    """The address of a numpy array's first element. Through the buffer protocol for a
-    writable C-contiguous array (a few hundred ns); numpy's `__array_interface__` and
-    `.ctypes.data`, the only other ways, build objects and cost microseconds."""
+    """The address of a numpy array's first element. Through the buffer protocol (a few
+    hundred ns; in C with the accelerator, any array, else for a writable C-contiguous one);
+    numpy's `__array_interface__` and `.ctypes.data`, the only other ways, build objects and
+    cost microseconds (tens with cold caches, as a kernel right after a big one has them)."""
+    if _data_address is not None:
+        try:
+            return _data_address(arr)
+        except (TypeError, ValueError, BufferError):  # no buffer (a dtype numpy exports none for)
+            return arr.__array_interface__["data"][0]
     try:
         return _addressof(_c_char_from_buffer(arr))
     except (TypeError, ValueError, BufferError):  # read-only, not contiguous, or empty

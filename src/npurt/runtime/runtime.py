@@ -182,7 +182,8 @@ class Runtime:
         """The op execute timeout in effect, in microseconds: the setting rounded up to whole
         intervals, capped at 254 intervals; 0 (not set) means the maximum. A kernel launched
         without its own timeout that runs longer fails with ACL_ERROR_RT_AICORE_TIMEOUT."""
-        self.ensure_initialized()
+        if not self.initialized:  # (every kernel asks: no call when the runtime is up)
+            self.ensure_initialized()
         limit = OP_TIMEOUT_INTERVAL_US * OP_TIMEOUT_MAX_INTERVALS
         wanted = self.op_execute_timeout_us
         if wanted == 0:

@@ -89,16 +89,18 @@ class KernelContext:
         device = self.device
         block = device.memory.live.get(ptr)  # fast path: the start of a live allocation here
         if block is not None and ptr + nbytes <= block.addr + block.requested:
-            buf = device.backend.view(ptr, nbytes)
+            # device memory, always writable: one array made (a kernel right after a big one
+            # runs with cold caches, where each costs microseconds)
+            arr = device.backend.typed_view(ptr, nbytes, dt)
         else:
             buf = self._view(ptr, nbytes)
-        if mode != "r" and not buf.flags.writeable:
-            raise self._refused("read_only", ptr, nbytes, device,
-                                f"gm(0x{ptr:x}, mode {mode!r}): host memory registered with ACL_HOST_REGISTER_READONLY "
-                                "is read-only for kernels; take it with mode 'r'")
+            if mode != "r" and not buf.flags.writeable:
+                raise self._refused("read_only", ptr, nbytes, device,
+                                    f"gm(0x{ptr:x}, mode {mode!r}): host memory registered with "
+                                    "ACL_HOST_REGISTER_READONLY is read-only for kernels; take it with mode 'r'")
+            arr = buf.view(dt)
         if HOOKS.active:
             HOOKS.emit("mem_access", device=self.device, addr=ptr, nbytes=nbytes, task=self.task, mode=mode)
-        arr = buf.view(dt)
         if shape is not None:
             arr = arr.reshape(shape)
         if mode == "r":

@@ -23,7 +23,7 @@ from ..memops import dead_address_message, locate, refused
 from ..memory import LIVE, usable_size
 from ..observers import HOOKS
 from ..runtime import RUNTIME
-from ..stream import Stream
+from ..stream import Stream, enqueue_task
 from ..managed import MANAGED
 from .function import KernelFunction, SLOT, UB_SIZE, _VA_BASE, _is_alias, function_of
 from .task import KernelTask
@@ -129,6 +129,8 @@ def enqueue_launch(func: KernelFunction, num_blocks: int, stream, values, *, arg
         task.holders = blocks
     if func.inline_ok and num_blocks == 1 and extents is not None and sum(extents) <= INLINE_BYTES:
         task.cheap = True
+    if enqueue_task is not None and 0 < len(blocks) <= 4:  # Stream.enqueue's common case in C
+        return enqueue_task(stream, task, *blocks)
     return stream.enqueue(task, holders=blocks)
 
 
