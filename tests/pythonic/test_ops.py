@@ -196,6 +196,44 @@ def test_a_kernel_scratch_chunk_lies_half_a_page_from_its_operand(dtype, offset)
     assert K._chunk_buffer(dtype, 0, x).ctypes.data == buf.ctypes.data  # kept between calls
 
 
+def test_a_placed_scratch_chunk_is_kept_for_each_page_offset_of_its_operand():
+    """Operands at two offsets in their pages get two placements of the one slot-0 buffer,
+    each kept (made once: a kernel after a big one runs with cold caches)."""
+    raw = np.empty(K.CHUNK + 8192, F32)
+    start = -raw.ctypes.data % 4096 // 4
+    x, y = raw[start:start + 100], raw[start + 4:start + 104]  # 16 bytes apart
+    bx, by = K._chunk_buffer(F32, 0, x), K._chunk_buffer(F32, 0, y)
+    assert (bx.ctypes.data - x.ctypes.data) % 4096 == 2048
+    assert (by.ctypes.data - y.ctypes.data) % 4096 == 2048
+    assert K._chunk_buffer(F32, 0, x) is bx and K._chunk_buffer(F32, 0, y) is by
+    assert np.may_share_memory(bx, by)
+
+
+@pytest.mark.parametrize("way", ["context variable", "np.errstate"])
+def test_gelu_ignores_overflow_and_leaves_the_error_state_it_found(way, monkeypatch):
+    """exp overflows for very negative x (the right 0 follows): no warning, whatever the state
+    in force, which holds again afterwards with its other settings (numpy 2's context variable,
+    or np.errstate where numpy has none)."""
+    if way == "np.errstate":
+        monkeypatch.setattr(K, "_ERRSTATE", None)
+    elif K._ERRSTATE is None:
+        pytest.skip("numpy < 2 keeps no error-state context variable: the np.errstate case covers it")
+    x = np.array([-100, -1, 0, 2], F32)
+    y = np.empty_like(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow warning would raise here
+        for state in ({"all": "warn"}, {"divide": "raise", "over": "raise", "under": "warn", "invalid": "warn"}):
+            with np.errstate(**state):
+                before = np.geterr()
+                K.gelu_into(y, x)
+                K.gelu_into(y, x)  # (entered from the same state again)
+                assert np.geterr() == before
+                if before["divide"] == "raise":
+                    with pytest.raises(FloatingPointError):
+                        np.float32(1) / np.float32(0)
+    assert y[0] == 0 and y[2] == 0 and abs(y[3] - 1.9545977) < 1e-6
+
+
 def test_each_thread_has_its_own_scratch_chunks():
     import threading
     mine = K._chunk_buffer(F32, 0)

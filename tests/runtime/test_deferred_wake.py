@@ -357,3 +357,31 @@ def test_without_the_accelerator_nothing_is_deferred():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+@needs_doorbell
+@pytest.mark.parametrize("what", ["kernel launch", "copy"])
+def test_a_launch_or_a_copy_through_the_c_enqueue_defers_as_stream_enqueue_does(polled, monkeypatch, what):
+    """The C enqueue (enqueue_task, enqueue_copy) hands a task in as Stream.enqueue does: a host
+    thread's enqueue onto the stream whose last launch it took rings the doorbell, and its
+    synchronize then runs the work without waking a worker."""
+    import numpy as np
+    from npurt.ops import launch
+    from npurt.runtime import INLINE_MAX_BYTES, Stream, constants as C
+    rt, s, sched = polled
+    n = INLINE_MAX_BYTES + 4096  # more than a task may touch to run inline
+    src, dst = rt.malloc(n), rt.malloc(n)
+    python_enqueues, wakes = [], []
+    real_enqueue, real_wake = Stream.enqueue, sched._wake
+    monkeypatch.setattr(Stream, "enqueue", lambda *a, **k: (python_enqueues.append(1), real_enqueue(*a, **k))[1])
+    monkeypatch.setattr(sched, "_wake", lambda: (wakes.append(1), real_wake()))
+    if what == "kernel launch":
+        seq = launch.elementwise("relu", dst, src, None, n // 4, np.float32, stream=s, num_blocks=1)
+    else:
+        seq = rt.memcpy_async(dst, n, src, n, C.ACL_MEMCPY_DEVICE_TO_DEVICE, s)
+    assert python_enqueues == []  # the C path took it
+    assert sched.deferred is not None and sched.deferred[0] is s
+    assert s.completed_seq < seq  # deferred, not run
+    s.synchronize()
+    assert s.completed_seq >= seq
+    assert wakes == [] and sched.deferred is None
