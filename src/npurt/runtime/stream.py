@@ -318,7 +318,10 @@ class Stream:
         if self.capture is not None:
             self.capture.refuse_wait(self)
         self.streak = 0  # the host waits: the next cheap task may run inline again (inline.py)
-        if self.scheduler.deferred is not None:  # a wait that will not take the deferred work wakes a worker
+        pending = self.scheduler.deferred
+        if pending is not None and (pending[0] is not self or (timeout_ms is not None and timeout_ms >= 0)):
+            # a wait that will not take the deferred work wakes a worker (this stream's own
+            # untimed wait takes it: no call)
             self.scheduler.flush_deferred(None if timeout_ms is not None and timeout_ms >= 0 else self)
         if until is None:
             until = self.enqueued_seq
@@ -330,7 +333,7 @@ class Stream:
         epoch = self.abort_epoch
         if HOOKS.active:
             HOOKS.emit("host_wait", stream=self, seq=until)
-        token = thread_token()
+        token = TLS.token or thread_token()
         claimed = False  # set with the claim: the handler below gives back only what we took
         try:
             # a timed wait never runs work inline: it could not time out; under a controlled
