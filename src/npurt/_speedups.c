@@ -2549,7 +2549,7 @@ unlock_error:
 
 /* enqueue_task(stream, task, *holders) -> seq: Stream.enqueue(task, holders=holders) for a
  * task of the runtime's Task classes that the caller has just made (1 to 4 holders): the
- * Pythonic API's elementwise kernels. */
+ * Pythonic API's elementwise kernels, event records, kernel launches. */
 static PyObject *
 mod_enqueue_task(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {

@@ -76,7 +76,8 @@ __all__ = [
     # inline execution (inline.py): what a task may touch and still run in the enqueuing thread
     'INLINE_MAX_BYTES', 'cheap_bytes',
     # Stream.enqueue(task, holders=holders) of a task just made, in C (None without the
-    # extension): the Pythonic API's per-op tasks; which of them the C run loop computes
+    # extension): the Pythonic API's per-op tasks, event records, kernel launches; which of
+    # them the C run loop computes
     'enqueue_task', 'compute_in_c',
     # the current stream per thread and device
     'current_stream_on', 'current_streams', 'set_current_stream',

@@ -475,7 +475,8 @@ enqueue_copy = SPEEDUPS.enqueue_copy if SPEEDUPS is not None else None
 CopyTask(dst, src, n, direction, keep) with the two holders, in C; None without the extension."""
 enqueue_task = SPEEDUPS.enqueue_task if SPEEDUPS is not None else None
 """enqueue_task(stream, task, *holders) -> seq: Stream.enqueue(task, holders=holders) of a task
-just made (1 to 4 holders), in C; None without the extension."""
+just made (1 to 4 holders), in C; None without the extension. The Pythonic ops' tasks, event
+records (Event.record_on) and kernel launches (kernel.operations.enqueue_launch) take it."""
 
 
 def compute_in_c(task_type, names: tuple, ufuncs: tuple, dtypes: tuple) -> bool:
