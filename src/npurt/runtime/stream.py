@@ -318,18 +318,19 @@ class Stream:
         if self.capture is not None:
             self.capture.refuse_wait(self)
         self.streak = 0  # the host waits: the next cheap task may run inline again (inline.py)
+        timed = timeout_ms is not None and timeout_ms >= 0
         pending = self.scheduler.deferred
-        if pending is not None and (pending[0] is not self or (timeout_ms is not None and timeout_ms >= 0)):
+        if pending is not None and (timed or pending[0] is not self):
             # a wait that will not take the deferred work wakes a worker (this stream's own
             # untimed wait takes it: no call)
-            self.scheduler.flush_deferred(None if timeout_ms is not None and timeout_ms >= 0 else self)
+            self.scheduler.flush_deferred(None if timed else self)
         if until is None:
             until = self.enqueued_seq
         if self.completed_seq >= until and not HOOKS.active:  # done already: nothing to wait for
             if report_errors and self.error is not None:
                 self.raise_error()
             return
-        deadline = None if timeout_ms is None or timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
+        deadline = time.monotonic() + timeout_ms / 1000 if timed else None
         epoch = self.abort_epoch
         if HOOKS.active:
             HOOKS.emit("host_wait", stream=self, seq=until)

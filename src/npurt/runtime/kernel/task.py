@@ -91,7 +91,7 @@ class KernelTask(Task):
         device = self.stream.device
         timeout = self.timeout_ns
         if timeout is None:
-            timeout = self.timeout_ns = RUNTIME.effective_op_execute_timeout_us() * 1000  # _default_timeout_ns
+            timeout = self.timeout_ns = _default_timeout_ns()
         start = time.perf_counter_ns()
         if timeout:  # the watchdog aborts the kernel at its deadline (see expire)
             WATCHDOG.watch(self, time.monotonic() + timeout / 1e9)
